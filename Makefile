@@ -1,0 +1,143 @@
+# mpkit: one non-recursive Makefile.  `make` builds into build/.
+#   make            library (static + shared) and the mpkit CLI
+#   make demo       build and run examples/demo
+#   make check      native test suite, then the same tests in a PKU VM
+#   make install PREFIX=/usr/local
+# SANITIZE=address,undefined builds everything with those sanitizers into
+# build/san/ (and `make check` then runs the native suite only).
+
+PREFIX  ?= /usr/local
+LIBDIR  ?= $(PREFIX)/lib
+INCDIR  ?= $(PREFIX)/include
+BINDIR  ?= $(PREFIX)/bin
+PCDIR   ?= $(LIBDIR)/pkgconfig
+DESTDIR ?=
+
+CC      ?= cc
+VERSION := $(shell sed -n 's/^#define MPK_VERSION_STRING "\(.*\)"/\1/p' include/mpkit.h)
+SONAME  := libmpkit.so.0
+
+BUILD ?= build
+B := $(BUILD)$(if $(SANITIZE),/san)
+
+WARN    := -Wall -Wextra -Wshadow -Wstrict-prototypes -Wmissing-prototypes -Wno-missing-field-initializers
+CFLAGS  ?= -O2 -g
+CFLAGS  += -std=gnu11 $(WARN) -pthread -Iinclude
+LDFLAGS += -pthread
+ifneq ($(SANITIZE),)
+CFLAGS  += -fsanitize=$(SANITIZE) -fno-omit-frame-pointer -fno-sanitize-recover=all
+LDFLAGS += -fsanitize=$(SANITIZE)
+endif
+DEPFLAGS = -MMD -MP
+
+ARCH := $(shell uname -m)
+ifeq ($(ARCH),x86_64)
+ARCH_SRC := src/arch/x86/cpu.c
+else
+ARCH_SRC := src/arch/none/cpu.c
+endif
+
+LIB_SRC := src/init.c src/os.c src/domain.c src/region.c src/memory.c \
+           src/rights.c src/soft.c src/broadcast.c src/fault.c $(ARCH_SRC)
+LIB_OBJ := $(LIB_SRC:%.c=$(B)/obj/%.o)
+PIC_OBJ := $(LIB_SRC:%.c=$(B)/pic/%.o)
+
+TEST_SRC := $(sort $(wildcard tests/t_*.c))
+TEST_BIN := $(TEST_SRC:tests/%.c=$(B)/tests/%)
+EX_SRC   := $(wildcard examples/*.c)
+EX_BIN   := $(EX_SRC:examples/%.c=$(B)/examples/%)
+
+all: $(B)/libmpkit.a $(B)/libmpkit.so $(B)/mpkit
+
+$(B)/obj/%.o: %.c
+	@mkdir -p $(@D)
+	$(CC) $(CFLAGS) -fvisibility=hidden $(DEPFLAGS) -c $< -o $@
+
+$(B)/pic/%.o: %.c
+	@mkdir -p $(@D)
+	$(CC) $(CFLAGS) -fPIC -fvisibility=hidden $(DEPFLAGS) -c $< -o $@
+
+$(B)/libmpkit.a: $(LIB_OBJ)
+	@rm -f $@
+	$(AR) rcs $@ $^
+
+# Hidden visibility keeps internals out; the version script is the list.
+$(B)/libmpkit.so: $(PIC_OBJ) src/libmpkit.map
+	$(CC) -shared -Wl,-soname,$(SONAME) -Wl,--version-script=src/libmpkit.map \
+		-Wl,-z,defs -Wl,-z,now $(LDFLAGS) $(PIC_OBJ) -o $@
+	ln -sf libmpkit.so $(B)/$(SONAME)
+
+$(B)/mpkit: $(B)/obj/tools/mpkit.o $(B)/libmpkit.a
+	$(CC) $(LDFLAGS) $^ -o $@
+
+$(B)/obj/tools/%.o $(B)/obj/tests/%.o $(B)/obj/examples/%.o $(B)/obj/bench/%.o: CFLAGS += -Itests
+
+$(B)/tests/%: $(B)/obj/tests/%.o $(B)/libmpkit.a
+	@mkdir -p $(@D)
+	$(CC) $(LDFLAGS) $^ -o $@
+
+# -rdynamic: fault-report backtraces name the example's functions.
+$(B)/examples/%: $(B)/obj/examples/%.o $(B)/libmpkit.a
+	@mkdir -p $(@D)
+	$(CC) $(LDFLAGS) -rdynamic $^ -o $@
+
+tests: $(TEST_BIN) $(B)/tests/t_installed
+
+# ---- install, and a test program built against the installed copy ----
+
+mpkit.pc: mpkit.pc.in include/mpkit.h
+	sed -e 's|@PREFIX@|$(PREFIX)|' -e 's|@LIBDIR@|$(LIBDIR)|' \
+	    -e 's|@INCDIR@|$(INCDIR)|' -e 's|@VERSION@|$(VERSION)|' $< > $@
+
+install: all
+	@rm -f mpkit.pc
+	$(MAKE) --no-print-directory mpkit.pc PREFIX=$(PREFIX) LIBDIR=$(LIBDIR) INCDIR=$(INCDIR)
+	install -d $(DESTDIR)$(INCDIR) $(DESTDIR)$(LIBDIR) $(DESTDIR)$(PCDIR) $(DESTDIR)$(BINDIR)
+	install -m 644 include/mpkit.h $(DESTDIR)$(INCDIR)/
+	install -m 644 $(B)/libmpkit.a $(DESTDIR)$(LIBDIR)/
+	install -m 755 $(B)/libmpkit.so $(DESTDIR)$(LIBDIR)/libmpkit.so.$(VERSION)
+	ln -sf libmpkit.so.$(VERSION) $(DESTDIR)$(LIBDIR)/$(SONAME)
+	ln -sf $(SONAME) $(DESTDIR)$(LIBDIR)/libmpkit.so
+	install -m 644 mpkit.pc $(DESTDIR)$(PCDIR)/
+	install -m 755 $(B)/mpkit $(DESTDIR)$(BINDIR)/
+	@rm -f mpkit.pc
+
+STAGE := $(abspath $(B)/stage)
+# Prerequisites include all of `install: all`, so the sub-make builds nothing.
+$(B)/tests/t_installed: tests/installed/t_installed.c $(B)/libmpkit.so $(B)/libmpkit.a $(B)/mpkit include/mpkit.h
+	rm -rf $(STAGE)
+	$(MAKE) --no-print-directory install PREFIX=$(STAGE) SANITIZE=$(SANITIZE)
+	$(CC) $(CFLAGS) $< -o $@ $$(PKG_CONFIG_PATH=$(STAGE)/lib/pkgconfig pkg-config --cflags --libs mpkit) \
+		-Wl,-rpath,$(STAGE)/lib $(LDFLAGS)
+
+# ---- running ----
+
+demo: $(B)/examples/demo
+	$(B)/examples/demo
+
+# The VM suite exits 77 when QEMU, busybox or the kernel cannot be had: a
+# skip here, a failure with MPKIT_VM_REQUIRED=1 (CI).
+check: all tests
+	@tests/check-exports.sh $(B)/libmpkit.so
+	@rc=0; tests/run-tests.sh native $(B)/tests || rc=1; \
+	if [ -n "$(SANITIZE)" ]; then echo "(sanitizer build: the VM suite runs in plain make check)"; \
+	else tests/vm/vm.sh $(B) $(B)/tests; vrc=$$?; \
+		if [ $$vrc = 77 ]; then [ -z "$$MPKIT_VM_REQUIRED" ] || rc=1; \
+		elif [ $$vrc != 0 ]; then rc=1; fi; \
+	fi; exit $$rc
+
+check-native: all tests
+	@tests/check-exports.sh $(B)/libmpkit.so
+	@tests/run-tests.sh native $(B)/tests
+
+check-vm: all tests
+	@tests/vm/vm.sh $(B) $(B)/tests; vrc=$$?; \
+	if [ $$vrc = 77 ] && [ -z "$$MPKIT_VM_REQUIRED" ]; then vrc=0; fi; exit $$vrc
+
+clean:
+	rm -rf build mpkit.pc
+
+.PHONY: all tests install demo check check-native check-vm clean
+.SECONDARY:
+
+-include $(shell find build -name '*.d' 2>/dev/null)

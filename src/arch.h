@@ -1,0 +1,38 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The arch interface: everything that depends on how a CPU implements keys.
+ * The rest of mpkit sees an opaque per-thread rights register with a small
+ * set of operations; x86 PKU is the first implementation.  Architectures
+ * without keys get a stub that reports none, so the soft backend runs there.
+ */
+#ifndef MPK_ARCH_H
+#define MPK_ARCH_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+/* Facts the CPU reports about keys. */
+struct mpk_arch_caps {
+	bool cpu_keys;   /* the CPU implements keys */
+	bool os_enabled; /* the kernel switched them on */
+};
+void mpk_arch_caps(struct mpk_arch_caps *caps);
+
+#if defined(__x86_64__)
+#include "arch/x86/pkru.h"
+#else
+#include "arch/none/pkru.h"
+#endif
+
+/*
+ * Rights register image saved in a signal frame: the value sigreturn will
+ * load into the interrupted thread.  Both return false when the frame has
+ * no such image (then nothing was changed).
+ */
+bool mpk_arch_frame_reg_get(void *ucontext, mpk_reg_t *reg);
+bool mpk_arch_frame_reg_set(void *ucontext, mpk_reg_t reg);
+
+/* Whether a SIGSEGV was raised by a write (from the page-fault error code). */
+bool mpk_arch_fault_is_write(const void *ucontext);
+
+#endif

@@ -1,0 +1,109 @@
+/* SPDX-License-Identifier: MIT */
+/* x86-64: CPUID detection and the PKRU image in a signal frame. */
+#define _GNU_SOURCE
+#include <cpuid.h>
+#include <signal.h>
+#include <stdint.h>
+#include <string.h>
+#include <ucontext.h>
+
+#include "../../arch.h"
+
+#define CPUID7_ECX_PKU   (1u << 3)
+#define CPUID7_ECX_OSPKE (1u << 4)
+#define XFEATURE_PKRU    9
+#define XSTATE_MAGIC1    0x46505853u
+#define XSAVE_HDR_OFFSET 512 /* XSTATE_BV follows the 512-byte legacy area */
+#define SW_BYTES_OFFSET  464 /* software-reserved bytes of the legacy area */
+
+void mpk_arch_caps(struct mpk_arch_caps *caps)
+{
+	unsigned a, b, c, d;
+
+	memset(caps, 0, sizeof(*caps));
+	if (__get_cpuid_max(0, NULL) < 7)
+		return;
+	__cpuid_count(7, 0, a, b, c, d);
+	caps->cpu_keys = c & CPUID7_ECX_PKU;
+	caps->os_enabled = c & CPUID7_ECX_OSPKE;
+}
+
+/* Where PKRU lives in the standard-format XSAVE area: CPUID.(0xD,9).EBX.
+ * Read once and cached; 0 means unknown.  Must be called outside signal
+ * context first (mpk init does), so the handler only reads a word. */
+static uint32_t pkru_offset;
+
+static uint32_t xsave_pkru_offset(void)
+{
+	if (!pkru_offset) {
+		unsigned a, b, c, d;
+		if (__get_cpuid_max(0, NULL) < 0xd)
+			return 0;
+		__cpuid_count(0xd, XFEATURE_PKRU, a, b, c, d);
+		if (a >= 4)
+			__atomic_store_n(&pkru_offset, b, __ATOMIC_RELAXED);
+	}
+	return __atomic_load_n(&pkru_offset, __ATOMIC_RELAXED);
+}
+
+/* Locate the PKRU slot of the frame's XSAVE image, or NULL.  The frame is
+ * only trusted when the kernel marked it as an extended (XSAVE) frame that
+ * is large enough and carries the PKRU feature. */
+static uint8_t *frame_xsave(void *ucontext, uint32_t *off)
+{
+	ucontext_t *uc = ucontext;
+	uint8_t *fp = (uint8_t *)uc->uc_mcontext.fpregs;
+	uint32_t magic, size;
+	uint64_t features;
+
+	*off = xsave_pkru_offset();
+	if (!fp || !*off)
+		return NULL;
+	memcpy(&magic, fp + SW_BYTES_OFFSET, 4);
+	memcpy(&size, fp + SW_BYTES_OFFSET + 16, 4);
+	memcpy(&features, fp + SW_BYTES_OFFSET + 8, 8);
+	if (magic != XSTATE_MAGIC1 || size < *off + 4 ||
+	    !(features & (1ull << XFEATURE_PKRU)))
+		return NULL;
+	return fp;
+}
+
+bool mpk_arch_frame_reg_get(void *ucontext, mpk_reg_t *reg)
+{
+	uint32_t off;
+	uint64_t bv;
+	uint8_t *fp = frame_xsave(ucontext, &off);
+
+	if (!fp)
+		return false;
+	memcpy(&bv, fp + XSAVE_HDR_OFFSET, 8);
+	/* A clear XSTATE_BV bit means the component is in its init state,
+	 * which for PKRU is 0 (all access). */
+	if (bv & (1ull << XFEATURE_PKRU))
+		memcpy(reg, fp + off, 4);
+	else
+		*reg = 0;
+	return true;
+}
+
+bool mpk_arch_frame_reg_set(void *ucontext, mpk_reg_t reg)
+{
+	uint32_t off;
+	uint64_t bv;
+	uint8_t *fp = frame_xsave(ucontext, &off);
+
+	if (!fp)
+		return false;
+	memcpy(fp + off, &reg, 4);
+	memcpy(&bv, fp + XSAVE_HDR_OFFSET, 8);
+	bv |= 1ull << XFEATURE_PKRU;
+	memcpy(fp + XSAVE_HDR_OFFSET, &bv, 8);
+	return true;
+}
+
+bool mpk_arch_fault_is_write(const void *ucontext)
+{
+	const ucontext_t *uc = ucontext;
+	/* Page-fault error code bit 1: the access was a write. */
+	return uc->uc_mcontext.gregs[REG_ERR] & 2;
+}

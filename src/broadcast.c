@@ -1,0 +1,232 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Rewriting the rights register of every thread.  PKRU is per thread and no
+ * system call sets another thread's, but a signal handler can: the kernel
+ * saves the interrupted PKRU in the signal frame's XSAVE image and sigreturn
+ * loads it back.  So: signal each thread, edit the image, wait for every
+ * acknowledgement.  Threads created meanwhile inherit PKRU from a thread
+ * already done or are found by the next scan of /proc/self/task.
+ */
+#define _GNU_SOURCE
+#include <dirent.h>
+#include <errno.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "internal.h"
+#include "os.h"
+
+/* The signal mpkit uses; applications must leave it alone (see README). */
+#define MPK_SIGNAL (SIGRTMAX - 2)
+
+#define MAX_WAIT_NS (5ull * 1000 * 1000 * 1000)
+
+struct target {
+	pid_t tid;
+	int state; /* 0 sent, 1 done, 2 failed (no XSAVE image); atomic */
+};
+
+static pthread_mutex_t bc_lock = PTHREAD_MUTEX_INITIALIZER;
+/* Targets of the current broadcast.  The array is replaced, never freed,
+ * when it grows: a handler that runs late may still hold the old one. */
+static struct {
+	mpk_reg_t clear, set;
+	struct target *t;
+	size_t n, cap;
+} req;
+
+static void on_signal(int sig, siginfo_t *si, void *uc)
+{
+	(void)sig;
+	(void)si;
+	int saved = errno;
+	pid_t self = mpk_os_gettid();
+	struct target *t = __atomic_load_n(&req.t, __ATOMIC_ACQUIRE);
+	size_t n = __atomic_load_n(&req.n, __ATOMIC_ACQUIRE);
+
+	for (size_t i = 0; t && i < n; i++) {
+		if (t[i].tid != self || __atomic_load_n(&t[i].state, __ATOMIC_ACQUIRE))
+			continue;
+		mpk_reg_t reg;
+		int state = 2;
+		if (mpk_arch_frame_reg_get(uc, &reg) &&
+		    mpk_arch_frame_reg_set(uc, (reg & ~req.clear) | req.set))
+			state = 1;
+		__atomic_store_n(&t[i].state, state, __ATOMIC_RELEASE);
+	}
+	errno = saved;
+}
+
+static int install(void)
+{
+	static bool done;
+	struct sigaction sa;
+
+	if (done)
+		return 0;
+	memset(&sa, 0, sizeof(sa));
+	sa.sa_sigaction = on_signal;
+	sa.sa_flags = SA_SIGINFO | SA_RESTART;
+	sigfillset(&sa.sa_mask);
+	if (sigaction(MPK_SIGNAL, &sa, NULL))
+		return -1;
+	done = true;
+	return 0;
+}
+
+static bool known(const struct target *t, size_t n, pid_t tid)
+{
+	for (size_t i = 0; i < n; i++)
+		if (t[i].tid == tid)
+			return true;
+	return false;
+}
+
+static bool thread_alive(pid_t tid)
+{
+	char path[64];
+	snprintf(path, sizeof(path), "/proc/self/task/%d", (int)tid);
+	return access(path, F_OK) == 0;
+}
+
+/* Whether tid blocks the signal: then it can never answer. */
+static bool thread_blocks(pid_t tid)
+{
+	char path[64], line[128];
+	bool blocked = false;
+	FILE *f;
+
+	snprintf(path, sizeof(path), "/proc/self/task/%d/status", (int)tid);
+	if (!(f = fopen(path, "re")))
+		return false;
+	while (fgets(line, sizeof(line), f))
+		if (!strncmp(line, "SigBlk:", 7)) {
+			unsigned long long mask = strtoull(line + 7, NULL, 16);
+			blocked = mask >> (MPK_SIGNAL - 1) & 1;
+		}
+	fclose(f);
+	return blocked;
+}
+
+static uint64_t now_ns(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+static int count_tasks(void)
+{
+	DIR *dir = opendir("/proc/self/task");
+	int n = 0;
+
+	if (!dir)
+		return -1;
+	while (readdir(dir))
+		n++;
+	closedir(dir);
+	return n;
+}
+
+/* Room for `more` targets beyond req.n; only between rounds, when no
+ * handler writes into the array. */
+static int reserve(size_t more)
+{
+	if (req.n + more <= req.cap)
+		return 0;
+	size_t cap = req.cap ? req.cap : 64;
+	while (cap < req.n + more)
+		cap *= 2;
+	struct target *t = calloc(cap, sizeof(*t));
+	if (!t)
+		return -1;
+	if (req.t)
+		memcpy(t, req.t, req.n * sizeof(*t));
+	__atomic_store_n(&req.t, t, __ATOMIC_RELEASE);
+	req.cap = cap;
+	return 0;
+}
+
+/* Signal every thread not yet a target; returns how many were added. */
+static int signal_new(pid_t self)
+{
+	int tasks = count_tasks();
+	DIR *dir;
+	struct dirent *e;
+	int added = 0;
+
+	if (tasks < 0 || reserve((size_t)tasks + 8) || !(dir = opendir("/proc/self/task")))
+		return -1;
+	while ((e = readdir(dir)) && req.n < req.cap) {
+		pid_t tid = (pid_t)atoi(e->d_name);
+		if (tid <= 0 || tid == self || known(req.t, req.n, tid))
+			continue;
+		req.t[req.n] = (struct target){ .tid = tid };
+		__atomic_store_n(&req.n, req.n + 1, __ATOMIC_RELEASE);
+		if (mpk_os_tgkill(getpid(), tid, MPK_SIGNAL) == 0)
+			added++;
+		else /* gone already */
+			__atomic_store_n(&req.n, req.n - 1, __ATOMIC_RELEASE);
+	}
+	closedir(dir);
+	return added;
+}
+
+/* Wait for t[from..n): 0 when all answered or died, -1 when one cannot. */
+static int wait_round(struct target *t, size_t from, size_t n)
+{
+	uint64_t start = now_ns();
+	struct timespec nap = { 0, 20000 };
+	int rc = 0;
+
+	for (size_t i = from; i < n; i++) {
+		int state;
+		while (!(state = __atomic_load_n(&t[i].state, __ATOMIC_ACQUIRE))) {
+			if (!thread_alive(t[i].tid))
+				break;
+			if (thread_blocks(t[i].tid) || now_ns() - start > MAX_WAIT_NS) {
+				rc = -1;
+				break;
+			}
+			nanosleep(&nap, NULL);
+		}
+		if (state == 2)
+			rc = -1;
+	}
+	return rc;
+}
+
+int mpk__broadcast(mpk_reg_t clear, mpk_reg_t set)
+{
+	pid_t self = mpk_os_gettid();
+	int rc = 0, added;
+
+	if (mpk_g.backend != MPK_BACKEND_HW)
+		return 0; /* no rights register to rewrite */
+	pthread_mutex_lock(&bc_lock);
+	if (install()) {
+		pthread_mutex_unlock(&bc_lock);
+		return -1;
+	}
+	mpk_arch_reg_write((mpk_arch_reg_read() & ~clear) | set);
+	req.clear = clear;
+	req.set = set;
+	__atomic_store_n(&req.n, 0, __ATOMIC_RELEASE);
+	/* Rounds until a scan finds no thread that was not signalled. */
+	do {
+		size_t from = req.n;
+		added = signal_new(self);
+		if (added < 0 || wait_round(req.t, from, req.n))
+			rc = -1;
+	} while (added > 0);
+	__atomic_store_n(&req.n, 0, __ATOMIC_RELEASE);
+	__atomic_add_fetch(&mpk_g.broadcasts, 1, __ATOMIC_RELAXED);
+	pthread_mutex_unlock(&bc_lock);
+	if (rc)
+		errno = EAGAIN;
+	return rc;
+}

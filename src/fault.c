@@ -1,0 +1,244 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The opt-in SIGSEGV handler: a stray access to domain memory becomes a
+ * report naming the domain; anything else goes to whoever handled SIGSEGV
+ * before.  Everything here is async-signal-safe: no malloc, no stdio, no
+ * locks; the region table and key owners are read lock-free.
+ */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <execinfo.h>
+#include <signal.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "internal.h"
+#include "os.h"
+
+#ifndef SEGV_PKUERR
+#define SEGV_PKUERR 4
+#endif
+
+static struct sigaction old_action;
+static bool installed;
+static mpk_fault_fn user_fn;
+static void *user_arg;
+
+/* ---- async-signal-safe formatting ---- */
+
+struct out {
+	char *buf;
+	size_t size, len;
+};
+
+static void put(struct out *o, const char *s)
+{
+	for (; *s; s++, o->len++)
+		if (o->len + 1 < o->size)
+			o->buf[o->len] = *s;
+	if (o->size)
+		o->buf[o->len < o->size ? o->len : o->size - 1] = 0;
+}
+
+static void put_num(struct out *o, unsigned long long v, unsigned base)
+{
+	char tmp[24], *p = tmp + sizeof(tmp);
+
+	*--p = 0;
+	do {
+		*--p = "0123456789abcdef"[v % base];
+		v /= base;
+	} while (v);
+	if (base == 16)
+		put(o, "0x");
+	put(o, p);
+}
+
+static const char *rights_name(int r)
+{
+	switch (r) {
+	case MPK_NONE: return "none";
+	case MPK_READ: return "read";
+	case MPK_RW: return "read-write";
+	}
+	return "unknown";
+}
+
+MPK_EXPORT size_t mpk_fault_format(const struct mpk_fault *f, char *buf, size_t size)
+{
+	struct out o = { buf, size, 0 };
+
+	if (!f || (!buf && size)) {
+		errno = EINVAL;
+		return 0;
+	}
+	put(&o, "mpkit: protection fault: ");
+	put(&o, f->write ? "write" : "read");
+	put(&o, " of domain \"");
+	put(&o, f->domain_name ? f->domain_name : "?");
+	put(&o, "\" at ");
+	put_num(&o, (uintptr_t)f->addr, 16);
+	put(&o, " (offset ");
+	put_num(&o, f->offset, 16);
+	put(&o, " in region ");
+	put_num(&o, (uintptr_t)f->region, 16);
+	put(&o, ", ");
+	put_num(&o, f->region_len, 10);
+	put(&o, " bytes)\nmpkit:   thread ");
+	put_num(&o, (unsigned long long)f->tid, 10);
+	put(&o, " holds ");
+	put(&o, rights_name(f->rights));
+	if (f->pkey >= 0) {
+		put(&o, ", key ");
+		put_num(&o, (unsigned)f->pkey, 10);
+	} else {
+		put(&o, ", no key (soft backend)");
+	}
+	put(&o, f->si_code == SEGV_PKUERR ? ", SEGV_PKUERR\n" : ", SEGV_ACCERR\n");
+	return o.len;
+}
+
+static void report(const struct mpk_fault *f)
+{
+	char buf[512];
+	void *frames[32];
+	size_t n = mpk_fault_format(f, buf, sizeof(buf));
+
+	if (write(STDERR_FILENO, buf, n < sizeof(buf) ? n : sizeof(buf) - 1) < 0)
+		return;
+	static const char bt[] = "mpkit:   backtrace:\n";
+	if (write(STDERR_FILENO, bt, sizeof(bt) - 1) < 0)
+		return;
+	int depth = backtrace(frames, 32);
+	backtrace_symbols_fd(frames, depth, STDERR_FILENO);
+}
+
+/* ---- the handler ---- */
+
+static void chain(int sig, siginfo_t *si, void *uc)
+{
+	if (old_action.sa_flags & SA_SIGINFO) {
+		old_action.sa_sigaction(sig, si, uc);
+		return;
+	}
+	if (old_action.sa_handler != SIG_DFL && old_action.sa_handler != SIG_IGN) {
+		old_action.sa_handler(sig);
+		return;
+	}
+	/* Default action: uninstall and let the access fault again, or
+	 * re-raise a SIGSEGV that was sent rather than caused. */
+	signal(SIGSEGV, SIG_DFL);
+	if (si->si_code <= 0)
+		raise(SIGSEGV);
+}
+
+static bool describe(siginfo_t *si, void *uc, struct mpk_fault *f)
+{
+	struct mpk_region *r = mpk__region_lookup(si->si_addr);
+	struct mpk_domain *d = r ? r->domain : NULL;
+	mpk_reg_t reg;
+
+	if (si->si_code == SEGV_PKUERR) {
+		if (!d)
+			d = mpk__domain_by_key(si->si_pkey);
+	} else if (si->si_code != SEGV_ACCERR) {
+		return false;
+	}
+	if (!d || !mpk__domain_ok(d))
+		return false;
+	memset(f, 0, sizeof(*f));
+	f->domain = d;
+	f->domain_name = d->name;
+	f->addr = si->si_addr;
+	if (r) {
+		f->region = (void *)__atomic_load_n(&r->start, __ATOMIC_ACQUIRE);
+		f->region_len = r->len;
+		f->offset = (uintptr_t)si->si_addr - (uintptr_t)f->region;
+	}
+	f->write = mpk_arch_fault_is_write(uc);
+	f->pkey = si->si_code == SEGV_PKUERR ? (int)si->si_pkey : -1;
+	f->si_code = si->si_code;
+	f->tid = mpk_os_gettid();
+	if (d->key >= 0)
+		f->rights = mpk_arch_frame_reg_get(uc, &reg) ? mpk_arch_key_rights(reg, d->key) : -1;
+	else
+		f->rights = mpk__soft_get(d);
+	return true;
+}
+
+static void on_segv(int sig, siginfo_t *si, void *uc)
+{
+	struct mpk_fault f;
+	int saved = errno;
+
+	if (!describe(si, uc, &f)) {
+		chain(sig, si, uc);
+		errno = saved;
+		return;
+	}
+	__atomic_add_fetch(&mpk_g.faults, 1, __ATOMIC_RELAXED);
+	mpk_fault_fn fn = __atomic_load_n(&user_fn, __ATOMIC_ACQUIRE);
+	if (fn) {
+		bool hw = mpk_g.backend == MPK_BACKEND_HW;
+		mpk_reg_t reg;
+		/* Handlers start with the kernel's default rights; give the
+		 * callback the interrupted thread's, so mpk_get()/mpk_set()
+		 * act on those, and hand back what it leaves. */
+		if (hw && mpk_arch_frame_reg_get(uc, &reg))
+			mpk_arch_reg_write(reg);
+		if (fn(&f, user_arg) == MPK_FAULT_RETRY) {
+			if (hw)
+				mpk_arch_frame_reg_set(uc, mpk_arch_reg_read());
+			errno = saved;
+			return;
+		}
+	}
+	report(&f);
+	abort();
+}
+
+MPK_EXPORT int mpk_fault_handler_install(mpk_fault_fn fn, void *arg)
+{
+	struct sigaction sa;
+	void *prime[1];
+
+	if (mpk__ensure_init())
+		return -1;
+	pthread_mutex_lock(&mpk_g.lock);
+	__atomic_store_n(&user_fn, NULL, __ATOMIC_RELEASE);
+	user_arg = arg;
+	__atomic_store_n(&user_fn, fn, __ATOMIC_RELEASE);
+	if (!installed) {
+		/* backtrace() loads libgcc on first use: do it now, not in
+		 * the handler. */
+		backtrace(prime, 1);
+		memset(&sa, 0, sizeof(sa));
+		sa.sa_sigaction = on_segv;
+		sa.sa_flags = SA_SIGINFO | SA_ONSTACK;
+		sigemptyset(&sa.sa_mask);
+		if (sigaction(SIGSEGV, &sa, &old_action)) {
+			pthread_mutex_unlock(&mpk_g.lock);
+			return -1;
+		}
+		installed = true;
+	}
+	pthread_mutex_unlock(&mpk_g.lock);
+	return 0;
+}
+
+MPK_EXPORT int mpk_fault_handler_remove(void)
+{
+	int rc = 0;
+
+	pthread_mutex_lock(&mpk_g.lock);
+	if (!installed) {
+		errno = EINVAL;
+		rc = -1;
+	} else if (!(rc = sigaction(SIGSEGV, &old_action, NULL))) {
+		installed = false;
+		user_fn = NULL;
+	}
+	pthread_mutex_unlock(&mpk_g.lock);
+	return rc;
+}

@@ -1,0 +1,218 @@
+/* SPDX-License-Identifier: MIT */
+/* Backend selection, configuration from the environment, info and stats. */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+
+#include "internal.h"
+#include "os.h"
+
+struct mpk_global mpk_g = {
+	.lock = PTHREAD_MUTEX_INITIALIZER,
+	.budget = MPK_ARCH_NKEYS ? MPK_ARCH_NKEYS - 1 : 0,
+	.next_uid = 1,
+};
+
+static pthread_once_t init_once = PTHREAD_ONCE_INIT;
+
+/* Whether the kernel hands out keys to this process: take one, give it back. */
+static bool kernel_has_pkeys(void)
+{
+	struct mpk_arch_caps caps;
+	int saved = errno;
+
+	mpk_arch_caps(&caps);
+	if (!caps.cpu_keys || !caps.os_enabled)
+		return false;
+	/* pkey_alloc() writes the new key's rights into this thread's
+	 * PKRU; put it back so probing leaves no key open. */
+	mpk_reg_t reg = mpk_arch_reg_read();
+	int key = mpk_os_pkey_alloc(0, 0);
+	if (key >= 0)
+		mpk_os_pkey_free(key);
+	mpk_arch_reg_write(reg);
+	bool ok = key >= 0 || errno == ENOSPC; /* all taken still means supported */
+	errno = saved;
+	return ok;
+}
+
+/* 0 auto, MPK_BACKEND_* forced, -1 unknown value. */
+static int env_backend(void)
+{
+	const char *v = getenv("MPKIT_BACKEND");
+	if (!v || !*v || !strcmp(v, "auto"))
+		return 0;
+	if (!strcmp(v, "hw"))
+		return MPK_BACKEND_HW;
+	if (!strcmp(v, "soft"))
+		return MPK_BACKEND_SOFT;
+	return -1;
+}
+
+/* The budget from MPKIT_KEYS (1..15), default when unset, -1 when bad. */
+static int env_budget(void)
+{
+	const char *v = getenv("MPKIT_KEYS");
+	char *end;
+
+	if (!v || !*v)
+		return mpk_g.budget;
+	errno = 0;
+	long n = strtol(v, &end, 10);
+	if (errno || *end || n < 1 || n > MPK_ARCH_NKEYS - 1)
+		return -1;
+	return (int)n;
+}
+
+static void do_init(void)
+{
+	int want = env_backend(), budget = env_budget();
+	bool hw = kernel_has_pkeys();
+
+	if (want < 0 || budget < 0) {
+		mpk_g.init_errno = EINVAL;
+		return;
+	}
+	if (want == MPK_BACKEND_HW && !hw) {
+		mpk_g.init_errno = ENOTSUP;
+		return;
+	}
+	mpk_g.budget = budget;
+	mpk_g.forced = want != 0;
+	mpk_g.backend = want ? want : hw ? MPK_BACKEND_HW : MPK_BACKEND_SOFT;
+}
+
+int mpk__ensure_init(void)
+{
+	pthread_once(&init_once, do_init);
+	if (unlikely(mpk_g.init_errno)) {
+		errno = mpk_g.init_errno;
+		return -1;
+	}
+	return 0;
+}
+
+MPK_EXPORT int mpk_init(void)
+{
+	return mpk__ensure_init();
+}
+
+MPK_EXPORT int mpk_backend(void)
+{
+	if (mpk__ensure_init())
+		return -1;
+	return mpk_g.backend;
+}
+
+MPK_EXPORT const char *mpk_backend_name(int backend)
+{
+	switch (backend) {
+	case MPK_BACKEND_HW:
+		return "hw";
+	case MPK_BACKEND_SOFT:
+		return "soft";
+	}
+	errno = EINVAL;
+	return NULL;
+}
+
+MPK_EXPORT const char *mpk_version(void)
+{
+	return MPK_VERSION_STRING;
+}
+
+/* Keys the kernel would give now: take them all, then give them back. */
+static int count_free_keys(void)
+{
+	int keys[MPK_ARCH_NKEYS ? MPK_ARCH_NKEYS : 1], n = 0, saved = errno;
+	mpk_reg_t reg = mpk_arch_reg_read(); /* pkey_alloc() changes PKRU */
+
+	while (n < MPK_ARCH_NKEYS && (keys[n] = mpk_os_pkey_alloc(0, 0)) >= 0)
+		n++;
+	for (int i = 0; i < n; i++)
+		mpk_os_pkey_free(keys[i]);
+	mpk_arch_reg_write(reg);
+	errno = saved;
+	return n;
+}
+
+/* Whether PROT_EXEC alone yields memory that cannot be read. */
+static bool exec_only_available(struct mpk_arch_caps *caps)
+{
+	/* The kernel builds execute-only mappings from a key; without keys
+	 * PROT_EXEC implies read on x86. */
+	return caps->cpu_keys && caps->os_enabled && kernel_has_pkeys();
+}
+
+MPK_EXPORT int mpk_info(struct mpk_info *info)
+{
+	struct mpk_arch_caps caps;
+	int rc;
+
+	if (!info) {
+		errno = EINVAL;
+		return -1;
+	}
+	rc = mpk__ensure_init();
+	int err = errno;
+	memset(info, 0, sizeof(*info));
+	mpk_arch_caps(&caps);
+	info->cpu_pku = caps.cpu_keys;
+	info->cpu_ospke = caps.os_enabled;
+	info->kernel_pkeys = kernel_has_pkeys();
+	info->exec_only = exec_only_available(&caps);
+	info->keys_free = info->kernel_pkeys ? count_free_keys() : 0;
+	pthread_mutex_lock(&mpk_g.lock);
+	info->backend = mpk_g.backend;
+	info->backend_forced = mpk_g.forced;
+	info->key_budget = mpk_g.budget;
+	info->keys_in_use = mpk_g.keys_held;
+	info->domains = mpk_g.ndomains;
+	pthread_mutex_unlock(&mpk_g.lock);
+	if (info->cpu_pku && info->cpu_ospke) {
+		info->pkru_valid = 1;
+		info->pkru = mpk_arch_reg_read();
+	}
+	if (rc) {
+		/* Report what would run had the environment been valid. */
+		info->backend = info->kernel_pkeys ? MPK_BACKEND_HW : MPK_BACKEND_SOFT;
+		errno = err;
+		return -1;
+	}
+	return 0;
+}
+
+MPK_EXPORT int mpk_stats_get(struct mpk_stats *stats)
+{
+	if (!stats) {
+		errno = EINVAL;
+		return -1;
+	}
+	memset(stats, 0, sizeof(*stats));
+	stats->mprotect_calls = mpk_os_mprotect_count();
+	stats->broadcasts = __atomic_load_n(&mpk_g.broadcasts, __ATOMIC_RELAXED);
+	stats->faults_reported = __atomic_load_n(&mpk_g.faults, __ATOMIC_RELAXED);
+	return 0;
+}
+
+MPK_EXPORT int mpk_set_key_budget(int keys)
+{
+	if (mpk__ensure_init())
+		return -1;
+	if (keys < 1 || keys > MPK_ARCH_NKEYS - 1) {
+		errno = EINVAL;
+		return -1;
+	}
+	pthread_mutex_lock(&mpk_g.lock);
+	int held = mpk_g.keys_held;
+	if (keys < held) {
+		pthread_mutex_unlock(&mpk_g.lock);
+		errno = EBUSY;
+		return -1;
+	}
+	mpk_g.budget = keys;
+	pthread_mutex_unlock(&mpk_g.lock);
+	return 0;
+}

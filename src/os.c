@@ -1,0 +1,133 @@
+/* SPDX-License-Identifier: MIT */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/prctl.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include "os.h"
+
+#ifndef SYS_pkey_mprotect
+#define SYS_pkey_mprotect 329
+#define SYS_pkey_alloc 330
+#define SYS_pkey_free 331
+#endif
+#ifndef PR_SET_VMA
+#define PR_SET_VMA 0x53564d41
+#define PR_SET_VMA_ANON_NAME 0
+#endif
+
+static unsigned long long mprotect_calls;
+
+static void count_mprotect(void)
+{
+	__atomic_add_fetch(&mprotect_calls, 1, __ATOMIC_RELAXED);
+}
+
+unsigned long long mpk_os_mprotect_count(void)
+{
+	return __atomic_load_n(&mprotect_calls, __ATOMIC_RELAXED);
+}
+
+int mpk_os_pkey_alloc(unsigned flags, unsigned rights)
+{
+	return (int)syscall(SYS_pkey_alloc, flags, rights);
+}
+
+int mpk_os_pkey_free(int key)
+{
+	return (int)syscall(SYS_pkey_free, key);
+}
+
+int mpk_os_pkey_mprotect(void *addr, size_t len, int prot, int key)
+{
+	count_mprotect();
+	return (int)syscall(SYS_pkey_mprotect, addr, len, prot, key);
+}
+
+int mpk_os_mprotect(void *addr, size_t len, int prot)
+{
+	count_mprotect();
+	return mprotect(addr, len, prot);
+}
+
+void *mpk_os_map(size_t len, int prot)
+{
+	void *p = mmap(NULL, len, prot, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	return p == MAP_FAILED ? NULL : p;
+}
+
+int mpk_os_unmap(void *addr, size_t len)
+{
+	return munmap(addr, len);
+}
+
+pid_t mpk_os_gettid(void)
+{
+	return (pid_t)syscall(SYS_gettid);
+}
+
+int mpk_os_tgkill(pid_t tgid, pid_t tid, int sig)
+{
+	return (int)syscall(SYS_tgkill, tgid, tid, sig);
+}
+
+size_t mpk_os_page_size(void)
+{
+	static size_t page;
+	if (!page)
+		page = (size_t)sysconf(_SC_PAGESIZE);
+	return page;
+}
+
+void mpk_os_name_region(void *addr, size_t len, const char *name)
+{
+	char buf[80];
+	int saved = errno;
+
+	snprintf(buf, sizeof(buf), "mpk:%s", name);
+	/* The kernel only accepts printable characters without []\\$`. */
+	for (char *c = buf; *c; c++)
+		if (strchr("[]\\$`", *c))
+			*c = '_';
+	prctl(PR_SET_VMA, PR_SET_VMA_ANON_NAME, addr, len, buf);
+	errno = saved;
+}
+
+int mpk_os_range_is_private_anon_rw(const void *addr, size_t len)
+{
+	unsigned long want = (unsigned long)addr, end = want + len;
+	char line[512];
+	FILE *f = fopen("/proc/self/maps", "re");
+
+	if (!f)
+		return -1;
+	while (want < end && fgets(line, sizeof(line), f)) {
+		unsigned long lo, hi, ino;
+		char perms[5], path[256] = "";
+		int n = sscanf(line, "%lx-%lx %4s %*s %*s %lu %255[^\n]", &lo,
+			       &hi, perms, &ino, path);
+		if (n < 4)
+			continue;
+		if (hi <= want)
+			continue;
+		if (lo > want)
+			break; /* a hole */
+		/* Named anonymous memory shows as [anon:...]; other paths
+		 * ([heap], [stack], files) are not ours to take. */
+		char *p = path;
+		while (*p == ' ')
+			p++;
+		if (strcmp(perms, "rw-p") || ino != 0 ||
+		    (*p && strncmp(p, "[anon:", 6)))
+			break;
+		want = hi;
+	}
+	fclose(f);
+	return want >= end;
+}

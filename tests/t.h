@@ -1,0 +1,213 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The test kit: every test is one program, one behaviour, exit 0 pass,
+ * 1 fail, 77 skip.  The same binary runs natively (soft backend here) and in
+ * the PKU virtual machine (hw backend).
+ */
+#ifndef MPK_TEST_H
+#define MPK_TEST_H
+
+#define _GNU_SOURCE
+#include <errno.h>
+#include <setjmp.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "mpkit.h"
+
+#ifndef SEGV_PKUERR
+#define SEGV_PKUERR 4
+#endif
+
+#define T_SKIP 77
+
+static int t_failures;
+
+#define t_fail(...)                                                         \
+	do {                                                                \
+		fprintf(stderr, "%s:%d: ", __FILE__, __LINE__);             \
+		fprintf(stderr, __VA_ARGS__);                               \
+		fputc('\n', stderr);                                        \
+		t_failures++;                                               \
+	} while (0)
+
+/* CHECK(cond): record a failure and go on. */
+#define CHECK(cond)                                                         \
+	do {                                                                \
+		if (!(cond))                                                \
+			t_fail("CHECK failed: %s", #cond);                  \
+	} while (0)
+
+/* REQUIRE(cond): fail and stop now. */
+#define REQUIRE(cond)                                                       \
+	do {                                                                \
+		if (!(cond)) {                                              \
+			t_fail("REQUIRE failed: %s (errno %d: %s)", #cond,  \
+			       errno, strerror(errno));                     \
+			exit(1);                                            \
+		}                                                           \
+	} while (0)
+
+/* CHECK_ERR(expr, E): expr is -1 (or NULL) and errno is E. */
+#define CHECK_ERR(expr, E)                                                  \
+	do {                                                                \
+		errno = 0;                                                  \
+		long long t_rv_ = (long long)(intptr_t)(expr);              \
+		int t_e_ = errno;                                           \
+		if ((t_rv_ != -1 && t_rv_ != 0) || t_e_ != (E))             \
+			t_fail("%s: want error %s, got rv %lld errno %d (%s)", \
+			       #expr, #E, t_rv_, t_e_, strerror(t_e_));     \
+	} while (0)
+
+static inline void t_skip(const char *why)
+{
+	printf("skip: %s\n", why);
+	exit(T_SKIP);
+}
+
+static inline int t_done(void)
+{
+	if (t_failures) {
+		fprintf(stderr, "%d check(s) failed\n", t_failures);
+		return 1;
+	}
+	return 0;
+}
+
+/* The backend mpkit chose; the test fails if it could not initialise. */
+static inline int t_backend(void)
+{
+	int b = mpk_backend();
+	REQUIRE(b == MPK_BACKEND_HW || b == MPK_BACKEND_SOFT);
+	return b;
+}
+
+/* Run this test on hw only (skip elsewhere). */
+static inline void t_need_hw(void)
+{
+	if (t_backend() != MPK_BACKEND_HW)
+		t_skip("needs hardware protection keys (runs in the VM suite)");
+}
+
+/* Force the soft backend (call before any other mpkit call). */
+static inline void t_force_soft(void)
+{
+	setenv("MPKIT_BACKEND", "soft", 1);
+	REQUIRE(mpk_backend() == MPK_BACKEND_SOFT);
+}
+
+/* ---- provoking faults ---- */
+
+/* What a child saw when it touched memory it should not have. */
+struct t_fault {
+	int faulted;   /* 1: SIGSEGV caught */
+	int code;      /* si_code */
+	int pkey;      /* si_pkey */
+	void *where;   /* si_addr */
+	int exit_code; /* the child's exit code, or -signal */
+};
+
+static volatile sig_atomic_t t_pipe_fd = -1;
+
+static void t_segv_recorder(int sig, siginfo_t *si, void *uc)
+{
+	(void)sig;
+	(void)uc;
+	struct t_fault f = { 1, si->si_code, (int)si->si_pkey, si->si_addr, 0 };
+	if (write(t_pipe_fd, &f, sizeof(f)) < 0)
+		_exit(3);
+	_exit(42);
+}
+
+static inline void t_touch_read(void *p)
+{
+	(void)*(volatile unsigned char *)p;
+}
+
+static inline void t_touch_write(void *p)
+{
+	*(volatile unsigned char *)p = 0x5a;
+}
+
+/*
+ * Run fn(arg) in a forked child with a SIGSEGV recorder installed.  Returns
+ * what happened: faulted=1 with the siginfo fields if fn faulted, else
+ * faulted=0 and the child's exit code (fn returning means exit 0).
+ */
+static inline struct t_fault t_run_child(void (*fn)(void *), void *arg)
+{
+	struct t_fault f = { 0 };
+	int fds[2], status;
+
+	REQUIRE(pipe(fds) == 0);
+	fflush(NULL);
+	pid_t pid = fork();
+	REQUIRE(pid >= 0);
+	if (pid == 0) {
+		struct sigaction sa;
+		memset(&sa, 0, sizeof(sa));
+		sa.sa_sigaction = t_segv_recorder;
+		sa.sa_flags = SA_SIGINFO;
+		t_pipe_fd = fds[1];
+		sigaction(SIGSEGV, &sa, NULL);
+		fn(arg);
+		_exit(0);
+	}
+	close(fds[1]);
+	ssize_t n = read(fds[0], &f, sizeof(f));
+	close(fds[0]);
+	REQUIRE(waitpid(pid, &status, 0) == pid);
+	if (n != (ssize_t)sizeof(f))
+		memset(&f, 0, sizeof(f));
+	f.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -WTERMSIG(status);
+	return f;
+}
+
+static inline struct t_fault t_read_in_child(void *p)
+{
+	return t_run_child(t_touch_read, p);
+}
+
+static inline struct t_fault t_write_in_child(void *p)
+{
+	return t_run_child(t_touch_write, p);
+}
+
+/*
+ * Check a fault the way the backend raises it: SEGV_PKUERR with the
+ * domain's key on hw, SEGV_ACCERR on soft; at the address touched.
+ */
+#define CHECK_FAULT(f, d, p)                                                 \
+	do {                                                                 \
+		struct t_fault t_f_ = (f);                                   \
+		if (!t_f_.faulted) {                                         \
+			t_fail("expected a fault at %p, child exit %d",      \
+			       (void *)(p), t_f_.exit_code);                 \
+			break;                                               \
+		}                                                            \
+		CHECK(t_f_.where == (void *)(p));                             \
+		if (mpk_domain_key(d) >= 0) {                                \
+			CHECK(t_f_.code == SEGV_PKUERR);                  \
+			CHECK(t_f_.pkey == mpk_domain_key(d));            \
+		} else {                                                     \
+			CHECK(t_f_.code == SEGV_ACCERR);                  \
+		}                                                            \
+	} while (0)
+
+#define CHECK_NO_FAULT(f)                                                    \
+	do {                                                                 \
+		struct t_fault t_f_ = (f);                                   \
+		if (t_f_.faulted || t_f_.exit_code != 0)                     \
+			t_fail("expected no fault: faulted=%d si_code=%d "   \
+			       "exit %d", t_f_.faulted, t_f_.code,        \
+			       t_f_.exit_code);                              \
+	} while (0)
+
+#endif

@@ -1,0 +1,111 @@
+/* SPDX-License-Identifier: MIT */
+/* mpkit: the command-line tool.  Exit codes: 0 ok, 1 failure, 2 usage. */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/utsname.h>
+
+#include "mpkit.h"
+
+static void usage(FILE *f)
+{
+	fprintf(f,
+		"usage: mpkit [--help] [--version] COMMAND [ARGS]\n"
+		"\n"
+		"commands:\n"
+		"  info [--json]   protection-key support of this CPU and kernel, the\n"
+		"                  backend mpkit would use, free keys, PKRU\n"
+		"\n"
+		"environment:\n"
+		"  MPKIT_BACKEND=hw|soft|auto   backend choice (default auto)\n"
+		"  MPKIT_KEYS=N                 most hardware keys mpkit takes (1-15)\n");
+}
+
+static const char *yes(int v)
+{
+	return v ? "yes" : "no";
+}
+
+static int cmd_info(int argc, char **argv)
+{
+	struct mpk_info in;
+	struct utsname u;
+	int json = 0;
+
+	for (int i = 1; i < argc; i++) {
+		if (!strcmp(argv[i], "--json")) {
+			json = 1;
+		} else if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) {
+			printf("usage: mpkit info [--json]\n");
+			return 0;
+		} else {
+			fprintf(stderr, "mpkit info: unknown argument '%s'\n", argv[i]);
+			return 2;
+		}
+	}
+	int rc = mpk_info(&in);
+	int err = errno;
+	if (uname(&u))
+		strcpy(u.release, "unknown");
+	const char *backend = mpk_backend_name(in.backend);
+	const char *error = rc ? (err == ENOTSUP ? "MPKIT_BACKEND=hw but protection keys are not available"
+						 : "invalid MPKIT_BACKEND or MPKIT_KEYS")
+			       : NULL;
+
+	if (json) {
+		printf("{\n");
+		printf("  \"version\": \"%s\",\n", mpk_version());
+		printf("  \"kernel\": \"%s\",\n", u.release);
+		printf("  \"cpu_pku\": %s,\n", in.cpu_pku ? "true" : "false");
+		printf("  \"cpu_ospke\": %s,\n", in.cpu_ospke ? "true" : "false");
+		printf("  \"kernel_pkeys\": %s,\n", in.kernel_pkeys ? "true" : "false");
+		printf("  \"backend\": \"%s\",\n", backend ? backend : "none");
+		printf("  \"backend_forced\": %s,\n", in.backend_forced ? "true" : "false");
+		printf("  \"keys_free\": %d,\n", in.keys_free);
+		printf("  \"key_budget\": %d,\n", in.key_budget);
+		printf("  \"exec_only\": %s,\n", in.exec_only ? "true" : "false");
+		if (in.pkru_valid)
+			printf("  \"pkru\": \"0x%08x\",\n", in.pkru);
+		else
+			printf("  \"pkru\": null,\n");
+		if (error)
+			printf("  \"error\": \"%s\",\n", error);
+		printf("  \"ok\": %s\n}\n", rc ? "false" : "true");
+	} else {
+		printf("mpkit %s on Linux %s\n", mpk_version(), u.release);
+		printf("  CPU protection keys (PKU):   %s\n", yes(in.cpu_pku));
+		printf("  enabled by the OS (OSPKE):   %s\n", yes(in.cpu_ospke));
+		printf("  kernel pkey_alloc():         %s\n", yes(in.kernel_pkeys));
+		printf("  backend:                     %s%s\n", backend ? backend : "none",
+		       in.backend_forced ? " (MPKIT_BACKEND)" : " (auto)");
+		printf("  keys free now:               %d\n", in.keys_free);
+		printf("  key budget:                  %d\n", in.key_budget);
+		printf("  execute-only memory:         %s\n", yes(in.exec_only));
+		if (in.pkru_valid)
+			printf("  PKRU of this thread:         0x%08x\n", in.pkru);
+		if (error)
+			fprintf(stderr, "mpkit info: %s\n", error);
+	}
+	return rc ? 1 : 0;
+}
+
+int main(int argc, char **argv)
+{
+	if (argc < 2) {
+		usage(stderr);
+		return 2;
+	}
+	if (!strcmp(argv[1], "--help") || !strcmp(argv[1], "-h") || !strcmp(argv[1], "help")) {
+		usage(stdout);
+		return 0;
+	}
+	if (!strcmp(argv[1], "--version")) {
+		printf("mpkit %s\n", mpk_version());
+		return 0;
+	}
+	if (!strcmp(argv[1], "info"))
+		return cmd_info(argc - 1, argv + 1);
+	fprintf(stderr, "mpkit: unknown command '%s' (try mpkit --help)\n", argv[1]);
+	return 2;
+}
