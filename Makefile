@@ -2,6 +2,9 @@
 #   make            library (static + shared) and the mpkit CLI
 #   make demo       build and run examples/demo
 #   make check      native test suite, then the same tests in a PKU VM
+#   make bench      build and run the benchmark (table on stdout, CSV, JSON and
+#                   SVG in build/bench/); BENCH_ARGS="--sizes 4K,2M" passes options
+#   make bench-alloc  heaps against glibc malloc, vaults against libsodium
 #   make install PREFIX=/usr/local
 # SANITIZE=address,undefined builds everything with those sanitizers into
 # build/san/ (and `make check` then runs the native suite only).
@@ -38,7 +41,9 @@ ARCH_SRC := src/arch/none/cpu.c
 endif
 
 LIB_SRC := src/init.c src/os.c src/domain.c src/region.c src/memory.c \
-           src/rights.c src/soft.c src/broadcast.c src/fault.c $(ARCH_SRC)
+           src/rights.c src/soft.c src/broadcast.c src/fault.c $(ARCH_SRC) \
+           src/heap_meta.c src/heap_map.c src/heap_run.c src/heap_big.c src/heap.c \
+           src/heap_misuse.c src/vault.c
 LIB_OBJ := $(LIB_SRC:%.c=$(B)/obj/%.o)
 PIC_OBJ := $(LIB_SRC:%.c=$(B)/pic/%.o)
 
@@ -47,7 +52,17 @@ TEST_BIN := $(TEST_SRC:tests/%.c=$(B)/tests/%)
 EX_SRC   := $(wildcard examples/*.c)
 EX_BIN   := $(EX_SRC:examples/%.c=$(B)/examples/%)
 
-all: $(B)/libmpkit.a $(B)/libmpkit.so $(B)/mpkit
+# The benchmark uses libsodium for its libsodium rows when pkg-config finds
+# it; the library and the mpkit command never link it.
+SODIUM_OK   := $(shell pkg-config --exists libsodium 2>/dev/null && echo yes)
+ifeq ($(SODIUM_OK),yes)
+BENCH_CPPFLAGS := -DMPKIT_BENCH_SODIUM $(shell pkg-config --cflags libsodium)
+BENCH_LIBS     := $(shell pkg-config --libs libsodium)
+endif
+BENCH_SRC := bench/engine.c bench/machine.c bench/report.c bench/plot.c
+BENCH_OBJ := $(BENCH_SRC:%.c=$(B)/obj/%.o)
+
+all: $(B)/libmpkit.a $(B)/libmpkit.so $(B)/mpkit $(B)/mpkit-bench $(B)/mpkit-bench-alloc $(B)/mpkit-bench-threads
 
 $(B)/obj/%.o: %.c
 	@mkdir -p $(@D)
@@ -71,6 +86,24 @@ $(B)/mpkit: $(B)/obj/tools/mpkit.o $(B)/libmpkit.a
 	$(CC) $(LDFLAGS) $^ -o $@
 
 $(B)/obj/tools/%.o $(B)/obj/tests/%.o $(B)/obj/examples/%.o $(B)/obj/bench/%.o: CFLAGS += -Itests
+$(B)/obj/bench/%.o $(B)/obj/tests/t_bench_smoke.o: CFLAGS += -Ibench $(BENCH_CPPFLAGS)
+
+# `mpkit bench` runs this program, found next to the mpkit binary.
+$(B)/mpkit-bench: $(B)/obj/bench/main.o $(BENCH_OBJ) $(B)/libmpkit.a
+	$(CC) $(LDFLAGS) $^ $(BENCH_LIBS) -lm -o $@
+
+# Heaps and vaults against glibc malloc and libsodium (`make bench-alloc`).
+$(B)/mpkit-bench-alloc: $(B)/obj/bench/alloc.o $(B)/libmpkit.a
+	$(CC) $(LDFLAGS) $^ $(BENCH_LIBS) -o $@
+
+# Rights changes for one thread and for all (mpk_set_all) against mprotect.
+$(B)/mpkit-bench-threads: $(B)/obj/bench/threads.o $(B)/libmpkit.a
+	$(CC) $(LDFLAGS) $^ -pthread -o $@
+
+# The VM smoke test of the benchmark engine: tiny sizes, both backends.
+$(B)/tests/t_bench_smoke: $(B)/obj/tests/t_bench_smoke.o $(BENCH_OBJ) $(B)/libmpkit.a
+	@mkdir -p $(@D)
+	$(CC) $(LDFLAGS) $^ $(BENCH_LIBS) -lm -o $@
 
 $(B)/tests/%: $(B)/obj/tests/%.o $(B)/libmpkit.a
 	@mkdir -p $(@D)
@@ -99,7 +132,7 @@ install: all
 	ln -sf libmpkit.so.$(VERSION) $(DESTDIR)$(LIBDIR)/$(SONAME)
 	ln -sf $(SONAME) $(DESTDIR)$(LIBDIR)/libmpkit.so
 	install -m 644 mpkit.pc $(DESTDIR)$(PCDIR)/
-	install -m 755 $(B)/mpkit $(DESTDIR)$(BINDIR)/
+	install -m 755 $(B)/mpkit $(B)/mpkit-bench $(DESTDIR)$(BINDIR)/
 	@rm -f mpkit.pc
 
 STAGE := $(abspath $(B)/stage)
@@ -114,6 +147,17 @@ $(B)/tests/t_installed: tests/installed/t_installed.c $(B)/libmpkit.so $(B)/libm
 
 demo: $(B)/examples/demo
 	$(B)/examples/demo
+
+# Not a test: prints a table of timings (never compared against limits).
+BENCH_OUT := $(B)/bench
+bench: $(B)/mpkit $(B)/mpkit-bench
+	@mkdir -p $(BENCH_OUT)
+	$(B)/mpkit bench --csv $(BENCH_OUT)/results.csv --json $(BENCH_OUT)/results.json \
+		--plot $(BENCH_OUT)/results.svg $(BENCH_ARGS)
+
+# Not a test either: heap and vault figures with ratios; BENCH_ALLOC_ARGS=--quick.
+bench-alloc: $(B)/mpkit-bench-alloc
+	$(B)/mpkit-bench-alloc $(BENCH_ALLOC_ARGS)
 
 # The VM suite exits 77 when QEMU, busybox or the kernel cannot be had: a
 # skip here, a failure with MPKIT_VM_REQUIRED=1 (CI).
@@ -137,7 +181,7 @@ check-vm: all tests
 clean:
 	rm -rf build mpkit.pc
 
-.PHONY: all tests install demo check check-native check-vm clean
+.PHONY: all tests install demo bench bench-alloc check check-native check-vm clean
 .SECONDARY:
 
--include $(shell find build -name '*.d' 2>/dev/null)
+-include $(shell find $(BUILD) -name '*.d' 2>/dev/null)

@@ -104,26 +104,50 @@ int mpk_set_key_budget(int keys);
 
 typedef struct mpk_domain mpk_domain;
 
+/* Flags for mpk_domain_create(). */
+enum {
+	/* Open to every thread from the start: rights apply to every thread
+	 * of the process (as mpk_set_all()), and threads created later get
+	 * them too (hw: they inherit their creator's PKRU, as always; soft:
+	 * they hold the domain's process-wide rights). */
+	MPK_DOMAIN_SHARED = 1u << 0,
+};
+
 /*
  * Create a domain.  name: 1..63 printable characters (it appears in fault
  * reports and in /proc/PID/maps as [anon:mpk:NAME] where the kernel allows).
- * rights: what the calling thread gets; every other thread gets MPK_NONE.
- * flags: must be 0.  Errors: EINVAL, ENOSPC (no hardware key left within the
- * budget), ENOMEM, ENOTSUP / EINVAL from mpk_init.
+ * rights: what the calling thread gets; every other thread gets MPK_NONE,
+ * unless flags has MPK_DOMAIN_SHARED (then every thread gets rights).
+ * flags: 0 or MPK_DOMAIN_SHARED.
+ *
+ * Domains are not limited by hardware keys: keys are a cache.  With no key
+ * free within the budget, a create that gives rights evicts the least
+ * recently used domain that can go exactly (every thread holds the same
+ * rights to it: its pages get that protection, without a key); failing
+ * that, or when rights is MPK_NONE, the domain starts without a key,
+ * protected with mprotect() (the union of threads' rights, as on soft)
+ * until a thread takes rights to it and it wins a key the same way.  No
+ * thread gains or loses access by a move.  See docs/virtual-domains.md.
+ *
+ * Errors: EINVAL, ENOMEM, EAGAIN (shared, hw: a thread could not be
+ * reached; nothing was created), ENOTSUP / EINVAL from mpk_init.
  */
 mpk_domain *mpk_domain_create(const char *name, int rights, unsigned flags);
 
 /*
  * Destroy a domain: unmap all its memory (allocated or adopted), revoke its
- * key in every thread, then release the key.  Destroying a domain twice is
- * detected (EINVAL) for a while, but like free() it is a bug.
+ * key in every thread, then release the key.  Its vault goes with it, but
+ * while a heap uses the domain or a secret in it is live, it fails with
+ * EBUSY and changes nothing.  Destroying a domain twice is detected
+ * (EINVAL) for a while, but like free() it is a bug.
  */
 int mpk_domain_destroy(mpk_domain *d);
 
 /* The domain's name, NULL/EINVAL for a bad domain. */
 const char *mpk_domain_name(const mpk_domain *d);
 
-/* The hardware key, or -1 with errno ENOENT on the soft backend. */
+/* The hardware key the domain holds now, or -1 with errno ENOENT (soft
+ * backend, or a domain without a key at the moment: keys move). */
 int mpk_domain_key(const mpk_domain *d);
 
 /* The domain owning addr, or NULL with errno ENOENT. */
@@ -153,9 +177,12 @@ int mpk_adopt(mpk_domain *d, void *addr, size_t len);
 
 /* ---- rights of the calling thread ---------------------------------------
  *
- * On hw these touch the calling thread's PKRU only: no system call, no lock,
- * no allocation.  On soft they change the union of all threads' rights and
- * call mprotect() only when that union changes.
+ * On hw, for a domain holding a key, these touch the calling thread's PKRU
+ * only: no system call, no lock, no allocation.  A domain without a key at
+ * the moment (virtual domains: more domains than keys) goes through a lock;
+ * taking rights to it makes it try to win a key (see mpk_domain_create()).
+ * On soft they change the union of all threads' rights and call mprotect()
+ * only when that union changes.
  */
 
 /* Set the calling thread's rights to d.  Errors: EINVAL. */
@@ -196,6 +223,70 @@ int mpk_leave(mpk_scope *scope);
 
 /* Used by MPK_WITH's cleanup; also fine to call directly. */
 void mpk__scope_cleanup(mpk_scope *scope);
+
+/* ---- rights of every thread ---------------------------------------------- */
+
+/*
+ * Set every thread's rights to d, process-wide: each thread of the process,
+ * including threads blocked in system calls and threads in the middle of
+ * their own mpk_set()/enter/leave, has exactly these rights to d when the
+ * call returns (a thread's own later mpk_set()/mpk_leave()/restore changes
+ * them again, for itself).  Threads created later inherit them (hw: from
+ * their creator's PKRU; soft: they hold d's process-wide rights).
+ * Concurrent calls from several threads are serialised; none is lost.
+ *
+ * hw: every thread is signalled (MPK_SIGNAL) and its saved PKRU edited;
+ * this costs a few microseconds per thread.  soft: one mprotect() per
+ * region at most; after it every thread holds rights until it sets its
+ * own, and the pages stay at least that open until the next mpk_set_all()
+ * (see README).  Not async-signal-safe.
+ *
+ * Errors: EINVAL (bad domain or rights), ENOMEM/mprotect errors (soft,
+ * nothing changed), EAGAIN (hw: a thread kept MPK_SIGNAL blocked for over
+ * 100 ms or did not answer within 5 s; threads reached have the new rights, the others keep
+ * theirs; call again).
+ */
+int mpk_set_all(mpk_domain *d, int rights);
+
+/* ---- saving and restoring a thread's rights ------------------------------
+ *
+ * For fibers, coroutines and user-level schedulers: save the calling
+ * thread's rights to every domain as one value, restore them later on the
+ * same or another thread.
+ *
+ *	mpk_rights_t a, b;
+ *	mpk_rights_save(&a);            ... switch fibers ...
+ *	mpk_rights_restore(&b);         the thread now holds b's rights
+ *
+ * A save covers the domains that live when it is made.  A restore sets the
+ * calling thread's rights to each of those domains that still lives to what
+ * was saved, and leaves every other domain (created since) as it is;
+ * entries of domains destroyed since are ignored.  It overrides
+ * mpk_set_all() made in between, for the calling thread, like mpk_set().
+ * hw: only the PKRU bits of keys mpkit owns change (never key 0, never a
+ * key of the application), in one restartable write; the value lives in
+ * the mpk_rights_t, no allocation.  Domains without a key (soft backend,
+ * or virtual domains past the keys on hw): their rights are copied to the
+ * heap (free it with mpk_rights_dispose()); restore updates the union and
+ * mprotect()s as needed, all or nothing.  A domain that moved between a key
+ * and none since the save is restored the way it is held now.
+ */
+typedef struct mpk_rights {
+	uint64_t mpk__opaque[32];
+} mpk_rights_t;
+
+/* Save the calling thread's rights into *r (overwrites it: dispose of an
+ * earlier save first).  Errors: EINVAL (r NULL), ENOMEM (soft). */
+int mpk_rights_save(mpk_rights_t *r);
+
+/* Make the calling thread's rights those saved in *r (which stays valid:
+ * restore it as often as wanted).  Errors: EINVAL (r NULL or not a save),
+ * ENOMEM and mprotect() errors (soft; nothing changed). */
+int mpk_rights_restore(const mpk_rights_t *r);
+
+/* Free what a save holds (soft) and invalidate *r; NULL or an invalid *r
+ * is a no-op.  Always 0. */
+int mpk_rights_dispose(mpk_rights_t *r);
 
 /* ---- faults ------------------------------------------------------------ */
 
@@ -241,6 +332,161 @@ int mpk_fault_handler_remove(void);
 
 /* Format the report for fault into buf (async-signal-safe); returns length. */
 size_t mpk_fault_format(const struct mpk_fault *fault, char *buf, size_t size);
+
+/* ---- guarded heaps -------------------------------------------------------
+ *
+ * A heap is a general-purpose allocator whose blocks live in one domain, so
+ * a thread without rights to the domain can neither read nor write them.
+ * Small blocks share pages by size class; large ones are page runs; memory
+ * goes back to the kernel as the heap shrinks.  The allocator's metadata
+ * lives apart from every block, in one area shared by all heaps and vaults:
+ * on hw a domain of its own ("heap-meta", one hardware key however many
+ * heaps), open only for the thread running an allocator call.  On soft,
+ * closing it would cost two mprotect() per call, so there it is left open
+ * unless MPKIT_HEAP_META=closed (MPKIT_HEAP_META=open|closed|auto; open on
+ * hw saves the key).  See README for the costs.
+ *
+ * Every call works whatever rights the calling thread holds to the heap's
+ * domain and leaves them exactly as they were; calls are thread-safe (not
+ * async-signal-safe).  Blocks are 16-byte aligned.  A domain with a heap
+ * cannot be destroyed (EBUSY) until the heap is.
+ *
+ * Misuse (a double free, a pointer from another heap or from nowhere, a
+ * corrupted block header) goes to the misuse handler below, which by
+ * default prints a report and aborts.  If a handler returns, the call fails
+ * with EINVAL and changes nothing.
+ */
+typedef struct mpk_heap mpk_heap;
+
+enum {
+	/* Each block gets pages of its own, between two guard pages, and
+	 * ends flush against the one after it: an overflow faults at once
+	 * (past the size rounded up to the alignment, 16). */
+	MPK_HEAP_GUARDED = 1u << 0,
+	/* The same, but the block starts flush against the guard page
+	 * before it: an underflow faults at once. */
+	MPK_HEAP_GUARDED_BELOW = 1u << 1,
+};
+
+/*
+ * A heap whose blocks live in d.  flags: 0, MPK_HEAP_GUARDED or
+ * MPK_HEAP_GUARDED_BELOW.  Errors: EINVAL (bad domain or flags, bad
+ * MPKIT_HEAP_META), ENOSPC (hw: no key left for the metadata domain, made
+ * with the first heap), ENOMEM.
+ */
+mpk_heap *mpk_heap_create(mpk_domain *d, unsigned flags);
+
+/* Destroy h: every block and all its metadata go; the domain stays.  A
+ * destroyed heap is detected (EINVAL) for a while, but like free() it is a
+ * bug to use it.  Errors: EINVAL. */
+int mpk_heap_destroy(mpk_heap *h);
+
+/* The domain of h, or NULL with EINVAL. */
+mpk_domain *mpk_heap_domain(const mpk_heap *h);
+
+/*
+ * malloc(), calloc(), aligned_alloc() and realloc() for heap h.  Size 0
+ * gives a block of its own (usable size at least 1), as does realloc() to 0
+ * (the block is not freed).  realloc(h, NULL, n) is malloc(); when it fails
+ * the old block is untouched.  Errors: EINVAL (bad heap; for aligned_alloc
+ * an alignment that is not a power of two up to 2 MiB), ENOMEM (out of
+ * memory, or a size no memory can hold).
+ */
+void *mpk_heap_malloc(mpk_heap *h, size_t size);
+void *mpk_heap_calloc(mpk_heap *h, size_t n, size_t size);
+void *mpk_heap_aligned_alloc(mpk_heap *h, size_t align, size_t size);
+void *mpk_heap_realloc(mpk_heap *h, void *p, size_t size);
+
+/* free(): NULL is a no-op.  Errors: EINVAL (bad heap, or misuse reported
+ * to a handler that returned). */
+int mpk_heap_free(mpk_heap *h, void *p);
+
+/* Bytes usable at p (at least the size asked for), or 0 with EINVAL (bad
+ * heap, p NULL, misuse reported to a handler that returned). */
+size_t mpk_heap_usable_size(mpk_heap *h, const void *p);
+
+struct mpk_heap_stats {
+	size_t blocks;   /* live blocks */
+	size_t bytes;    /* their usable bytes */
+	size_t mapped;   /* domain memory mapped for blocks (guard pages not counted) */
+	unsigned flags;  /* as created */
+	int meta_closed; /* the metadata is closed between calls */
+};
+/* Fill *stats.  Errors: EINVAL (bad heap, stats NULL). */
+int mpk_heap_stats_get(mpk_heap *h, struct mpk_heap_stats *stats);
+
+/* ---- secrets --------------------------------------------------------------
+ *
+ * For keys and passwords, the way sodium_malloc() is used, minus its four
+ * pages and its system calls per secret: each domain has a vault, made on
+ * its first secret.  Secrets share pages (a 32-byte key takes 32 bytes),
+ * locked in memory (mlock), left out of core dumps (MADV_DONTDUMP), zero in
+ * a forked child (MADV_WIPEONFORK) and wiped when freed.  A secret is as
+ * open as its domain: create the domain with MPK_NONE and every thread is
+ * closed to it until it opens it (mpk_secret_readonly(), or MPK_WITH(d,
+ * MPK_READ)), for itself only on hw.  Opening one secret opens every secret
+ * of its domain: put secrets that must open apart in domains apart (no
+ * guard page separates the secrets of a vault).  The calls leave the
+ * caller's rights as they were, and a domain with live secrets cannot be
+ * destroyed (EBUSY); its vault goes with it.
+ */
+
+/*
+ * A zeroed secret of len bytes in d's vault, 16-byte aligned.  Errors:
+ * EINVAL (bad domain, len 0), ENOMEM (out of memory, or a len no memory can
+ * hold), EPERM (the pages could not be locked: RLIMIT_MEMLOCK without
+ * CAP_IPC_LOCK), ENOSPC (hw: no key for the metadata domain).  Nothing is
+ * allocated when it fails.
+ */
+void *mpk_secret_alloc(mpk_domain *d, size_t len);
+
+/* Wipe and free a secret; NULL is a no-op.  Misuse (double free, not a
+ * secret) goes to the misuse handler.  Errors: EINVAL (after a handler
+ * returned). */
+int mpk_secret_free(void *p);
+
+/* The calling thread's rights to the domain of secret p (every secret in
+ * it): none, read-only, read-write.  mpk_set() on mpk_domain_of(p), for a
+ * live secret only.  Errors: EINVAL (p is not a live secret). */
+int mpk_secret_noaccess(void *p);
+int mpk_secret_readonly(void *p);
+int mpk_secret_readwrite(void *p);
+
+/* ---- misuse of heaps and vaults ------------------------------------------ */
+
+enum {
+	MPK_MISUSE_DOUBLE_FREE = 1, /* the block was freed already */
+	MPK_MISUSE_FOREIGN = 2,     /* it belongs to another heap or a vault */
+	MPK_MISUSE_WILD = 3,        /* no heap or vault handed it out */
+	MPK_MISUSE_CORRUPT = 4,     /* its header was overwritten */
+};
+
+struct mpk_misuse {
+	int kind;                      /* MPK_MISUSE_* */
+	const char *call;              /* the mpkit function, e.g. "mpk_heap_free" */
+	void *addr;                    /* the pointer it was given */
+	mpk_heap *heap;                /* the heap it was given (NULL: a secret call) */
+	mpk_domain *domain;            /* that heap's domain, or the vault's */
+	const char *domain_name;
+	mpk_heap *owner;               /* FOREIGN: the heap p belongs to (NULL: a vault) */
+	mpk_domain *owner_domain;      /* FOREIGN: the domain p belongs to */
+	const char *owner_domain_name;
+};
+
+typedef void (*mpk_misuse_fn)(const struct mpk_misuse *misuse, void *arg);
+
+/*
+ * Replace the misuse handler; fn NULL restores the default, which prints
+ * the report (mpk_misuse_format() and a backtrace) on stderr and aborts.
+ * It runs in the thread that made the call, with that thread's rights, and
+ * may call mpkit; if it returns, the call fails with EINVAL and changes
+ * nothing.  Errors: EINVAL (arg without fn).
+ */
+int mpk_misuse_handler_set(mpk_misuse_fn fn, void *arg);
+
+/* Format the report for misuse into buf; returns its length (as snprintf),
+ * or 0 with EINVAL. */
+size_t mpk_misuse_format(const struct mpk_misuse *misuse, char *buf, size_t size);
 
 #ifdef __cplusplus
 }

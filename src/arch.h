@@ -32,6 +32,13 @@ void mpk_arch_caps(struct mpk_arch_caps *caps);
 bool mpk_arch_frame_reg_get(void *ucontext, mpk_reg_t *reg);
 bool mpk_arch_frame_reg_set(void *ucontext, mpk_reg_t reg);
 
+/*
+ * If the frame interrupted an mpk_arch_reg_update() before its write, move
+ * it back to the start of the update, so that it reads the register again
+ * (with the frame's edited image) rather than write a stale value.
+ */
+void mpk_arch_frame_restart(void *ucontext);
+
 /* Whether a SIGSEGV was raised by a write (from the page-fault error code). */
 bool mpk_arch_fault_is_write(const void *ucontext);
 

@@ -20,10 +20,12 @@
 #include "internal.h"
 #include "os.h"
 
-/* The signal mpkit uses; applications must leave it alone (see README). */
-#define MPK_SIGNAL (SIGRTMAX - 2)
 
 #define MAX_WAIT_NS (5ull * 1000 * 1000 * 1000)
+/* A thread may block every signal for a moment (glibc does while a new
+ * thread starts, and around some of its own work): only one that keeps the
+ * signal blocked and pending this long cannot answer. */
+#define BLOCKED_GRACE_NS (100ull * 1000 * 1000)
 
 struct target {
 	pid_t tid;
@@ -35,6 +37,9 @@ static pthread_mutex_t bc_lock = PTHREAD_MUTEX_INITIALIZER;
  * when it grows: a handler that runs late may still hold the old one. */
 static struct {
 	mpk_reg_t clear, set;
+	mpk_reg_t (*fn)(const void *arg); /* per-thread set, if not NULL */
+	const void *arg;
+	mpk_reg_t seen_and, seen_or;      /* registers before the edit */
 	struct target *t;
 	size_t n, cap;
 } req;
@@ -53,9 +58,16 @@ static void on_signal(int sig, siginfo_t *si, void *uc)
 			continue;
 		mpk_reg_t reg;
 		int state = 2;
+		mpk_reg_t set = req.fn ? req.fn(req.arg) & req.clear : req.set;
 		if (mpk_arch_frame_reg_get(uc, &reg) &&
-		    mpk_arch_frame_reg_set(uc, (reg & ~req.clear) | req.set))
+		    mpk_arch_frame_reg_set(uc, (reg & ~req.clear) | set)) {
+			__atomic_and_fetch(&req.seen_and, reg, __ATOMIC_RELAXED);
+			__atomic_or_fetch(&req.seen_or, reg, __ATOMIC_RELAXED);
+			/* A rights change cut short here must not write
+			 * back what it read before this edit. */
+			mpk_arch_frame_restart(uc);
 			state = 1;
+		}
 		__atomic_store_n(&t[i].state, state, __ATOMIC_RELEASE);
 	}
 	errno = saved;
@@ -93,23 +105,28 @@ static bool thread_alive(pid_t tid)
 	return access(path, F_OK) == 0;
 }
 
-/* Whether tid blocks the signal: then it can never answer. */
+/*
+ * Whether tid blocks the signal while it is still pending: then it cannot
+ * answer.  Blocked alone is not enough: a thread running the handler has
+ * it blocked too (the handler blocks every signal), but has it no longer
+ * pending, and is about to answer.
+ */
 static bool thread_blocks(pid_t tid)
 {
 	char path[64], line[128];
-	bool blocked = false;
+	unsigned long long blocked = 0, pending = 0;
 	FILE *f;
 
 	snprintf(path, sizeof(path), "/proc/self/task/%d/status", (int)tid);
 	if (!(f = fopen(path, "re")))
 		return false;
 	while (fgets(line, sizeof(line), f))
-		if (!strncmp(line, "SigBlk:", 7)) {
-			unsigned long long mask = strtoull(line + 7, NULL, 16);
-			blocked = mask >> (MPK_SIGNAL - 1) & 1;
-		}
+		if (!strncmp(line, "SigPnd:", 7))
+			pending = strtoull(line + 7, NULL, 16);
+		else if (!strncmp(line, "SigBlk:", 7))
+			blocked = strtoull(line + 7, NULL, 16);
 	fclose(f);
-	return blocked;
+	return (blocked & pending) >> (MPK_SIGNAL - 1) & 1;
 }
 
 static uint64_t now_ns(void)
@@ -185,10 +202,17 @@ static int wait_round(struct target *t, size_t from, size_t n)
 
 	for (size_t i = from; i < n; i++) {
 		int state;
+		uint64_t blocked_since = 0;
 		while (!(state = __atomic_load_n(&t[i].state, __ATOMIC_ACQUIRE))) {
 			if (!thread_alive(t[i].tid))
 				break;
-			if (thread_blocks(t[i].tid) || now_ns() - start > MAX_WAIT_NS) {
+			uint64_t now = now_ns();
+			if (!thread_blocks(t[i].tid))
+				blocked_since = 0;
+			else if (!blocked_since)
+				blocked_since = now;
+			if ((blocked_since && now - blocked_since > BLOCKED_GRACE_NS) ||
+			    now - start > MAX_WAIT_NS) {
 				rc = -1;
 				break;
 			}
@@ -202,9 +226,17 @@ static int wait_round(struct target *t, size_t from, size_t n)
 
 int mpk__broadcast(mpk_reg_t clear, mpk_reg_t set)
 {
+	struct mpk_bcast b = { .clear = clear, .set = set };
+	return mpk__broadcast_ex(&b);
+}
+
+int mpk__broadcast_ex(struct mpk_bcast *b)
+{
 	pid_t self = mpk_os_gettid();
 	int rc = 0, added;
 
+	b->seen_and = ~(mpk_reg_t)0;
+	b->seen_or = 0;
 	if (mpk_g.backend != MPK_BACKEND_HW)
 		return 0; /* no rights register to rewrite */
 	pthread_mutex_lock(&bc_lock);
@@ -212,9 +244,13 @@ int mpk__broadcast(mpk_reg_t clear, mpk_reg_t set)
 		pthread_mutex_unlock(&bc_lock);
 		return -1;
 	}
-	mpk_arch_reg_write((mpk_arch_reg_read() & ~clear) | set);
-	req.clear = clear;
-	req.set = set;
+	mpk_reg_t mine = mpk_arch_reg_update(b->clear, b->fn ? b->fn(b->arg) & b->clear : b->set);
+	req.clear = b->clear;
+	req.set = b->set;
+	req.fn = b->fn;
+	req.arg = b->arg;
+	req.seen_and = mine;
+	req.seen_or = mine;
 	__atomic_store_n(&req.n, 0, __ATOMIC_RELEASE);
 	/* Rounds until a scan finds no thread that was not signalled. */
 	do {
@@ -224,6 +260,8 @@ int mpk__broadcast(mpk_reg_t clear, mpk_reg_t set)
 			rc = -1;
 	} while (added > 0);
 	__atomic_store_n(&req.n, 0, __ATOMIC_RELEASE);
+	b->seen_and = __atomic_load_n(&req.seen_and, __ATOMIC_RELAXED);
+	b->seen_or = __atomic_load_n(&req.seen_or, __ATOMIC_RELAXED);
 	__atomic_add_fetch(&mpk_g.broadcasts, 1, __ATOMIC_RELAXED);
 	pthread_mutex_unlock(&bc_lock);
 	if (rc)

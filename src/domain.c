@@ -62,8 +62,10 @@ static int key_take(void)
 		errno = ENOSPC;
 		return -1;
 	}
-	/* The kernel closes the new key for this thread only; others keep
-	 * their PKRU bits, closed unless someone left them open. */
+	/* pkey_alloc(0, 0) opens the new key in this thread only (the caller
+	 * then sets the rights asked for); other threads keep their PKRU
+	 * bits, closed unless someone left them open, and mpkit revokes
+	 * every key it gives back (key_put). */
 	int key = mpk_os_pkey_alloc(0, 0);
 	if (key < 0)
 		return -1; /* ENOSPC when the kernel has none left */
@@ -92,6 +94,116 @@ static void key_put(int key)
 	mpk_g.keys_held--;
 }
 
+/* ---- virtual domains: keys are a cache (docs/virtual-domains.md) ---- */
+
+/*
+ * Evict a from its key k, exactly: unpublish the key (later calls on a take
+ * the slow path and wait for the lock), collect every thread's bits for k
+ * (the broadcast also rewinds a thread caught inside its restartable
+ * sequence, which then sees no key); only if all threads hold the same
+ * rights r, move a's pages to key 0 with protection r, make r a's soft
+ * base, and close k everywhere.  Returns k, held with no owner and closed
+ * in every thread, or -1 with a unchanged (or, if only the final close
+ * failed, soft and k kept as a spare).
+ */
+static int evict(struct mpk_domain *a)
+{
+	int k = a->key;
+	mpk_reg_t mask = mpk_arch_key_mask(k);
+	struct mpk_bcast b = { 0 };
+	struct mpk_region *r, *done;
+
+	__atomic_store_n(&a->key, -1, __ATOMIC_SEQ_CST);
+	if (mpk__broadcast_ex(&b) || ((b.seen_and ^ b.seen_or) & mask))
+		goto keep;
+	int rights = mpk_arch_key_rights(b.seen_and, k);
+	int prot = mpk__prot_of_rights(rights);
+	for (r = a->regions; r; r = r->next)
+		if (mpk_os_pkey_mprotect((void *)r->start, r->len, prot, 0))
+			goto undo;
+	mpk__soft_evicted(a, rights);
+	mpk_g.key_owner[k] = NULL;
+	if (mpk__broadcast(mask, mpk_arch_key_bits(k, MPK_NONE))) {
+		mpk_g.key_spare[k] = true; /* revoked before any reuse */
+		return -1;
+	}
+	return k;
+undo:
+	for (done = a->regions; done != r; done = done->next)
+		mpk_os_pkey_mprotect((void *)done->start, done->len, PROT_READ | PROT_WRITE, k);
+keep:
+	__atomic_store_n(&a->key, k, __ATOMIC_SEQ_CST);
+	return -1;
+}
+
+struct rekey_arg {
+	const struct mpk_domain *d;
+	int key;
+};
+
+/* In each thread (signal context): its own rights to the keyless domain. */
+static mpk_reg_t rekey_bits(const void *arg)
+{
+	const struct rekey_arg *a = arg;
+	return mpk_arch_key_bits(a->key, mpk__soft_get(a->d));
+}
+
+/*
+ * Give keyless d key k (held, no owner): first every thread's bits for k
+ * become that thread's rights to d, then d's pages move to k with RW.  On
+ * failure d stays soft and intact, and k becomes a spare.
+ */
+static int rekey(struct mpk_domain *d, int k)
+{
+	struct rekey_arg arg = { d, k };
+	struct mpk_bcast b = { .clear = mpk_arch_key_mask(k), .fn = rekey_bits, .arg = &arg };
+	struct mpk_region *r, *done;
+
+	if (mpk__broadcast_ex(&b))
+		goto spare;
+	for (r = d->regions; r; r = r->next)
+		if (mpk_os_pkey_mprotect((void *)r->start, r->len, PROT_READ | PROT_WRITE, k))
+			goto undo;
+	mpk__soft_keyed(d);
+	mpk_g.key_owner[k] = d;
+	__atomic_store_n(&d->key, k, __ATOMIC_RELEASE);
+	return 0;
+undo:
+	for (done = d->regions; done != r; done = done->next)
+		mpk_os_pkey_mprotect((void *)done->start, done->len, d->prot, 0);
+spare:
+	mpk_g.key_spare[k] = true;
+	return -1;
+}
+
+int mpk__key_acquire(struct mpk_domain *d)
+{
+	int k = key_take();
+
+	if (k < 0 && errno == ENOSPC) {
+		/* Least recently used first; d's own rights never move. */
+		bool tried[MPK_ARCH_NKEYS ? MPK_ARCH_NKEYS : 1] = { false };
+		for (;;) {
+			struct mpk_domain *v = NULL;
+			for (int i = 1; i < MPK_ARCH_NKEYS; i++) {
+				struct mpk_domain *c = mpk_g.key_owner[i];
+				if (c && c != d && !tried[i] && c->key == i &&
+				    (!v || __atomic_load_n(&c->lru, __ATOMIC_RELAXED) <
+						   __atomic_load_n(&v->lru, __ATOMIC_RELAXED)))
+					v = c;
+			}
+			if (!v)
+				break;
+			tried[v->key] = true;
+			if ((k = evict(v)) >= 0)
+				break;
+		}
+	}
+	if (k < 0)
+		return -1;
+	return rekey(d, k);
+}
+
 MPK_EXPORT mpk_domain *mpk_domain_create(const char *name, int rights, unsigned flags)
 {
 	struct mpk_domain *d;
@@ -99,7 +211,7 @@ MPK_EXPORT mpk_domain *mpk_domain_create(const char *name, int rights, unsigned 
 
 	if (mpk__ensure_init())
 		return NULL;
-	if (!name_ok(name) || !mpk__rights_ok(rights) || flags) {
+	if (!name_ok(name) || !mpk__rights_ok(rights) || (flags & ~(unsigned)MPK_DOMAIN_SHARED)) {
 		errno = EINVAL;
 		return NULL;
 	}
@@ -118,24 +230,42 @@ MPK_EXPORT mpk_domain *mpk_domain_create(const char *name, int rights, unsigned 
 	}
 	if (mpk_g.backend == MPK_BACKEND_HW) {
 		d->key = key_take();
-		if (d->key < 0) {
+		if (d->key < 0 && errno != ENOSPC) {
 			err = errno;
 			mpk_g.slots[d->slot] = NULL;
 			goto fail;
 		}
+	}
+	if (d->key >= 0) {
 		mpk_g.key_owner[d->key] = d;
-		mpk_arch_reg_write((mpk_arch_reg_read() & ~mpk_arch_key_mask(d->key)) |
-				   mpk_arch_key_bits(d->key, rights));
+		if (!(flags & MPK_DOMAIN_SHARED)) {
+			mpk_arch_reg_update(mpk_arch_key_mask(d->key),
+					    mpk_arch_key_bits(d->key, rights));
+		} else if (mpk__broadcast(mpk_arch_key_mask(d->key),
+				  mpk_arch_key_bits(d->key, rights))) {
+			/* Every thread or none: close it again, give it back. */
+			err = EAGAIN;
+			mpk_g.key_owner[d->key] = NULL;
+			key_put(d->key);
+			mpk_g.slots[d->slot] = NULL;
+			goto fail;
+		}
 	}
 	d->uid = mpk_g.next_uid++;
 	d->magic = MPK_DOMAIN_MAGIC;
-	if (d->key < 0 && mpk__soft_set_locked(d, rights)) {
+	if (d->key < 0 && ((flags & MPK_DOMAIN_SHARED) ? mpk__soft_set_all_locked(d, rights)
+						       : mpk__soft_set_locked(d, rights))) {
 		/* Cannot fail without regions, but keep the contract. */
 		err = errno;
 		mpk_g.slots[d->slot] = NULL;
 		goto fail;
 	}
 	mpk_g.ndomains++;
+	d->lru = ++mpk_g.tick;
+	/* No key free: a keyless domain, which tries to win one (evicting)
+	 * when rights are taken; the creator's rights already count. */
+	if (d->key < 0 && mpk_g.backend == MPK_BACKEND_HW && rights != MPK_NONE)
+		mpk__key_acquire(d);
 	pthread_mutex_unlock(&mpk_g.lock);
 	return d;
 fail:
@@ -162,14 +292,44 @@ static void quarantine(struct mpk_domain *d)
 	}
 }
 
+int (*mpk__domain_detach)(struct mpk_domain *d);
+
+int mpk__domain_hold(struct mpk_domain *d)
+{
+	int rc = 0;
+
+	pthread_mutex_lock(&mpk_g.lock);
+	if (mpk__domain_ok(d))
+		d->holds++;
+	else
+		rc = -1;
+	pthread_mutex_unlock(&mpk_g.lock);
+	if (rc)
+		errno = EINVAL;
+	return rc;
+}
+
+void mpk__domain_unhold(struct mpk_domain *d)
+{
+	pthread_mutex_lock(&mpk_g.lock);
+	d->holds--;
+	pthread_mutex_unlock(&mpk_g.lock);
+}
+
 MPK_EXPORT int mpk_domain_destroy(mpk_domain *d)
 {
 	if (mpk__ensure_init())
 		return -1;
+	/* Outside the lock: the layer above frees memory of d through the
+	 * public calls, which take it. */
+	int (*detach)(struct mpk_domain *) = __atomic_load_n(&mpk__domain_detach, __ATOMIC_ACQUIRE);
+	if (detach && mpk__domain_ok(d) && detach(d))
+		return -1;
 	pthread_mutex_lock(&mpk_g.lock);
-	if (!mpk__domain_ok(d)) {
+	if (!mpk__domain_ok(d) || d->holds) {
+		int err = mpk__domain_ok(d) ? EBUSY : EINVAL;
 		pthread_mutex_unlock(&mpk_g.lock);
-		errno = EINVAL;
+		errno = err;
 		return -1;
 	}
 	/* Memory first: no page may carry the key once it is released. */

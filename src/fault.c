@@ -217,6 +217,11 @@ MPK_EXPORT int mpk_fault_handler_install(mpk_fault_fn fn, void *arg)
 		sa.sa_sigaction = on_segv;
 		sa.sa_flags = SA_SIGINFO | SA_ONSTACK;
 		sigemptyset(&sa.sa_mask);
+		/* A revocation (broadcast.c) delivered on top of this handler
+		 * would edit only the handler's PKRU, which the callback path
+		 * replaces with the frame's: hold it until we return, when it
+		 * edits the frame that counts. */
+		sigaddset(&sa.sa_mask, MPK_SIGNAL);
 		if (sigaction(SIGSEGV, &sa, &old_action)) {
 			pthread_mutex_unlock(&mpk_g.lock);
 			return -1;

@@ -161,10 +161,14 @@ MPK_EXPORT int mpk_info(struct mpk_info *info)
 	mpk_arch_caps(&caps);
 	info->cpu_pku = caps.cpu_keys;
 	info->cpu_ospke = caps.os_enabled;
+	/* The probes hold keys for a moment and put back a PKRU read before
+	 * them: under the lock, so a concurrent create does not find the
+	 * kernel out of keys and a concurrent destroy's revocation in this
+	 * thread is not undone. */
+	pthread_mutex_lock(&mpk_g.lock);
 	info->kernel_pkeys = kernel_has_pkeys();
 	info->exec_only = exec_only_available(&caps);
 	info->keys_free = info->kernel_pkeys ? count_free_keys() : 0;
-	pthread_mutex_lock(&mpk_g.lock);
 	info->backend = mpk_g.backend;
 	info->backend_forced = mpk_g.forced;
 	info->key_budget = mpk_g.budget;

@@ -117,3 +117,35 @@ out:
 		errno = err;
 	return rc;
 }
+
+int mpk__adopt_fresh(struct mpk_domain *d, void *addr, size_t len)
+{
+	int rc = -1, err = EINVAL;
+
+	pthread_mutex_lock(&mpk_g.lock);
+	if (!mpk__domain_ok(d))
+		goto out;
+	/* The caller mapped it: no /proc check, and it may be PROT_NONE, so
+	 * the soft case always sets the protection. */
+	if (d->key >= 0 ? mpk_os_pkey_mprotect(addr, len, PROT_READ | PROT_WRITE, d->key)
+			: mpk_os_mprotect(addr, len, d->prot)) {
+		err = errno;
+		goto out;
+	}
+	if (!mpk__region_add(d, addr, len)) {
+		err = errno;
+		/* PROT_NONE and no key: the caller unmaps it. */
+		if (d->key >= 0)
+			mpk_os_pkey_mprotect(addr, len, PROT_NONE, 0);
+		else
+			mpk_os_mprotect(addr, len, PROT_NONE);
+		goto out;
+	}
+	mpk_os_name_region(addr, len, d->name);
+	rc = 0;
+out:
+	pthread_mutex_unlock(&mpk_g.lock);
+	if (rc)
+		errno = err;
+	return rc;
+}

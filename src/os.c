@@ -34,8 +34,46 @@ unsigned long long mpk_os_mprotect_count(void)
 	return __atomic_load_n(&mprotect_calls, __ATOMIC_RELAXED);
 }
 
+/*
+ * Fault injection for tests (not public, not exported from the shared
+ * library: tests linked with libmpkit.a call it).  The nth next call of the
+ * kind (1: the very next) fails with err, once; -1: every call fails until
+ * disarmed; 0 disarms.  Kinds:
+ * MPK_OS_FAIL_MPROTECT (mprotect and pkey_mprotect), MPK_OS_FAIL_PKEY_ALLOC.
+ */
+static int fail_in[2], fail_err[2];
+
+void mpk__test_fail(int kind, int nth, int err)
+{
+	if (kind < 0 || kind > 1)
+		return;
+	__atomic_store_n(&fail_err[kind], err, __ATOMIC_RELAXED);
+	__atomic_store_n(&fail_in[kind], nth, __ATOMIC_RELEASE);
+}
+
+static bool injected(int kind)
+{
+	int n = __atomic_load_n(&fail_in[kind], __ATOMIC_ACQUIRE);
+	if (n == -1) {
+		errno = __atomic_load_n(&fail_err[kind], __ATOMIC_RELAXED);
+		return true;
+	}
+	while (n > 0) {
+		if (__atomic_compare_exchange_n(&fail_in[kind], &n, n - 1, false,
+						__ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE)) {
+			if (n != 1)
+				return false;
+			errno = __atomic_load_n(&fail_err[kind], __ATOMIC_RELAXED);
+			return true;
+		}
+	}
+	return false;
+}
+
 int mpk_os_pkey_alloc(unsigned flags, unsigned rights)
 {
+	if (injected(MPK_OS_FAIL_PKEY_ALLOC))
+		return -1;
 	return (int)syscall(SYS_pkey_alloc, flags, rights);
 }
 
@@ -47,12 +85,16 @@ int mpk_os_pkey_free(int key)
 int mpk_os_pkey_mprotect(void *addr, size_t len, int prot, int key)
 {
 	count_mprotect();
+	if (injected(MPK_OS_FAIL_MPROTECT))
+		return -1;
 	return (int)syscall(SYS_pkey_mprotect, addr, len, prot, key);
 }
 
 int mpk_os_mprotect(void *addr, size_t len, int prot)
 {
 	count_mprotect();
+	if (injected(MPK_OS_FAIL_MPROTECT))
+		return -1;
 	return mprotect(addr, len, prot);
 }
 
@@ -65,6 +107,16 @@ void *mpk_os_map(size_t len, int prot)
 int mpk_os_unmap(void *addr, size_t len)
 {
 	return munmap(addr, len);
+}
+
+int mpk_os_mlock(const void *addr, size_t len)
+{
+	return (int)syscall(SYS_mlock, addr, len);
+}
+
+int mpk_os_munlock(const void *addr, size_t len)
+{
+	return (int)syscall(SYS_munlock, addr, len);
 }
 
 pid_t mpk_os_gettid(void)

@@ -6,21 +6,48 @@
  */
 #define _GNU_SOURCE
 #include <errno.h>
+#include <stdlib.h>
+#include <string.h>
 
 #include "internal.h"
 
 static inline bool fast_ok(const struct mpk_domain *d, int rights)
 {
-	return mpk__domain_ok(d) && mpk__rights_ok(rights) && d->key >= 0;
+	return mpk__domain_ok(d) && mpk__rights_ok(rights);
 }
 
-/* Put rights for d's key into reg, and write it if that changes it
- * (WRPKRU costs more than the compare). */
-static inline void hw_apply(const struct mpk_domain *d, mpk_reg_t reg, int rights)
+/* Mark d used now, for the choice of a domain to evict. */
+static inline void touch(struct mpk_domain *d)
 {
-	mpk_reg_t next = (reg & ~mpk_arch_key_mask(d->key)) | mpk_arch_key_bits(d->key, rights);
-	if (next != reg)
-		mpk_arch_reg_write(next);
+	uint64_t t = __atomic_load_n(&mpk_g.tick, __ATOMIC_RELAXED);
+	if (__atomic_load_n(&d->lru, __ATOMIC_RELAXED) != t)
+		__atomic_store_n(&d->lru, t, __ATOMIC_RELAXED);
+}
+
+/*
+ * Put rights for d's key into PKRU: the key is read inside one restartable
+ * sequence, so neither a concurrent revocation nor an eviction (which
+ * unpublishes the key, then reaches every thread) is undone.  Returns the
+ * key used, or -1 (d has no key: nothing done).
+ */
+static inline int hw_apply(struct mpk_domain *d, int rights, mpk_reg_t *old)
+{
+	return mpk_arch_key_update(&d->key, rights, old);
+}
+
+/* Under the lock, d valid: rights the keyed, the key-winning or the soft
+ * way. */
+static int set_locked(struct mpk_domain *d, int rights)
+{
+	__atomic_add_fetch(&mpk_g.tick, 1, __ATOMIC_RELAXED);
+	touch(d);
+	if (d->key < 0 && mpk_g.backend == MPK_BACKEND_HW && rights != MPK_NONE)
+		mpk__key_acquire(d); /* failing, d stays soft */
+	if (d->key >= 0) {
+		mpk_arch_reg_update(mpk_arch_key_mask(d->key), mpk_arch_key_bits(d->key, rights));
+		return 0;
+	}
+	return mpk__soft_set_locked(d, rights);
 }
 
 static __attribute__((noinline, cold)) int set_slow(struct mpk_domain *d, int rights)
@@ -31,15 +58,17 @@ static __attribute__((noinline, cold)) int set_slow(struct mpk_domain *d, int ri
 	}
 	pthread_mutex_lock(&mpk_g.lock);
 	/* Re-checked under the lock: a concurrent destroy may have won. */
-	int rc = mpk__domain_ok(d) ? mpk__soft_set_locked(d, rights) : (errno = EINVAL, -1);
+	int rc = mpk__domain_ok(d) ? set_locked(d, rights) : (errno = EINVAL, -1);
 	pthread_mutex_unlock(&mpk_g.lock);
 	return rc;
 }
 
 static inline int set_rights(struct mpk_domain *d, int rights)
 {
-	if (likely(fast_ok(d, rights))) {
-		hw_apply(d, mpk_arch_reg_read(), rights);
+	mpk_reg_t old;
+
+	if (likely(fast_ok(d, rights)) && hw_apply(d, rights, &old) >= 0) {
+		touch(d);
 		return 0;
 	}
 	return set_slow(d, rights);
@@ -56,9 +85,26 @@ MPK_EXPORT int mpk_get(const mpk_domain *d)
 		errno = EINVAL;
 		return -1;
 	}
-	if (likely(d->key >= 0))
-		return mpk_arch_key_rights(mpk_arch_reg_read(), d->key);
-	return mpk__soft_get(d);
+	int k = __atomic_load_n(&d->key, __ATOMIC_ACQUIRE);
+	if (likely(k >= 0)) {
+		mpk_reg_t reg = mpk_arch_reg_read();
+		if (likely(__atomic_load_n(&d->key, __ATOMIC_ACQUIRE) == k))
+			return mpk_arch_key_rights(reg, k);
+	}
+	if (mpk_g.backend != MPK_BACKEND_HW)
+		return mpk__soft_get(d);
+	/* hw, keyless or moving: ask under the lock, where keys stand still. */
+	struct mpk_domain *m = (struct mpk_domain *)d;
+	int rights;
+	pthread_mutex_lock(&mpk_g.lock);
+	if (!mpk__domain_ok(m))
+		rights = (errno = EINVAL, -1);
+	else if (m->key >= 0)
+		rights = mpk_arch_key_rights(mpk_arch_reg_read(), m->key);
+	else
+		rights = mpk__soft_get(m);
+	pthread_mutex_unlock(&mpk_g.lock);
+	return rights;
 }
 
 static __attribute__((noinline, cold)) mpk_scope enter_slow(struct mpk_domain *d, int rights)
@@ -77,10 +123,12 @@ static __attribute__((noinline, cold)) mpk_scope enter_slow(struct mpk_domain *d
 
 MPK_EXPORT mpk_scope mpk_enter(mpk_domain *d, int rights)
 {
-	if (likely(fast_ok(d, rights))) {
-		mpk_reg_t reg = mpk_arch_reg_read();
-		hw_apply(d, reg, rights);
-		return (mpk_scope){ .domain = d, .saved = mpk_arch_key_rights(reg, d->key) };
+	mpk_reg_t reg;
+	int k;
+
+	if (likely(fast_ok(d, rights)) && (k = hw_apply(d, rights, &reg)) >= 0) {
+		touch(d);
+		return (mpk_scope){ .domain = d, .saved = mpk_arch_key_rights(reg, k) };
 	}
 	return enter_slow(d, rights);
 }
@@ -103,4 +151,159 @@ MPK_EXPORT void mpk__scope_cleanup(mpk_scope *s)
 {
 	if (s && s->domain)
 		mpk_leave(s);
+}
+
+/* ---- every thread ---------------------------------------------------- */
+
+MPK_EXPORT int mpk_set_all(mpk_domain *d, int rights)
+{
+	int rc;
+
+	if (mpk__ensure_init())
+		return -1;
+	if (!mpk__domain_ok(d) || !mpk__rights_ok(rights)) {
+		errno = EINVAL;
+		return -1;
+	}
+	pthread_mutex_lock(&mpk_g.lock);
+	if (!mpk__domain_ok(d)) {
+		errno = EINVAL;
+		rc = -1;
+	} else if (d->key >= 0) {
+		/* Serialised inside: each request is its own (reg & ~clear)
+		 * | set, so concurrent calls on other keys compose. */
+		rc = mpk__broadcast(mpk_arch_key_mask(d->key), mpk_arch_key_bits(d->key, rights));
+	} else {
+		rc = mpk__soft_set_all_locked(d, rights);
+	}
+	pthread_mutex_unlock(&mpk_g.lock);
+	return rc;
+}
+
+/* ---- saving and restoring -------------------------------------------- */
+
+#define RIGHTS_MAGIC 0x6d706b72u /* "mpkr" */
+
+struct saved {
+	uint32_t magic;
+	uint32_t backend;
+	mpk_reg_t reg;                                     /* hw: PKRU */
+	uint32_t n;                                        /* keyless domains */
+	uint64_t uid[MPK_ARCH_NKEYS ? MPK_ARCH_NKEYS : 1];  /* hw: each key's domain, 0 none */
+	uint32_t slot[MPK_ARCH_NKEYS ? MPK_ARCH_NKEYS : 1]; /* and its slot */
+	struct mpk_rights_soft *e;                         /* keyless domains' rights */
+};
+_Static_assert(sizeof(struct saved) <= sizeof(mpk_rights_t), "mpk_rights_t too small");
+_Static_assert(_Alignof(struct saved) <= _Alignof(mpk_rights_t), "mpk_rights_t alignment");
+
+MPK_EXPORT int mpk_rights_save(mpk_rights_t *r)
+{
+	struct saved *s = (struct saved *)r;
+
+	if (mpk__ensure_init())
+		return -1;
+	if (!r) {
+		errno = EINVAL;
+		return -1;
+	}
+	struct saved n = { .magic = RIGHTS_MAGIC, .backend = (uint32_t)mpk_g.backend };
+	pthread_mutex_lock(&mpk_g.lock);
+	for (int k = 1; k < MPK_ARCH_NKEYS; k++) {
+		struct mpk_domain *d = mpk_g.key_owner[k];
+		if (d && d->key == k) {
+			n.uid[k] = d->uid;
+			n.slot[k] = d->slot;
+		}
+	}
+	if (mpk_g.backend == MPK_BACKEND_HW)
+		n.reg = mpk_arch_reg_read();
+	int rc = mpk__soft_save_locked(&n.e, &n.n);
+	pthread_mutex_unlock(&mpk_g.lock);
+	if (rc)
+		return -1;
+	*s = n;
+	return 0;
+}
+
+static struct mpk_domain *live(uint32_t slot, uint64_t uid)
+{
+	struct mpk_domain *d = slot < mpk_g.nslots ? mpk_g.slots[slot] : NULL;
+	return d && uid && d->uid == uid ? d : NULL;
+}
+
+/* One saved right to put back; domains that moved between a key and none
+ * since the save go the way they are now. */
+struct pend {
+	struct mpk_domain *d;
+	int rights, old;
+};
+
+MPK_EXPORT int mpk_rights_restore(const mpk_rights_t *r)
+{
+	const struct saved *s = (const struct saved *)r;
+	struct pend local[MPK_ARCH_NKEYS ? MPK_ARCH_NKEYS : 1], *p = local;
+	size_t np = 0, i;
+	mpk_reg_t mask = 0, bits = 0;
+	int rc = 0, err = 0;
+
+	if (mpk__ensure_init())
+		return -1;
+	if (!r || s->magic != RIGHTS_MAGIC || s->backend != (uint32_t)mpk_g.backend) {
+		errno = EINVAL;
+		return -1;
+	}
+	if (s->n && !(p = malloc((s->n + MPK_ARCH_NKEYS) * sizeof(*p)))) {
+		errno = ENOMEM;
+		return -1;
+	}
+	pthread_mutex_lock(&mpk_g.lock);
+	for (int k = 1; k < MPK_ARCH_NKEYS; k++) {
+		struct mpk_domain *d = s->uid[k] ? live(s->slot[k], s->uid[k]) : NULL;
+		if (d)
+			p[np++] = (struct pend){ d, mpk_arch_key_rights(s->reg, k), 0 };
+	}
+	for (i = 0; i < s->n; i++) {
+		struct mpk_domain *d = live(s->e[i].slot, s->e[i].uid);
+		if (d)
+			p[np++] = (struct pend){ d, s->e[i].rights, 0 };
+	}
+	/* Keyless ones first (they may fail): all or nothing. */
+	for (i = 0; i < np; i++) {
+		struct mpk_domain *d = p[i].d;
+		if (d->key >= 0) {
+			mask |= mpk_arch_key_mask(d->key);
+			bits |= mpk_arch_key_bits(d->key, p[i].rights);
+			continue;
+		}
+		p[i].old = mpk__soft_get(d);
+		if (mpk__soft_set_locked(d, p[i].rights)) {
+			err = errno;
+			rc = -1;
+			while (i-- > 0)
+				if (p[i].d->key < 0)
+					mpk__soft_set_locked(p[i].d, p[i].old);
+			break;
+		}
+	}
+	/* Under the lock no key changes hands; one restartable write, so a
+	 * concurrent revocation is not undone. */
+	if (!rc && mask)
+		mpk_arch_reg_update(mask, bits);
+	pthread_mutex_unlock(&mpk_g.lock);
+	if (p != local)
+		free(p);
+	if (rc)
+		errno = err;
+	return rc;
+}
+
+MPK_EXPORT int mpk_rights_dispose(mpk_rights_t *r)
+{
+	struct saved *s = (struct saved *)r;
+
+	if (!r || s->magic != RIGHTS_MAGIC)
+		return 0;
+	free(s->e);
+	memset(s, 0, sizeof(*s));
+	return 0;
 }

@@ -6,6 +6,19 @@
  * rights in a thread-local table indexed by domain slot; an entry counts only
  * while its uid matches the domain in that slot, so a recycled slot never
  * inherits rights.  Threads that exit drop what they held.
+ *
+ * Process-wide rights (mpk_set_all, MPK_DOMAIN_SHARED).  Other threads'
+ * tables cannot be reached, so a domain has base rights and a generation:
+ * a set_all records the base and bumps the generation, which makes every
+ * thread's entry for the domain stale.  A thread's rights are its entry if
+ * that entry carries the current generation, else the base: so after a
+ * set_all every thread (and every thread created later) holds the base
+ * until it sets its own.  The union counts: readers/writers count current
+ * entries only (a set_all zeroes them, exiting threads drop only current
+ * ones), and the base always counts as one more holder, because some
+ * thread, now or later, may hold it and mpkit cannot tell when none does.
+ * So after mpk_set_all(d, r) the pages stay at least as open as r until
+ * the next mpk_set_all; they are never less open than some thread's rights.
  */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -18,6 +31,7 @@
 
 struct held {
 	uint64_t uid;
+	uint64_t gen; /* the domain's generation when set */
 	int rights;
 };
 
@@ -37,14 +51,22 @@ static int prot_of(int readers, int writers)
 
 int mpk__soft_prot(const struct mpk_domain *d)
 {
-	return prot_of(d->readers, d->writers);
+	return prot_of(d->readers + (d->base == MPK_READ), d->writers + (d->base == MPK_RW));
+}
+
+/* This thread's entry for d, if it is current (not reset by a set_all). */
+static struct held *current(const struct mpk_domain *d)
+{
+	if (d->slot < t_cap && t_held[d->slot].uid == d->uid &&
+	    t_held[d->slot].gen == d->gen)
+		return &t_held[d->slot];
+	return NULL;
 }
 
 int mpk__soft_get(const struct mpk_domain *d)
 {
-	if (d->slot < t_cap && t_held[d->slot].uid == d->uid)
-		return t_held[d->slot].rights;
-	return MPK_NONE;
+	struct held *h = current(d);
+	return h ? h->rights : d->base;
 }
 
 /* mprotect every region to prot; on failure put back those already done. */
@@ -52,7 +74,7 @@ static int apply(struct mpk_domain *d, int prot)
 {
 	struct mpk_region *r, *done;
 
-	if (prot == d->prot)
+	if (prot == d->prot || d->key >= 0) /* a keyed domain's pages stay RW */
 		return 0;
 	for (r = d->regions; r; r = r->next)
 		if (mpk_os_mprotect((void *)r->start, r->len, prot))
@@ -108,21 +130,89 @@ static int reserve(uint32_t slot)
 
 int mpk__soft_set_locked(struct mpk_domain *d, int rights)
 {
-	int old = mpk__soft_get(d);
+	/* A stale entry (or none) means this thread held the base, which is
+	 * not in the counts: only a current entry is taken out. */
+	struct held *h = current(d);
+	int counted = h ? h->rights : MPK_NONE;
 
-	if (old == rights)
-		return 0;
+	if ((h ? h->rights : d->base) == rights)
+		return 0; /* holds them already (its own, or the base) */
 	if (reserve(d->slot))
 		return -1;
-	count(d, old, -1);
+	count(d, counted, -1);
 	count(d, rights, +1);
 	if (apply(d, mpk__soft_prot(d))) {
 		count(d, rights, -1);
-		count(d, old, +1);
+		count(d, counted, +1);
 		return -1;
 	}
-	t_held[d->slot] = (struct held){ .uid = d->uid, .rights = rights };
+	t_held[d->slot] = (struct held){ .uid = d->uid, .gen = d->gen, .rights = rights };
 	return 0;
+}
+
+int mpk__soft_set_all_locked(struct mpk_domain *d, int rights)
+{
+	int base = d->base, readers = d->readers, writers = d->writers;
+
+	d->base = rights;
+	d->readers = d->writers = 0;
+	if (apply(d, mpk__soft_prot(d))) {
+		d->base = base;
+		d->readers = readers;
+		d->writers = writers;
+		return -1;
+	}
+	d->gen++; /* every entry, this thread's too, is stale: all hold base */
+	return 0;
+}
+
+int mpk__soft_save_locked(struct mpk_rights_soft **out, uint32_t *n)
+{
+	uint32_t k = 0;
+
+	*out = NULL;
+	*n = 0;
+	for (uint32_t s = 0; s < mpk_g.nslots; s++)
+		if (mpk_g.slots[s] && mpk_g.slots[s]->key < 0)
+			k++;
+	if (!k)
+		return 0;
+	struct mpk_rights_soft *e = malloc(k * sizeof(*e));
+	if (!e) {
+		errno = ENOMEM;
+		return -1;
+	}
+	k = 0;
+	for (uint32_t s = 0; s < mpk_g.nslots; s++) {
+		struct mpk_domain *d = mpk_g.slots[s];
+		if (d && d->key < 0)
+			e[k++] = (struct mpk_rights_soft){ .slot = s, .uid = d->uid,
+							   .rights = mpk__soft_get(d) };
+	}
+	*out = e;
+	*n = k;
+	return 0;
+}
+
+int mpk__prot_of_rights(int rights)
+{
+	return rights == MPK_RW ? PROT_READ | PROT_WRITE : rights == MPK_READ ? PROT_READ : PROT_NONE;
+}
+
+void mpk__soft_keyed(struct mpk_domain *d)
+{
+	d->gen++; /* entries from the soft period are done with */
+	d->readers = d->writers = 0;
+	d->base = MPK_NONE;
+	d->prot = PROT_READ | PROT_WRITE;
+}
+
+void mpk__soft_evicted(struct mpk_domain *d, int rights)
+{
+	d->gen++;
+	d->readers = d->writers = 0;
+	d->base = rights;
+	d->prot = mpk__prot_of_rights(rights);
 }
 
 void mpk__soft_forget(struct mpk_domain *d)
@@ -131,6 +221,7 @@ void mpk__soft_forget(struct mpk_domain *d)
 	if (d->slot < t_cap && t_held[d->slot].uid == d->uid)
 		t_held[d->slot].rights = MPK_NONE;
 	d->readers = d->writers = 0;
+	d->base = MPK_NONE;
 }
 
 static void thread_exit(void *arg)
@@ -142,7 +233,7 @@ static void thread_exit(void *arg)
 		if (h->rights == MPK_NONE || s >= mpk_g.nslots)
 			continue;
 		struct mpk_domain *d = mpk_g.slots[s];
-		if (d && d->uid == h->uid) {
+		if (d && d->uid == h->uid && d->gen == h->gen) {
 			count(d, h->rights, -1);
 			/* If this fails the region stays more open than
 			 * needed, never less: nobody loses access. */

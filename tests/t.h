@@ -103,6 +103,26 @@ static inline void t_force_soft(void)
 	REQUIRE(mpk_backend() == MPK_BACKEND_SOFT);
 }
 
+/*
+ * Virtual domains: with no key left (budget or kernel), a create still
+ * succeeds but the domain has no key (soft protection) when it does not
+ * take rights; CHECK that, that no key was taken, then destroy it.
+ */
+#define CHECK_KEYLESS_CREATE(name)                                           \
+	do {                                                                 \
+		struct mpk_info t_i0_, t_i1_;                                \
+		REQUIRE(mpk_info(&t_i0_) == 0);                              \
+		mpk_domain *t_d_ = mpk_domain_create((name), MPK_NONE, 0);  \
+		CHECK(t_d_ != NULL);                                         \
+		if (!t_d_)                                                   \
+			break;                                               \
+		CHECK_ERR(mpk_domain_key(t_d_), ENOENT);                     \
+		REQUIRE(mpk_info(&t_i1_) == 0);                              \
+		CHECK(t_i1_.keys_in_use == t_i0_.keys_in_use);               \
+		CHECK(t_i1_.domains == t_i0_.domains + 1);                   \
+		CHECK(mpk_domain_destroy(t_d_) == 0);                        \
+	} while (0)
+
 /* ---- provoking faults ---- */
 
 /* What a child saw when it touched memory it should not have. */

@@ -2,9 +2,12 @@
 /* mpkit: the command-line tool.  Exit codes: 0 ok, 1 failure, 2 usage. */
 #define _GNU_SOURCE
 #include <errno.h>
+#include <limits.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/utsname.h>
+#include <unistd.h>
 
 #include "mpkit.h"
 
@@ -16,6 +19,9 @@ static void usage(FILE *f)
 		"commands:\n"
 		"  info [--json]   protection-key support of this CPU and kernel, the\n"
 		"                  backend mpkit would use, free keys, PKRU\n"
+		"  bench [OPTIONS] what keys buy over mprotect(), measured: a table of\n"
+		"                  domain switch, mprotect, THP and libsodium costs by\n"
+		"                  region size and thread count (mpkit bench --help)\n"
 		"\n"
 		"environment:\n"
 		"  MPKIT_BACKEND=hw|soft|auto   backend choice (default auto)\n"
@@ -90,6 +96,36 @@ static int cmd_info(int argc, char **argv)
 	return rc ? 1 : 0;
 }
 
+/*
+ * The benchmark is its own program, mpkit-bench, next to this binary: it
+ * links libsodium for its comparison rows, which the mpkit command and the
+ * library do not need, and it forks a process per backend.
+ */
+static int cmd_bench(char **argv)
+{
+	char self[PATH_MAX], path[PATH_MAX + 32];
+	ssize_t n = readlink("/proc/self/exe", self, sizeof(self) - 1);
+
+	if (n <= 0) {
+		perror("mpkit bench: /proc/self/exe");
+		return 1;
+	}
+	self[n] = 0;
+	char *slash = strrchr(self, '/');
+	if (slash)
+		*slash = 0;
+	snprintf(path, sizeof(path), "%s/mpkit-bench", slash ? self : ".");
+	if (access(path, X_OK)) {
+		fprintf(stderr, "mpkit bench: %s not found (build it with `make` or `make bench`)\n", path);
+		return 1;
+	}
+	setenv("MPKIT_BENCH_PROG", "mpkit bench", 1);
+	argv[0] = path;
+	execv(path, argv);
+	fprintf(stderr, "mpkit bench: cannot run %s: %s\n", path, strerror(errno));
+	return 1;
+}
+
 int main(int argc, char **argv)
 {
 	if (argc < 2) {
@@ -106,6 +142,8 @@ int main(int argc, char **argv)
 	}
 	if (!strcmp(argv[1], "info"))
 		return cmd_info(argc - 1, argv + 1);
+	if (!strcmp(argv[1], "bench"))
+		return cmd_bench(argv + 1);
 	fprintf(stderr, "mpkit: unknown command '%s' (try mpkit --help)\n", argv[1]);
 	return 2;
 }

@@ -8,3 +8,4 @@ void mpk_arch_caps(struct mpk_arch_caps *caps) { memset(caps, 0, sizeof(*caps));
 bool mpk_arch_frame_reg_get(void *uc, mpk_reg_t *reg) { (void)uc; (void)reg; return false; }
 bool mpk_arch_frame_reg_set(void *uc, mpk_reg_t reg) { (void)uc; (void)reg; return false; }
 bool mpk_arch_fault_is_write(const void *uc) { (void)uc; return false; }
+void mpk_arch_frame_restart(void *uc) { (void)uc; }

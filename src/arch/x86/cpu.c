@@ -107,3 +107,25 @@ bool mpk_arch_fault_is_write(const void *ucontext)
 	/* Page-fault error code bit 1: the access was a write. */
 	return uc->uc_mcontext.gregs[REG_ERR] & 2;
 }
+
+/* [start, WRPKRU] of every mpk_arch_reg_update() copy, from the linker;
+ * weak so that a program without one still links. */
+struct restart_range {
+	uintptr_t start, last;
+};
+extern const struct restart_range __start_mpk_restart[]
+	__attribute__((weak, visibility("hidden")));
+extern const struct restart_range __stop_mpk_restart[]
+	__attribute__((weak, visibility("hidden")));
+
+void mpk_arch_frame_restart(void *ucontext)
+{
+	ucontext_t *uc = ucontext;
+	uintptr_t ip = (uintptr_t)uc->uc_mcontext.gregs[REG_RIP];
+
+	for (const struct restart_range *r = __start_mpk_restart; r < __stop_mpk_restart; r++)
+		if (ip >= r->start && ip <= r->last) {
+			uc->uc_mcontext.gregs[REG_RIP] = (greg_t)r->start;
+			return;
+		}
+}

@@ -32,6 +32,85 @@ static inline void mpk_arch_reg_write(mpk_reg_t reg)
 			 : "memory");
 }
 
+/*
+ * PKRU = (PKRU & ~mask) | bits; returns the PKRU it read.  Restartable:
+ * another thread revokes keys by editing the PKRU image in this thread's
+ * signal frame (broadcast.c), and a signal landing between the RDPKRU and
+ * the WRPKRU here would see its edit overwritten by a value computed from
+ * the old PKRU.  Each copy records [start, WRPKRU] in the mpk_restart
+ * section; mpk_arch_frame_restart() sends a thread interrupted in that range
+ * back to the start, to read PKRU again.  Inputs stay in registers the
+ * sequence does not write, so restarting is safe.
+ */
+static inline mpk_reg_t mpk_arch_reg_update(mpk_reg_t mask, mpk_reg_t bits)
+{
+	uint32_t old, eax, ecx, edx;
+
+	__asm__ volatile("1:\txorl %%ecx, %%ecx\n\t"
+			 ".byte 0x0f,0x01,0xee\n\t" /* rdpkru: EDX = 0 */
+			 "movl %%eax, %[old]\n\t"
+			 "andl %[keep], %%eax\n\t"
+			 "orl %[bits], %%eax\n\t"
+			 "cmpl %[old], %%eax\n\t" /* WRPKRU costs more */
+			 "je 3f\n"
+			 "2:\t.byte 0x0f,0x01,0xef\n" /* wrpkru */
+			 "3:\n\t"
+			 ".pushsection mpk_restart, \"aw\"\n\t"
+			 ".balign 8\n\t"
+			 ".quad 1b, 2b\n\t"
+			 ".popsection"
+			 : [old] "=&r"(old), "=&a"(eax), "=&c"(ecx), "=&d"(edx)
+			 : [keep] "r"(~mask), [bits] "r"(bits)
+			 : "memory", "cc");
+	return old;
+}
+
+/*
+ * Set the rights of the key *keyp (read inside the sequence) to rights:
+ * PKRU = (PKRU & ~mask(key)) | bits(key, rights).  Returns the key used and
+ * stores the PKRU read in *old, or returns -1 without touching PKRU (and
+ * without RDPKRU) when *keyp < 0.  Restartable like mpk_arch_reg_update():
+ * a thread rewound by a broadcast loads the key again, so once a key is
+ * unpublished (-1) and a broadcast has reached every thread, no thread can
+ * still write bits for it on behalf of that domain.
+ */
+static inline int mpk_arch_key_update(const int *keyp, int rights, mpk_reg_t *old)
+{
+	uint32_t o, m, b, k, eax, ecx, edx;
+	uint32_t nb = (uint32_t)(~rights & 3);
+
+	__asm__ volatile("1:\tmovl (%[kp]), %[k]\n\t"
+			 "xorl %%eax, %%eax\n\t"
+			 "movl %[k], %%ecx\n\t"
+			 "testl %%ecx, %%ecx\n\t"
+			 "js 3f\n\t"
+			 "addl %%ecx, %%ecx\n\t"
+			 "movl $3, %[m]\n\t"
+			 "shll %%cl, %[m]\n\t"
+			 "movl %[nb], %[b]\n\t"
+			 "shll %%cl, %[b]\n\t"
+			 "notl %[m]\n\t"
+			 "xorl %%ecx, %%ecx\n\t"
+			 ".byte 0x0f,0x01,0xee\n\t" /* rdpkru: EDX = 0 */
+			 "movl %%eax, %[o]\n\t"
+			 "andl %[m], %%eax\n\t"
+			 "orl %[b], %%eax\n\t"
+			 "cmpl %[o], %%eax\n\t"
+			 "je 3f\n"
+			 "2:\t.byte 0x0f,0x01,0xef\n" /* wrpkru */
+			 "3:\n\t"
+			 ".pushsection mpk_restart, \"aw\"\n\t"
+			 ".balign 8\n\t"
+			 ".quad 1b, 2b\n\t"
+			 ".popsection"
+			 : [o] "=&r"(o), [m] "=&r"(m), [b] "=&r"(b), [k] "=&r"(k),
+			   "=&a"(eax), "=&c"(ecx), "=&d"(edx)
+			 : [kp] "r"(keyp), [nb] "r"(nb)
+			 : "memory", "cc");
+	*old = o;
+	return (int)k;
+}
+
 /* mpkit rights (NONE 0, READ 1, RW 3) to the two PKRU bits and back:
  * NONE -> AD|WD, READ -> WD, RW -> 0.  Branch-free for the fast path. */
 static inline mpk_reg_t mpk_arch_key_bits(int key, int rights)

@@ -1,0 +1,824 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Guarded heaps: size classes and slabs, block headers, the checks that
+ * catch misuse, and the public calls.
+ *
+ * Small blocks (up to 3584 bytes with their header) come from slabs: page
+ * runs of one size class with a free bitmap in the metadata, so nothing an
+ * overflow can reach says where the next block goes.  Larger ones are page
+ * runs of their own, and past half a chunk, regions of their own.  Every
+ * block of an ordinary heap starts with a 16-byte header: the requested
+ * size and a checksum keyed per heap over the address, size and offset.
+ *
+ * Each call opens the metadata for the calling thread, and the heap's
+ * domain only when it must touch a block and the thread lacks the rights,
+ * and puts both back as they were before it returns.
+ */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "heap.h"
+#include "os.h"
+
+static const uint16_t class_size[NCLASSES] = {
+	16, 32, 48, 64, 80, 96, 112, 128,
+	160, 192, 224, 256, 320, 384, 448, 512,
+	640, 768, 896, 1024, 1280, 1536, 1792, 2048,
+	2560, 3072, 3584,
+};
+static uint8_t class_of16[SMALL_MAX / 16 + 1]; /* ceil(n / 16) -> class */
+static uint8_t slab_pages[NCLASSES];
+static uint16_t slab_blocks[NCLASSES];
+static uint32_t class_inv[NCLASSES]; /* ceil(2^32 / size): index by multiply */
+static unsigned narenas_default;     /* twice the CPUs, a power of two, up to 8 */
+static pthread_once_t classes_once = PTHREAD_ONCE_INIT;
+
+/* Slab lengths: the fewest pages (up to 8) that waste the least. */
+static void classes_init(void)
+{
+	size_t page = mpk__heap_page = mpk_os_page_size();
+	unsigned c = 0;
+
+	while (((size_t)1 << mpk__heap_page_shift) < page)
+		mpk__heap_page_shift++;
+	long cpus = sysconf(_SC_NPROCESSORS_ONLN);
+	narenas_default = 1;
+	while (narenas_default < ARENAS_MAX && narenas_default < 2 * cpus)
+		narenas_default *= 2;
+
+	for (unsigned i = 0; i <= SMALL_MAX / 16; i++) {
+		while (class_size[c] < i * 16)
+			c++;
+		class_of16[i] = (uint8_t)c;
+	}
+	for (c = 0; c < NCLASSES; c++) {
+		size_t s = class_size[c], best = 0, best_waste = 0;
+		for (size_t k = 1; k <= 8; k++) {
+			size_t n = k * page / s;
+			if (n > SLAB_BLOCKS_MAX)
+				n = SLAB_BLOCKS_MAX;
+			size_t waste = k * page - n * s;
+			if (!best || waste * best < best_waste * k) {
+				best = k;
+				best_waste = waste;
+			}
+		}
+		slab_pages[c] = (uint8_t)best;
+		slab_blocks[c] = (uint16_t)(best * page / s > SLAB_BLOCKS_MAX ? SLAB_BLOCKS_MAX
+									    : best * page / s);
+		class_inv[c] = (uint32_t)(((1ull << 32) + s - 1) / s);
+	}
+}
+
+static inline bool has_hdr(const struct heap *h)
+{
+	return !(h->flags & (HEAP_SECRET | HEAP_GUARDS));
+}
+
+static inline uintptr_t round_up(uintptr_t x, size_t a)
+{
+	return (x + a - 1) & ~(uintptr_t)(a - 1);
+}
+
+/* ---- headers ---- */
+
+struct hdr {
+	uint64_t size;
+	uint64_t check;
+};
+
+static inline uint64_t mix(uint64_t x)
+{
+	x ^= x >> 30;
+	x *= 0xbf58476d1ce4e5b9ull;
+	x ^= x >> 27;
+	x *= 0x94d049bb133111ebull;
+	return x ^ (x >> 31);
+}
+
+static inline uint64_t hdr_sum(const struct heap *h, uintptr_t p, size_t size, size_t off)
+{
+	return mix(h->key ^ p) ^ mix(~h->key + size * 0x9e3779b97f4a7c15ull + off);
+}
+
+static void hdr_put(const struct heap *h, uintptr_t p, size_t size, size_t off)
+{
+	struct hdr *hd = (struct hdr *)(p - HDR);
+
+	hd->size = size;
+	hd->check = hdr_sum(h, p, size, off);
+}
+
+/* ---- slabs ---- */
+
+static void list_push(struct run **head, struct run *r)
+{
+	r->prev = NULL;
+	r->next = *head;
+	if (*head)
+		(*head)->prev = r;
+	*head = r;
+}
+
+static void list_del(struct run **head, struct run *r)
+{
+	if (r->prev)
+		r->prev->next = r->next;
+	else
+		*head = r->next;
+	if (r->next)
+		r->next->prev = r->prev;
+	r->prev = r->next = NULL;
+}
+
+/* A free block of class cls: its start, or 0 with errno. */
+static uintptr_t slab_alloc(struct arena *a, unsigned cls)
+{
+	struct bin *bin = &a->bins[cls];
+	struct run *r = bin->partial;
+
+	if (!r) {
+		if ((r = bin->spare)) {
+			if (mpk__chunk_idle(r->chunk))
+				a->empty_chunks--;
+			bin->spare = NULL;
+			r->spare = 0;
+			r->chunk->spare_pages = (uint16_t)(r->chunk->spare_pages - r->pages);
+		} else {
+			struct chunk *c;
+			if (!(r = mpk__run_alloc(a, slab_pages[cls], &c)))
+				return 0;
+			r->kind = RUN_SLAB;
+			r->cls = (uint8_t)cls;
+			r->nfree = slab_blocks[cls];
+			memset(r->bits, 0, sizeof(r->bits));
+			for (unsigned i = 0; i < r->nfree; i++)
+				r->bits[i / 64] |= 1ull << (i % 64);
+		}
+		list_push(&bin->partial, r);
+	}
+	unsigned w = 0;
+	while (!r->bits[w])
+		w++;
+	unsigned i = w * 64 + (unsigned)__builtin_ctzll(r->bits[w]);
+	r->bits[w] &= r->bits[w] - 1;
+	if (!--r->nfree)
+		list_del(&bin->partial, r);
+	return run_addr(r->chunk, r) + (uintptr_t)i * class_size[cls];
+}
+
+static void slab_free(struct arena *a, struct run *r, unsigned i)
+{
+	struct bin *bin = &a->bins[r->cls];
+
+	r->bits[i / 64] |= 1ull << (i % 64);
+	if (!r->nfree++)
+		list_push(&bin->partial, r);
+	if (r->nfree < slab_blocks[r->cls])
+		return;
+	list_del(&bin->partial, r);
+	struct chunk *c = r->chunk;
+	/* Keep it, unless that keeps a second idle chunk mapped. */
+	bool idles = c->nfree + c->spare_pages + r->pages == c->npages;
+	if (!bin->spare && (!idles || !a->empty_chunks)) {
+		bin->spare = r;
+		r->spare = 1;
+		c->spare_pages = (uint16_t)(c->spare_pages + r->pages);
+		if (idles)
+			a->empty_chunks++;
+		return;
+	}
+	r->clean = 0;
+	mpk__run_free(a, c, r);
+}
+
+/* ---- finding a block ---- */
+
+enum { L_SLAB = 1, L_LARGE, L_BIG };
+
+struct loc {
+	int kind;
+	struct run *r;
+	unsigned idx;    /* L_SLAB */
+	struct big b;    /* L_BIG: a copy of the entry */
+	uintptr_t start; /* the block: slot, run or region */
+	size_t cap;      /* usable bytes from p */
+	size_t size;     /* requested (ordinary heaps and big blocks) */
+};
+
+/* 0 if p is a live block in arena ar (and *l says where), else
+ * MPK_MISUSE_*.  c is the chunk holding p, if any.  Under the arena's lock,
+ * with the metadata open and, in ordinary heaps, the domain readable.  Big
+ * blocks and pointers that are not the heap's belong to arena 0. */
+static int locate(struct arena *ar, uintptr_t a, struct loc *l, struct chunk *c)
+{
+	struct heap *h = ar->heap;
+	size_t page = mpk__page(), hdr = has_hdr(h) ? HDR : 0;
+
+	l->kind = 0;
+	if (c) {
+		if (c->heap != h)
+			return MPK_MISUSE_FOREIGN;
+		struct run *r = &c->runs[c->owner[(a - c->base) >> mpk__heap_page_shift]];
+		uintptr_t rs = run_addr(c, r);
+		l->r = r;
+		if (r->kind == RUN_SLAB) {
+			unsigned i = (unsigned)(((uint64_t)(a - rs) * class_inv[r->cls]) >> 32);
+			if (i >= slab_blocks[r->cls])
+				return MPK_MISUSE_WILD;
+			uintptr_t b = rs + (uintptr_t)i * class_size[r->cls];
+			size_t off = a - b;
+			if ((r->bits[i / 64] >> (i % 64)) & 1)
+				return off == hdr ? MPK_MISUSE_DOUBLE_FREE : MPK_MISUSE_WILD;
+			if (hdr ? off < hdr || off % 16 : off != 0)
+				return MPK_MISUSE_WILD;
+			l->kind = L_SLAB;
+			l->idx = i;
+			l->start = b;
+			l->cap = class_size[r->cls] - off;
+		} else if (r->kind == RUN_LARGE) {
+			if (a - rs != r->off)
+				return MPK_MISUSE_WILD;
+			l->kind = L_LARGE;
+			l->start = rs;
+			l->cap = (size_t)r->pages * page - r->off;
+		} else {
+			/* This heap's memory, holding no block: freed. */
+			return MPK_MISUSE_DOUBLE_FREE;
+		}
+	} else {
+		pthread_mutex_lock(&mpk__meta_lock);
+		struct big *b = mpk__big_find(a);
+		if (b)
+			l->b = *b;
+		pthread_mutex_unlock(&mpk__meta_lock);
+		if (!b)
+			return MPK_MISUSE_WILD;
+		if (l->b.heap != h)
+			return l->b.state == BIG_LIVE ? MPK_MISUSE_FOREIGN : MPK_MISUSE_WILD;
+		if (l->b.state != BIG_LIVE)
+			return MPK_MISUSE_DOUBLE_FREE;
+		l->kind = L_BIG;
+		l->start = l->b.region;
+		l->cap = l->b.region + l->b.reglen - a;
+		l->size = l->b.size;
+	}
+	if (hdr) {
+		const struct hdr *hd = (const struct hdr *)(a - HDR);
+		if (hd->size > l->cap || hd->check != hdr_sum(h, a, hd->size, a - l->start))
+			return l->kind == L_SLAB && a - l->start != HDR ? MPK_MISUSE_WILD
+									: MPK_MISUSE_CORRUPT;
+		l->size = hd->size;
+	} else if (l->kind != L_BIG) {
+		l->size = l->cap;
+	}
+	return 0;
+}
+
+/* locate() under the right arena's lock, which stays held (in *ap). */
+static int locate_locked(struct heap *h, uintptr_t a, struct loc *l, struct arena **ap)
+{
+	for (;;) {
+		struct chunk *c = mpk__map_find(a);
+		bool mine = c && c->heap == h;
+		struct arena *ar = mine ? c->arena : &h->arenas[0];
+		pthread_mutex_lock(&ar->lock);
+		/* A chunk of ar cannot go while we hold its lock; if c went
+		 * before (p was no block then), look again. */
+		if (mine && (c->magic != CHUNK_MAGIC || c->arena != ar || a - c->base >= CHUNK_SIZE)) {
+			pthread_mutex_unlock(&ar->lock);
+			continue;
+		}
+		*ap = ar;
+		return locate(ar, a, l, c);
+	}
+}
+
+/* The calling thread's arena: threads take them round robin. */
+static struct arena *pick(struct heap *h)
+{
+	static unsigned next;
+	static __thread unsigned mine __attribute__((tls_model("initial-exec")));
+
+	if (!mine)
+		mine = __atomic_add_fetch(&next, 1, __ATOMIC_RELAXED) | 0x80000000u;
+	return &h->arenas[mine & (h->narenas - 1)]; /* a power of two */
+}
+
+/* Whose block is p: a heap (live chunk or live big block), or NULL. */
+struct heap *mpk__heap_owner(const void *p)
+{
+	uintptr_t a = (uintptr_t)p;
+	struct chunk *c = mpk__map_find(a);
+	struct heap *h = NULL;
+
+	if (c)
+		return c->magic == CHUNK_MAGIC ? c->heap : NULL;
+	pthread_mutex_lock(&mpk__meta_lock);
+	struct big *b = mpk__big_find(a);
+	if (b && b->state == BIG_LIVE)
+		h = b->heap;
+	pthread_mutex_unlock(&mpk__meta_lock);
+	return h;
+}
+
+void mpk__misuse_fill(struct mpk_misuse *m, int kind, const char *call, const void *p,
+		      struct heap *h)
+{
+	memset(m, 0, sizeof(*m));
+	m->kind = kind;
+	m->call = call;
+	m->addr = (void *)p;
+	if (h) {
+		m->heap = (h->flags & HEAP_SECRET) ? NULL : (mpk_heap *)h;
+		m->domain = h->domain;
+		m->domain_name = h->domain->name;
+	}
+	if (kind == MPK_MISUSE_FOREIGN || kind == MPK_MISUSE_WILD) {
+		struct heap *o = mpk__heap_owner(p);
+		if (o && o != h && o->magic == HEAP_MAGIC) {
+			m->kind = MPK_MISUSE_FOREIGN;
+			m->owner = (o->flags & HEAP_SECRET) ? NULL : (mpk_heap *)o;
+			m->owner_domain = o->domain;
+			m->owner_domain_name = o->domain->name;
+		} else {
+			m->kind = MPK_MISUSE_WILD;
+		}
+	}
+}
+
+/* ---- allocating and freeing ---- */
+
+void *mpk__heap_alloc(struct heap *h, size_t size, size_t align, bool zero)
+{
+	size_t page = mpk__page(), hdr = has_hdr(h) ? HDR : 0;
+	uintptr_t p = 0, start = 0;
+	size_t cap = 0;
+	bool fresh = false;
+	mpk_scope s = { NULL, -1 };
+
+	if (!size)
+		size = 1;
+	if (align < 16)
+		align = 16;
+	if (size > PTRDIFF_MAX / 2) {
+		errno = ENOMEM;
+		return NULL;
+	}
+	size_t need = size + hdr + (align > 16 ? align - 16 : 0);
+	bool big = (h->flags & HEAP_GUARDS) || need > LARGE_MAX;
+	struct arena *a = big ? &h->arenas[0] : pick(h);
+	/* Writing the header needs the domain; do it before the lock. */
+	if (hdr && mpk__heap_reach(h->domain, MPK_RW, &s))
+		return NULL;
+	pthread_mutex_lock(&a->lock);
+	if (big) {
+		struct big b;
+		if ((p = (uintptr_t)mpk__big_alloc(a, size, align, &b))) {
+			start = b.region;
+			cap = b.region + b.reglen - p;
+			fresh = true;
+		}
+	} else if (need <= SMALL_MAX) {
+		unsigned cls = class_of16[(need + 15) / 16];
+		if ((start = slab_alloc(a, cls))) {
+			p = round_up(start + hdr, align);
+			cap = class_size[cls] - (p - start);
+		}
+	} else {
+		struct chunk *c;
+		struct run *r = mpk__run_alloc(a, (need + page - 1) / page, &c);
+		if (r) {
+			r->kind = RUN_LARGE;
+			start = run_addr(c, r);
+			p = round_up(start + hdr, align);
+			r->off = (uint32_t)(p - start);
+			cap = (size_t)r->pages * page - r->off;
+			fresh = r->clean;
+		}
+	}
+	if (p) {
+		a->blocks++;
+		a->bytes += cap;
+	}
+	pthread_mutex_unlock(&a->lock);
+	if (p) {
+		if (hdr)
+			hdr_put(h, p, size, p - start);
+		/* Vault memory is zero: fresh, or wiped when freed. */
+		if (zero && !fresh && !(h->flags & HEAP_SECRET))
+			memset((void *)p, 0, size);
+	}
+	if (s.domain)
+		mpk__heap_leave(&s);
+	return (void *)p;
+}
+
+/* Free a located block (its arena's lock held). */
+static void drop(struct arena *ar, struct loc *l, uintptr_t a)
+{
+	ar->blocks--;
+	ar->bytes -= l->cap;
+	if (ar->heap->flags & HEAP_SECRET)
+		explicit_bzero((void *)a, l->cap);
+	switch (l->kind) {
+	case L_SLAB:
+		slab_free(ar, l->r, l->idx);
+		break;
+	case L_LARGE:
+		l->r->clean = 0;
+		mpk__run_free(ar, l->r->chunk, l->r);
+		break;
+	case L_BIG:
+		pthread_mutex_lock(&mpk__meta_lock);
+		mpk__big_remove(mpk__big_find(a));
+		pthread_mutex_unlock(&mpk__meta_lock);
+		ar->mapped -= l->b.reglen;
+		mpk__big_unmap(ar->heap, &l->b);
+		break;
+	}
+}
+
+/* Rights a call needs to the blocks: headers are read, secrets wiped. */
+static int block_rights(const struct heap *h, bool write)
+{
+	if (h->flags & HEAP_SECRET)
+		return write ? MPK_RW : MPK_NONE;
+	if (h->flags & HEAP_GUARDS)
+		return MPK_NONE;
+	return write ? MPK_RW : MPK_READ;
+}
+
+int mpk__heap_release(struct heap *h, void *p, struct mpk_misuse *m, const char *call)
+{
+	int want = block_rights(h, h->flags & HEAP_SECRET);
+	mpk_scope s = { NULL, -1 };
+	struct loc l;
+
+	if (want && mpk__heap_reach(h->domain, want, &s))
+		return -1;
+	struct arena *a;
+	int kind = locate_locked(h, (uintptr_t)p, &l, &a);
+	if (!kind)
+		drop(a, &l, (uintptr_t)p);
+	pthread_mutex_unlock(&a->lock);
+	if (s.domain)
+		mpk__heap_leave(&s);
+	if (kind)
+		mpk__misuse_fill(m, kind, call, p, h);
+	return kind;
+}
+
+bool mpk__heap_live(struct heap *h, const void *p)
+{
+	struct loc l;
+	struct arena *a;
+
+	int kind = locate_locked(h, (uintptr_t)p, &l, &a);
+	pthread_mutex_unlock(&a->lock);
+	return !kind;
+}
+
+/* realloc: in place when the block is big enough and not twice too big
+ * (guarded blocks always move, to stay flush against their guard). */
+static void *heap_realloc(struct heap *h, void *p, size_t size, struct mpk_misuse *m,
+			  int *kindp)
+{
+	mpk_scope s = { NULL, -1 };
+	struct loc l;
+	void *q = NULL;
+
+	*kindp = 0;
+	if (!size)
+		size = 1;
+	if (size > PTRDIFF_MAX / 2) {
+		errno = ENOMEM;
+		return NULL;
+	}
+	if (mpk__heap_reach(h->domain, MPK_RW, &s))
+		return NULL;
+	struct arena *a;
+	int kind = locate_locked(h, (uintptr_t)p, &l, &a);
+	if (!kind && size <= l.cap && size >= l.cap / 2 && !(h->flags & HEAP_GUARDS)) {
+		if (l.kind == L_BIG) {
+			pthread_mutex_lock(&mpk__meta_lock);
+			mpk__big_find((uintptr_t)p)->size = size;
+			pthread_mutex_unlock(&mpk__meta_lock);
+		}
+		if (has_hdr(h))
+			hdr_put(h, (uintptr_t)p, size, (uintptr_t)p - l.start);
+		q = p;
+	}
+	pthread_mutex_unlock(&a->lock);
+	if (kind) {
+		mpk__misuse_fill(m, kind, "mpk_heap_realloc", p, h);
+		*kindp = kind;
+	} else if (!q && (q = mpk__heap_alloc(h, size, 16, false))) {
+		memcpy(q, p, size < l.size ? size : l.size);
+		/* Located a moment ago: only a racing free of p by another
+		 * thread fails here, and is reported as such. */
+		int rc = mpk__heap_release(h, p, m, "mpk_heap_realloc");
+		if (rc) {
+			struct mpk_misuse none;
+			int err = errno;
+			mpk__heap_release(h, q, &none, "mpk_heap_realloc");
+			errno = err;
+			q = NULL;
+			*kindp = rc > 0 ? rc : 0;
+		}
+	}
+	if (s.domain)
+		mpk__heap_leave(&s);
+	return q;
+}
+
+/* ---- heaps ---- */
+
+struct heap *mpk__heap_new(struct mpk_domain *d, unsigned flags)
+{
+	mpk_domain *gone = NULL;
+	struct heap *h = NULL;
+	mpk_scope s;
+	int err;
+
+	pthread_once(&classes_once, classes_init);
+	if (mpk__domain_hold(d))
+		return NULL;
+	pthread_mutex_lock(&mpk__meta_lock);
+	if (mpk__meta_get())
+		goto fail;
+	if (mpk__meta_open(&s))
+		goto put;
+	h = mpk__meta_alloc(sizeof(*h));
+	if (h) {
+		h->magic = HEAP_MAGIC;
+		h->flags = flags;
+		h->domain = d;
+		h->key = mix(mpk__meta_key() ^ (uintptr_t)h);
+		/* Vaults stay small (one arena: one set of locked slabs);
+		 * guarded blocks all go to arena 0 anyway. */
+		h->narenas = (flags & (HEAP_SECRET | HEAP_GUARDS)) ? 1 : narenas_default;
+		for (unsigned i = 0; i < h->narenas; i++) {
+			pthread_mutex_init(&h->arenas[i].lock, NULL);
+			h->arenas[i].heap = h;
+		}
+		struct heap **head = mpk__meta_heaps();
+		h->next = *head;
+		if (*head)
+			(*head)->prev = h;
+		*head = h;
+	}
+	err = errno;
+	mpk__meta_close(&s);
+	if (h) {
+		pthread_mutex_unlock(&mpk__meta_lock);
+		return h;
+	}
+	errno = err;
+put:
+	err = errno;
+	gone = mpk__meta_put();
+	errno = err;
+fail:
+	err = errno;
+	pthread_mutex_unlock(&mpk__meta_lock);
+	if (gone)
+		mpk_domain_destroy(gone);
+	mpk__domain_unhold(d);
+	errno = err;
+	return NULL;
+}
+
+/* Free everything of h; s is the caller's metadata scope, closed here
+ * (before the metadata area may go with the last heap). */
+void mpk__heap_delete(struct heap *h, mpk_scope *s)
+{
+	struct mpk_domain *d = h->domain;
+
+	pthread_mutex_lock(&mpk__meta_lock);
+	if (h->prev)
+		h->prev->next = h->next;
+	else
+		*mpk__meta_heaps() = h->next;
+	if (h->next)
+		h->next->prev = h->prev;
+	pthread_mutex_unlock(&mpk__meta_lock);
+	for (unsigned i = 0; i < h->narenas; i++) {
+		struct arena *a = &h->arenas[i];
+		/* Take the lock once: a call still running there finishes. */
+		pthread_mutex_lock(&a->lock);
+		pthread_mutex_unlock(&a->lock);
+		pthread_mutex_destroy(&a->lock);
+		mpk__chunks_release(a);
+	}
+	mpk__bigs_release(h);
+	h->magic = 0;
+	pthread_mutex_lock(&mpk__meta_lock);
+	mpk__meta_free(h, sizeof(*h));
+	mpk_domain *gone = mpk__meta_put();
+	pthread_mutex_unlock(&mpk__meta_lock);
+	mpk__meta_close(s);
+	if (gone)
+		mpk_domain_destroy(gone);
+	mpk__domain_unhold(d);
+}
+
+/* ---- the public calls ---- */
+
+/*
+ * Open the metadata and check the handle: the heap, or NULL with errno.
+ * err is the caller's verdict on its other arguments: failing for them
+ * before opening anything keeps a rejected call free of system calls.
+ */
+static struct heap *begin_err(mpk_heap *hp, mpk_scope *s, int err)
+{
+	struct heap *h = (struct heap *)hp;
+
+	if (unlikely(!mpk_g.backend) && mpk__ensure_init())
+		return NULL;
+	/* No heap yet: no page size, and no metadata area to hold h. */
+	if (!h || !mpk__meta_contains(h) || ((uintptr_t)h & (mpk__page() - 1)))
+		err = EINVAL;
+	if (err) {
+		errno = err;
+		return NULL;
+	}
+	if (mpk__meta_open(s))
+		return NULL;
+	if (h->magic != HEAP_MAGIC || (h->flags & HEAP_SECRET)) {
+		mpk__meta_close(s);
+		errno = EINVAL;
+		return NULL;
+	}
+	return h;
+}
+
+static struct heap *begin(mpk_heap *hp, mpk_scope *s)
+{
+	return begin_err(hp, s, 0);
+}
+
+MPK_EXPORT mpk_heap *mpk_heap_create(mpk_domain *d, unsigned flags)
+{
+	if (mpk__ensure_init())
+		return NULL;
+	if (!mpk__domain_ok(d) || (flags & ~HEAP_GUARDS) || (flags & HEAP_GUARDS) == HEAP_GUARDS) {
+		errno = EINVAL;
+		return NULL;
+	}
+	return (mpk_heap *)mpk__heap_new(d, flags);
+}
+
+MPK_EXPORT int mpk_heap_destroy(mpk_heap *hp)
+{
+	mpk_scope s;
+	struct heap *h = begin(hp, &s);
+
+	if (!h)
+		return -1;
+	mpk__heap_delete(h, &s);
+	return 0;
+}
+
+MPK_EXPORT mpk_domain *mpk_heap_domain(const mpk_heap *hp)
+{
+	mpk_scope s;
+	struct heap *h = begin((mpk_heap *)hp, &s);
+
+	if (!h)
+		return NULL;
+	mpk_domain *d = h->domain;
+	mpk__meta_close(&s);
+	return d;
+}
+
+MPK_EXPORT void *mpk_heap_malloc(mpk_heap *hp, size_t size)
+{
+	mpk_scope s;
+	struct heap *h = begin(hp, &s);
+
+	if (!h)
+		return NULL;
+	void *p = mpk__heap_alloc(h, size, 16, false);
+	mpk__meta_close(&s);
+	return p;
+}
+
+MPK_EXPORT void *mpk_heap_calloc(mpk_heap *hp, size_t n, size_t size)
+{
+	mpk_scope s;
+	size_t total;
+	bool over = __builtin_mul_overflow(n, size, &total);
+	struct heap *h = begin_err(hp, &s, over ? ENOMEM : 0);
+
+	if (!h)
+		return NULL;
+	void *p = mpk__heap_alloc(h, total, 16, true);
+	mpk__meta_close(&s);
+	return p;
+}
+
+MPK_EXPORT void *mpk_heap_aligned_alloc(mpk_heap *hp, size_t align, size_t size)
+{
+	mpk_scope s;
+	bool bad = !align || (align & (align - 1)) || align > ALIGN_MAX;
+	struct heap *h = begin_err(hp, &s, bad ? EINVAL : 0);
+
+	if (!h)
+		return NULL;
+	void *p = mpk__heap_alloc(h, size, align, false);
+	mpk__meta_close(&s);
+	return p;
+}
+
+MPK_EXPORT int mpk_heap_free(mpk_heap *hp, void *p)
+{
+	struct mpk_misuse m;
+	mpk_scope s;
+	struct heap *h = begin(hp, &s);
+
+	if (!h)
+		return -1;
+	int rc = p ? mpk__heap_release(h, p, &m, "mpk_heap_free") : 0;
+	mpk__meta_close(&s);
+	if (rc > 0) {
+		mpk__misuse(&m);
+		errno = EINVAL;
+		return -1;
+	}
+	return rc;
+}
+
+MPK_EXPORT void *mpk_heap_realloc(mpk_heap *hp, void *p, size_t size)
+{
+	struct mpk_misuse m;
+	mpk_scope s;
+	struct heap *h = begin_err(hp, &s, size > PTRDIFF_MAX / 2 ? ENOMEM : 0);
+	int kind = 0;
+
+	if (!h)
+		return NULL;
+	void *q = p ? heap_realloc(h, p, size, &m, &kind) : mpk__heap_alloc(h, size, 16, false);
+	mpk__meta_close(&s);
+	if (kind) {
+		mpk__misuse(&m);
+		errno = EINVAL;
+		return NULL;
+	}
+	return q;
+}
+
+MPK_EXPORT size_t mpk_heap_usable_size(mpk_heap *hp, const void *p)
+{
+	struct mpk_misuse m;
+	mpk_scope s, b = { NULL, -1 };
+	struct heap *h = begin_err(hp, &s, p ? 0 : EINVAL);
+	struct loc l;
+	int kind = 0;
+
+	if (!h)
+		return 0;
+	int want = block_rights(h, false);
+	if (want && mpk__heap_reach(h->domain, want, &b)) {
+		mpk__meta_close(&s);
+		return 0;
+	}
+	struct arena *a;
+	kind = locate_locked(h, (uintptr_t)p, &l, &a);
+	pthread_mutex_unlock(&a->lock);
+	if (b.domain)
+		mpk__heap_leave(&b);
+	if (kind)
+		mpk__misuse_fill(&m, kind, "mpk_heap_usable_size", p, h);
+	mpk__meta_close(&s);
+	if (kind) {
+		mpk__misuse(&m);
+		errno = EINVAL;
+		return 0;
+	}
+	return l.cap;
+}
+
+MPK_EXPORT int mpk_heap_stats_get(mpk_heap *hp, struct mpk_heap_stats *st)
+{
+	mpk_scope s;
+	struct heap *h = begin_err(hp, &s, st ? 0 : EINVAL);
+
+	if (!h)
+		return -1;
+	memset(st, 0, sizeof(*st));
+	for (unsigned i = 0; i < h->narenas; i++) {
+		struct arena *a = &h->arenas[i];
+		pthread_mutex_lock(&a->lock);
+		st->blocks += a->blocks;
+		st->bytes += a->bytes;
+		st->mapped += a->mapped;
+		pthread_mutex_unlock(&a->lock);
+	}
+	st->flags = h->flags;
+	st->meta_closed = mpk__meta_closed();
+	mpk__meta_close(&s);
+	return 0;
+}

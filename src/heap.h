@@ -1,0 +1,253 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The heap layer's internals, shared by heap*.c and vault.c.  Not installed.
+ *
+ * A heap hands out blocks from chunks: 1 MiB regions of its domain, carved
+ * into page runs.  A run is free, a slab of small blocks of one size class,
+ * or one large block.  Blocks bigger than half a chunk, and every block of a
+ * guarded heap, get their own region ("big" blocks).  All bookkeeping (heap,
+ * chunk and run descriptors, the address map, the big-block table) lives in
+ * the metadata area, away from the blocks and closed between calls on hw.
+ * A heap has a few arenas, each with its own lock, chunks and size-class
+ * bins; threads spread over them, and a block goes back to its chunk's.
+ * Blocks of ordinary heaps start with a 16-byte header holding the requested
+ * size and a keyed checksum, so an overflow into the next block's header is
+ * caught when that block is freed.
+ */
+#ifndef MPK_HEAP_H
+#define MPK_HEAP_H
+
+#include <errno.h>
+
+#include "internal.h"
+
+#define CHUNK_SHIFT 20
+#define CHUNK_SIZE ((size_t)1 << CHUNK_SHIFT)
+#define CHUNK_PAGES_MAX 256       /* 4 KiB pages; fewer with bigger ones */
+#define LARGE_MAX (CHUNK_SIZE / 2) /* bigger blocks get their own region */
+#define HDR 16                    /* block header of ordinary heaps */
+#define NCLASSES 27
+#define SMALL_MAX 3584
+#define SLAB_BLOCKS_MAX 256
+#define NBUCKETS 9                /* free runs by log2 of their pages */
+#define ALIGN_MAX ((size_t)2 << 20)
+
+#define HEAP_MAGIC 0x6d706b68u  /* "mpkh" */
+#define CHUNK_MAGIC 0x6d706b63u /* "mpkc" */
+
+/* Heap flags beyond the public MPK_HEAP_*. */
+#define HEAP_SECRET (1u << 16) /* a vault: locked, wiped, no headers */
+#define HEAP_GUARDS (MPK_HEAP_GUARDED | MPK_HEAP_GUARDED_BELOW)
+
+enum { RUN_NONE, RUN_FREE, RUN_SLAB, RUN_LARGE };
+
+struct run {
+	struct run *prev, *next; /* bin's partial slabs, or a free-run bucket */
+	struct chunk *chunk;
+	uint16_t page, pages;    /* first page in the chunk, length */
+	uint8_t kind, cls;
+	uint8_t clean;           /* free: untouched since mapped or purged */
+	uint8_t spare;           /* empty slab kept in its bin */
+	uint16_t nfree;          /* slab: free blocks */
+	uint32_t off;            /* large: user pointer - run start */
+	uint64_t bits[SLAB_BLOCKS_MAX / 64]; /* slab: 1 = block free */
+};
+
+struct chunk {
+	uint32_t magic;
+	uint16_t npages, nfree;
+	uint16_t spare_pages;                /* in empty slabs kept by bins */
+	uintptr_t base;
+	struct heap *heap;
+	struct arena *arena;
+	struct chunk *prev, *next;           /* the arena's chunks */
+	uint16_t owner[CHUNK_PAGES_MAX];     /* page -> first page of its run */
+	struct run runs[CHUNK_PAGES_MAX];    /* valid at a run's first page */
+};
+
+struct bin {
+	struct run *partial; /* slabs with free blocks (not empty spares) */
+	struct run *spare;   /* one empty slab kept, so alloc/free pairs are cheap
+			      * (in a vault, taking a slab is an mlock()) */
+};
+
+/* Threads spread over a heap's arenas, so they do not all wait for one
+ * lock (round robin, as they first call); a block goes back to the arena
+ * of its chunk. */
+struct arena {
+	pthread_mutex_t lock;       /* everything below */
+	struct heap *heap;
+	struct chunk *chunks;
+	int empty_chunks;           /* idle chunks kept: at most one */
+	struct bin bins[NCLASSES];
+	struct run *free_runs[NBUCKETS];
+	size_t dirty_pages;         /* in free runs, not yet purged */
+	size_t blocks, bytes;       /* live blocks, their usable bytes */
+	size_t mapped;              /* domain memory: chunks and big blocks */
+};
+
+#define ARENAS_MAX 8
+
+struct heap {
+	uint32_t magic;
+	unsigned flags;
+	struct mpk_domain *domain;
+	uint64_t key;               /* header checksums */
+	struct heap *prev, *next;   /* the registry; under meta lock */
+	unsigned narenas;           /* big blocks all go to arena 0 */
+	struct arena arenas[ARENAS_MAX];
+};
+
+/* A block with its own region (big, or guarded).  In the global table,
+ * keyed by user pointer; a freed entry stays as a tombstone naming p. */
+enum { BIG_EMPTY, BIG_LIVE, BIG_FREED };
+struct big {
+	uintptr_t p;
+	struct heap *heap;
+	uintptr_t map, region; /* reservation (guards included), the region */
+	size_t maplen, reglen;
+	size_t size;           /* requested */
+	uint32_t state;
+};
+
+/* ---- heap_meta.c: the metadata area and the global heap lock ---- */
+
+extern pthread_mutex_t mpk__meta_lock; /* registry, area, map, big table */
+extern mpk_domain *mpk__meta_dom;      /* closed area: its domain */
+
+/* Open the metadata for this thread (a scope to close), 0 or -1/errno. */
+static inline int mpk__meta_open(mpk_scope *s)
+{
+	mpk_domain *d = __atomic_load_n(&mpk__meta_dom, __ATOMIC_ACQUIRE);
+
+	s->domain = NULL;
+	s->saved = -1;
+	if (!d)
+		return 0; /* open area, or none: nothing to open */
+	*s = mpk_enter(d, MPK_RW);
+	return s->domain ? 0 : -1;
+}
+
+/* Close it again, keeping errno. */
+static inline void mpk__meta_close(mpk_scope *s)
+{
+	if (s->domain) {
+		int err = errno;
+		mpk_leave(s);
+		errno = err;
+	}
+}
+/* Set up the area for a new heap (under the lock): 0 or -1/errno. */
+int mpk__meta_get(void);
+/* A heap is gone (under the lock): the area goes with the last one; the
+ * caller destroys the domain this returns once it has dropped the lock. */
+mpk_domain *mpk__meta_put(void);
+static inline bool mpk__meta_closed(void)
+{
+	return __atomic_load_n(&mpk__meta_dom, __ATOMIC_ACQUIRE) != NULL;
+}
+/* Zeroed, page-granular metadata; callers hold the lock and have it open. */
+void *mpk__meta_alloc(size_t len);
+void mpk__meta_free(void *p, size_t len);
+/* Whether p lies in the area (no lock, no access). */
+bool mpk__meta_contains(const void *p);
+struct heap **mpk__meta_heaps(void);  /* registry head */
+uint64_t mpk__meta_key(void);         /* per process, for checksums */
+/* The big-block table (under the lock). */
+struct big *mpk__big_find(uintptr_t p);
+struct big *mpk__big_insert(uintptr_t p); /* NULL: ENOMEM */
+void mpk__big_remove(struct big *b);      /* leaves a tombstone */
+void mpk__big_reset(void);
+
+/* ---- heap_map.c: address -> chunk, lock-free lookup ---- */
+
+int mpk__map_add(struct chunk *c); /* under the meta lock */
+void mpk__map_del(struct chunk *c);
+struct chunk *mpk__map_find(uintptr_t a);
+void mpk__map_reset(void);
+
+/* ---- heap_run.c: chunks and page runs (under the arena lock) ---- */
+
+/* The page size and its log2, known once a heap exists. */
+extern size_t mpk__heap_page;
+extern unsigned mpk__heap_page_shift;
+static inline size_t mpk__page(void)
+{
+	return mpk__heap_page;
+}
+struct run *mpk__run_alloc(struct arena *a, size_t pages, struct chunk **cp);
+void mpk__run_free(struct arena *a, struct chunk *c, struct run *r);
+void mpk__chunks_release(struct arena *a); /* all of them, on destroy */
+/* Lock vault pages in memory: 0, or -1 with EPERM. */
+int mpk__heap_lock_pages(struct heap *h, void *addr, size_t len);
+/* Nothing in use but empty slabs kept by bins: the chunk could go. */
+static inline bool mpk__chunk_idle(const struct chunk *c)
+{
+	return c->nfree + c->spare_pages == c->npages;
+}
+static inline uintptr_t run_addr(const struct chunk *c, const struct run *r)
+{
+	return c->base + ((uintptr_t)r->page << mpk__heap_page_shift);
+}
+
+/* ---- heap_big.c: blocks with their own region (under arena 0's lock) ---- */
+
+void *mpk__big_alloc(struct arena *a, size_t size, size_t align, struct big *out);
+void mpk__big_unmap(struct heap *h, const struct big *b);
+void mpk__bigs_release(struct heap *h); /* all of the heap's, on destroy */
+
+/* ---- heap.c: the allocator behind the public calls ---- */
+
+struct heap *mpk__heap_new(struct mpk_domain *d, unsigned flags);
+/* Free all of h, with the metadata open in s (closed here). */
+void mpk__heap_delete(struct heap *h, mpk_scope *s);
+/* Whose block is p: a heap, or NULL (metadata open, no lock). */
+struct heap *mpk__heap_owner(const void *p);
+/* The calls below run with the metadata open and no lock held. */
+void *mpk__heap_alloc(struct heap *h, size_t size, size_t align, bool zero);
+/* 0 freed, -1 errno, or MPK_MISUSE_* with *m filled (to report once the
+ * metadata is closed). */
+int mpk__heap_release(struct heap *h, void *p, struct mpk_misuse *m, const char *call);
+/* Whether p is a live block of h (no report), for the secret calls. */
+bool mpk__heap_live(struct heap *h, const void *p);
+/* Describe misuse of p in a call on h (NULL: a secret call); FOREIGN and
+ * WILD are settled by who owns p.  Metadata open, no lock held. */
+void mpk__misuse_fill(struct mpk_misuse *m, int kind, const char *call, const void *p,
+		      struct heap *h);
+
+/* Lock-free rights of the calling thread to d. */
+static inline int mpk__rights(const struct mpk_domain *d)
+{
+	if (d->key >= 0)
+		return mpk_arch_key_rights(mpk_arch_reg_read(), d->key);
+	return mpk__soft_get(d);
+}
+
+/* Make sure the calling thread holds at least want (MPK_READ or MPK_RW)
+ * to d, in scope s (no change, no scope, when it does): 0 or -1/errno. */
+static inline int mpk__heap_reach(struct mpk_domain *d, int want, mpk_scope *s)
+{
+	int cur = mpk__rights(d);
+
+	s->domain = NULL;
+	if (cur == MPK_RW || cur == want)
+		return 0;
+	*s = mpk_enter(d, want);
+	return s->domain ? 0 : -1;
+}
+
+/* Leave a scope from mpk__heap_reach(), keeping errno. */
+static inline void mpk__heap_leave(mpk_scope *s)
+{
+	if (s->domain) {
+		int err = errno;
+		mpk_leave(s);
+		errno = err;
+	}
+}
+
+/* ---- heap_misuse.c ---- */
+
+void mpk__misuse(struct mpk_misuse *m); /* calls the handler; may not return */
+
+#endif

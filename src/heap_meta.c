@@ -1,0 +1,226 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Where heap metadata lives: one area for every heap and vault in the
+ * process, in pages apart from any block, so a linear overflow of a block
+ * never reaches it.  Closed (the default on hw) it is one domain,
+ * "heap-meta": one hardware key however many heaps, opened for the calling
+ * thread only while an allocator call runs.  On soft, closing costs two
+ * mprotect() per call, so there the default is open: plain memory
+ * (MPKIT_HEAP_META=closed|open|auto chooses; see README).
+ *
+ * The area hands out zeroed power-of-two runs of pages with a free list per
+ * size; freed runs go back to the kernel (MADV_DONTNEED).  It lives while a
+ * heap does and is torn down, key and all, with the last one.
+ */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/random.h>
+#include <time.h>
+
+#include "heap.h"
+#include "os.h"
+
+#define META_REGION ((size_t)4 << 20)
+#define META_ORDERS 11 /* 1 to 1024 pages */
+#define META_RANGES 64
+
+enum { MODE_AUTO, MODE_OPEN, MODE_CLOSED };
+
+pthread_mutex_t mpk__meta_lock = PTHREAD_MUTEX_INITIALIZER;
+
+/* Closed: the "heap-meta" domain; atomic.  Apart, for the inline open. */
+mpk_domain *mpk__meta_dom;
+
+static struct {
+	bool ready;
+	struct { uintptr_t lo, hi; } range[META_RANGES];
+	unsigned nranges;         /* atomic: read without the lock */
+	void *free[META_ORDERS];  /* links live in the (open) area */
+	uintptr_t bump, end;
+	struct heap *heaps;
+	int nheaps;
+	uint64_t key;
+} meta;
+
+static int env_mode(void)
+{
+	const char *v = getenv("MPKIT_HEAP_META");
+
+	if (!v || !*v || !strcmp(v, "auto"))
+		return MODE_AUTO;
+	if (!strcmp(v, "open"))
+		return MODE_OPEN;
+	if (!strcmp(v, "closed"))
+		return MODE_CLOSED;
+	return -1;
+}
+
+static uint64_t random_key(void)
+{
+	uint64_t k;
+	struct timespec ts;
+
+	if (getrandom(&k, sizeof(k), GRND_NONBLOCK) == (ssize_t)sizeof(k))
+		return k;
+	/* No entropy yet (early boot): the checksums still catch overflows,
+	 * they are just guessable. */
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_nsec * 0x9e3779b97f4a7c15ull ^ (uintptr_t)&k;
+}
+
+int mpk__meta_get(void)
+{
+	if (meta.ready) {
+		meta.nheaps++;
+		return 0;
+	}
+	int mode = env_mode();
+	if (mode < 0) {
+		errno = EINVAL;
+		return -1;
+	}
+	if (mode == MODE_AUTO)
+		mode = mpk_g.backend == MPK_BACKEND_HW ? MODE_CLOSED : MODE_OPEN;
+	if (mode == MODE_CLOSED) {
+		mpk_domain *d = mpk_domain_create("heap-meta", MPK_NONE, 0);
+		if (!d)
+			return -1;
+		/* Nobody but us destroys it (mpk_domain_of() finds it). */
+		mpk__domain_hold(d);
+		__atomic_store_n(&mpk__meta_dom, d, __ATOMIC_RELEASE);
+	}
+	meta.key = random_key();
+	meta.ready = true;
+	meta.nheaps = 1;
+	return 0;
+}
+
+mpk_domain *mpk__meta_put(void)
+{
+	mpk_domain *d = mpk__meta_dom;
+	unsigned n = meta.nranges;
+
+	if (--meta.nheaps)
+		return NULL;
+	/* The last heap is gone: nothing in the area is in use. */
+	__atomic_store_n(&meta.nranges, 0, __ATOMIC_RELEASE);
+	__atomic_store_n(&mpk__meta_dom, NULL, __ATOMIC_RELEASE);
+	mpk__map_reset();
+	mpk__big_reset();
+	if (!d)
+		for (unsigned i = 0; i < n; i++)
+			mpk_os_unmap((void *)meta.range[i].lo, meta.range[i].hi - meta.range[i].lo);
+	memset(&meta, 0, sizeof(meta));
+	if (d)
+		mpk__domain_unhold(d);
+	return d; /* the caller destroys it, without the lock */
+}
+
+bool mpk__meta_contains(const void *p)
+{
+	uintptr_t a = (uintptr_t)p;
+	unsigned n = __atomic_load_n(&meta.nranges, __ATOMIC_ACQUIRE);
+
+	for (unsigned i = 0; i < n; i++)
+		if (a >= meta.range[i].lo && a < meta.range[i].hi)
+			return true;
+	return false;
+}
+
+struct heap **mpk__meta_heaps(void)
+{
+	return &meta.heaps;
+}
+
+uint64_t mpk__meta_key(void)
+{
+	return meta.key;
+}
+
+static unsigned order_of(size_t len)
+{
+	size_t pages = (len + mpk__page() - 1) / mpk__page();
+	unsigned o = 0;
+
+	while (((size_t)1 << o) < pages)
+		o++;
+	return o;
+}
+
+static void push(void *p, unsigned order)
+{
+	*(void **)p = meta.free[order];
+	meta.free[order] = p;
+}
+
+/* A new region for the area; what is left of the old one is kept. */
+static int grow(size_t len)
+{
+	size_t page = mpk__page();
+	unsigned n = meta.nranges;
+	void *p;
+
+	if (n == META_RANGES) {
+		errno = ENOMEM;
+		return -1;
+	}
+	if (len < META_REGION)
+		len = META_REGION;
+	if (mpk__meta_dom) {
+		p = mpk_alloc(mpk__meta_dom, len);
+		if (!p)
+			return -1;
+	} else {
+		p = mpk_os_map(len, PROT_READ | PROT_WRITE);
+		if (!p) {
+			errno = ENOMEM;
+			return -1;
+		}
+		mpk_os_name_region(p, len, "heap-meta");
+	}
+	/* Carve the old region's tail into free runs, largest first. */
+	for (int o = META_ORDERS - 1; o >= 0; o--)
+		while (meta.end - meta.bump >= (page << o)) {
+			push((void *)meta.bump, (unsigned)o);
+			meta.bump += page << o;
+		}
+	meta.range[n].lo = (uintptr_t)p;
+	meta.range[n].hi = (uintptr_t)p + len;
+	__atomic_store_n(&meta.nranges, n + 1, __ATOMIC_RELEASE);
+	meta.bump = (uintptr_t)p;
+	meta.end = (uintptr_t)p + len;
+	return 0;
+}
+
+void *mpk__meta_alloc(size_t len)
+{
+	unsigned o = order_of(len);
+	size_t sz = mpk__page() << o;
+	void *p;
+
+	if (o >= META_ORDERS) {
+		errno = ENOMEM;
+		return NULL;
+	}
+	if ((p = meta.free[o])) {
+		meta.free[o] = *(void **)p;
+		*(void **)p = NULL; /* the rest was purged: zero */
+		return p;
+	}
+	if (meta.end - meta.bump < sz && grow(sz))
+		return NULL;
+	p = (void *)meta.bump;
+	meta.bump += sz;
+	return p;
+}
+
+void mpk__meta_free(void *p, size_t len)
+{
+	unsigned o = order_of(len);
+
+	madvise(p, mpk__page() << o, MADV_DONTNEED);
+	push(p, o);
+}

@@ -1,0 +1,114 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Misuse of heaps and vaults (double free, a pointer from another heap or
+ * from nowhere, a corrupted block header): a report, then the user's
+ * handler, or by default the report on stderr and abort().  Reports are made
+ * after the call has put every right back, so a handler runs with the
+ * caller's rights and may call mpkit.
+ */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <execinfo.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <unistd.h>
+
+#include "heap.h"
+
+static pthread_mutex_t handler_lock = PTHREAD_MUTEX_INITIALIZER;
+static mpk_misuse_fn user_fn;
+static void *user_arg;
+
+static const char *what(int kind)
+{
+	switch (kind) {
+	case MPK_MISUSE_DOUBLE_FREE: return "double free of";
+	case MPK_MISUSE_FOREIGN: return "foreign pointer";
+	case MPK_MISUSE_WILD: return "wild pointer";
+	case MPK_MISUSE_CORRUPT: return "corrupted block header before";
+	}
+	return NULL;
+}
+
+MPK_EXPORT size_t mpk_misuse_format(const struct mpk_misuse *m, char *buf, size_t size)
+{
+	const char *w = m ? what(m->kind) : NULL;
+	char where[160] = "", tail[200] = "";
+
+	if (!w || (!buf && size)) {
+		errno = EINVAL;
+		return 0;
+	}
+	if (m->heap)
+		snprintf(where, sizeof(where), " (heap %p, domain \"%s\")", (void *)m->heap,
+			 m->domain_name ? m->domain_name : "?");
+	else if (m->domain)
+		snprintf(where, sizeof(where), " (vault of domain \"%s\")",
+			 m->domain_name ? m->domain_name : "?");
+	switch (m->kind) {
+	case MPK_MISUSE_DOUBLE_FREE:
+		snprintf(tail, sizeof(tail), ": the block was freed already");
+		break;
+	case MPK_MISUSE_FOREIGN:
+		if (m->owner)
+			snprintf(tail, sizeof(tail), ": it belongs to heap %p (domain \"%s\")",
+				 (void *)m->owner, m->owner_domain_name ? m->owner_domain_name : "?");
+		else
+			snprintf(tail, sizeof(tail), ": it is a secret in the vault of domain \"%s\"",
+				 m->owner_domain_name ? m->owner_domain_name : "?");
+		break;
+	case MPK_MISUSE_WILD:
+		snprintf(tail, sizeof(tail), ": no heap or vault handed it out");
+		break;
+	case MPK_MISUSE_CORRUPT:
+		snprintf(tail, sizeof(tail),
+			 ": its header was overwritten (an overflow of the block before it?)");
+		break;
+	}
+	int n = snprintf(buf, size, "mpkit: heap misuse: %s %p in %s%s%s\n", w, m->addr,
+			 m->call ? m->call : "?", where, tail);
+	return n < 0 ? 0 : (size_t)n;
+}
+
+static void report(const struct mpk_misuse *m)
+{
+	char buf[768];
+	void *frames[32];
+	size_t n = mpk_misuse_format(m, buf, sizeof(buf));
+
+	if (n >= sizeof(buf))
+		n = sizeof(buf) - 1;
+	if (write(STDERR_FILENO, buf, n) < 0)
+		return;
+	static const char bt[] = "mpkit:   backtrace:\n";
+	if (write(STDERR_FILENO, bt, sizeof(bt) - 1) < 0)
+		return;
+	backtrace_symbols_fd(frames, backtrace(frames, 32), STDERR_FILENO);
+}
+
+void mpk__misuse(struct mpk_misuse *m)
+{
+	pthread_mutex_lock(&handler_lock);
+	mpk_misuse_fn fn = user_fn;
+	void *arg = user_arg;
+	pthread_mutex_unlock(&handler_lock);
+	if (fn) {
+		fn(m, arg);
+		return;
+	}
+	report(m);
+	abort();
+}
+
+MPK_EXPORT int mpk_misuse_handler_set(mpk_misuse_fn fn, void *arg)
+{
+	if (!fn && arg) {
+		errno = EINVAL; /* an argument for nobody: a mistake */
+		return -1;
+	}
+	pthread_mutex_lock(&handler_lock);
+	user_fn = fn;
+	user_arg = arg;
+	pthread_mutex_unlock(&handler_lock);
+	return 0;
+}

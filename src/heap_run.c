@@ -1,0 +1,283 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Chunks and page runs.  A chunk is a 1 MiB region of the heap's domain;
+ * its pages form runs (free, a slab, or one large block), first fit from
+ * free lists bucketed by log2 of the length, coalesced on free.  Memory goes
+ * back to the kernel as a heap shrinks: free runs are purged (MADV_DONTNEED)
+ * once more than PURGE_PAGES of them are dirty, and an idle chunk (nothing
+ * in use but empty slabs kept by bins) is unmapped unless it is the one its
+ * arena keeps for the next growth.  Vault runs are locked while in use,
+ * and unlocked and purged as soon as they are free.  Callers hold the
+ * arena's lock.
+ */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <sys/mman.h>
+
+#include "heap.h"
+#include "os.h"
+
+#define PURGE_PAGES 256
+
+size_t mpk__heap_page;
+unsigned mpk__heap_page_shift;
+
+static unsigned bucket(size_t pages)
+{
+	unsigned b = 0;
+
+	while (b + 1 < NBUCKETS && ((size_t)2 << b) <= pages)
+		b++;
+	return b;
+}
+
+static void set_owner(struct chunk *c, unsigned first, unsigned pages)
+{
+	for (unsigned i = 0; i < pages; i++)
+		c->owner[first + i] = (uint16_t)first;
+}
+
+static void free_insert(struct arena *a, struct chunk *c, struct run *r)
+{
+	struct run **head = &a->free_runs[bucket(r->pages)];
+
+	r->kind = RUN_FREE;
+	r->prev = NULL;
+	r->next = *head;
+	if (*head)
+		(*head)->prev = r;
+	*head = r;
+	set_owner(c, r->page, r->pages);
+	if (!r->clean)
+		a->dirty_pages += r->pages;
+}
+
+static void free_remove(struct arena *a, struct run *r)
+{
+	if (r->prev)
+		r->prev->next = r->next;
+	else
+		a->free_runs[bucket(r->pages)] = r->next;
+	if (r->next)
+		r->next->prev = r->prev;
+	r->prev = r->next = NULL;
+	if (!r->clean)
+		a->dirty_pages -= r->pages;
+}
+
+static struct chunk *chunk_new(struct arena *a)
+{
+	size_t page = mpk__page();
+	struct mpk_domain *d = a->heap->domain;
+	struct chunk *c;
+	void *base = mpk_alloc(d, CHUNK_SIZE);
+	int err;
+
+	if (!base)
+		return NULL;
+	/* Secrets stay out of core dumps and read as zeros in a child. */
+	if ((a->heap->flags & HEAP_SECRET) &&
+	    (madvise(base, CHUNK_SIZE, MADV_DONTDUMP) ||
+	     madvise(base, CHUNK_SIZE, MADV_WIPEONFORK))) {
+		err = errno;
+		goto unmap;
+	}
+	pthread_mutex_lock(&mpk__meta_lock);
+	c = mpk__meta_alloc(sizeof(*c));
+	if (c) {
+		c->magic = CHUNK_MAGIC;
+		c->base = (uintptr_t)base;
+		c->heap = a->heap;
+		c->arena = a;
+		c->npages = (uint16_t)(CHUNK_SIZE / page);
+		if (mpk__map_add(c)) {
+			mpk__meta_free(c, sizeof(*c));
+			c = NULL;
+		}
+	}
+	err = errno;
+	pthread_mutex_unlock(&mpk__meta_lock);
+	if (!c)
+		goto unmap;
+	c->nfree = c->npages;
+	c->next = a->chunks;
+	if (a->chunks)
+		a->chunks->prev = c;
+	a->chunks = c;
+	a->mapped += CHUNK_SIZE;
+	struct run *r = &c->runs[0];
+	for (unsigned i = 0; i < c->npages; i++)
+		c->runs[i].chunk = c;
+	r->page = 0;
+	r->pages = c->npages;
+	r->clean = 1;
+	free_insert(a, c, r);
+	a->empty_chunks++;
+	return c;
+unmap:
+	mpk_free(d, base);
+	errno = err;
+	return NULL;
+}
+
+/* Give an idle chunk back: its free runs leave their lists, its empty
+ * slabs their bins.  It is not counted in a->empty_chunks. */
+static void chunk_release(struct arena *a, struct chunk *c)
+{
+	void *base = (void *)c->base;
+
+	for (unsigned pg = 0; pg < c->npages; pg += c->runs[pg].pages) {
+		struct run *r = &c->runs[pg];
+		if (r->kind == RUN_FREE)
+			free_remove(a, r);
+		else if (r->kind == RUN_SLAB && r->spare)
+			a->bins[r->cls].spare = NULL;
+	}
+	if (a->heap->flags & HEAP_SECRET)
+		mpk_os_munlock(base, CHUNK_SIZE); /* the empty slabs' pages */
+	if (c->prev)
+		c->prev->next = c->next;
+	else
+		a->chunks = c->next;
+	if (c->next)
+		c->next->prev = c->prev;
+	a->mapped -= CHUNK_SIZE;
+	pthread_mutex_lock(&mpk__meta_lock);
+	mpk__map_del(c);
+	mpk__meta_free(c, sizeof(*c));
+	pthread_mutex_unlock(&mpk__meta_lock);
+	mpk_free(a->heap->domain, base);
+}
+
+static void purge(struct arena *a)
+{
+	size_t page = mpk__page();
+
+	for (unsigned b = 0; b < NBUCKETS; b++)
+		for (struct run *r = a->free_runs[b]; r; r = r->next)
+			if (!r->clean) {
+				struct chunk *c = r->chunk;
+				madvise((void *)run_addr(c, r), r->pages * page, MADV_DONTNEED);
+				r->clean = 1;
+				a->dirty_pages -= r->pages;
+			}
+}
+
+int mpk__heap_lock_pages(struct heap *h, void *addr, size_t len)
+{
+	mpk_scope s;
+	int rc;
+
+	/* mlock() faults the pages in: they must be reachable (it fails on
+	 * PROT_NONE, and on hw under a closed key). */
+	if (mpk__heap_reach(h->domain, MPK_RW, &s))
+		return -1;
+	rc = mpk_os_mlock(addr, len);
+	if (rc)
+		errno = EPERM; /* documented: locking was refused */
+	mpk__heap_leave(&s);
+	return rc;
+}
+
+struct run *mpk__run_alloc(struct arena *a, size_t pages, struct chunk **cp)
+{
+	struct run *r = NULL;
+	struct chunk *c;
+
+	for (unsigned b = bucket(pages); b < NBUCKETS && !r; b++)
+		for (r = a->free_runs[b]; r && r->pages < pages; r = r->next)
+			;
+	if (r) {
+		c = r->chunk;
+	} else {
+		if (!(c = chunk_new(a)))
+			return NULL;
+		r = &c->runs[0];
+	}
+	if (mpk__chunk_idle(c))
+		a->empty_chunks--;
+	free_remove(a, r);
+	if (r->pages > pages) {
+		struct run *tail = &c->runs[r->page + pages];
+		tail->page = (uint16_t)(r->page + pages);
+		tail->pages = (uint16_t)(r->pages - pages);
+		tail->clean = r->clean;
+		free_insert(a, c, tail);
+		r->pages = (uint16_t)pages;
+	}
+	c->nfree = (uint16_t)(c->nfree - pages);
+	set_owner(c, r->page, r->pages);
+	r->kind = RUN_NONE;
+	r->spare = 0;
+	if ((a->heap->flags & HEAP_SECRET) &&
+	    mpk__heap_lock_pages(a->heap, (void *)run_addr(c, r), r->pages * mpk__page())) {
+		int err = errno;
+		r->clean = 1; /* mlock() failed before touching it */
+		mpk__run_free(a, c, r);
+		errno = err;
+		return NULL;
+	}
+	*cp = c;
+	return r;
+}
+
+void mpk__run_free(struct arena *a, struct chunk *c, struct run *r)
+{
+	size_t page = mpk__page();
+
+	if (a->heap->flags & HEAP_SECRET) {
+		/* Wiped by the caller; unlocked first, as locked pages cannot
+		 * be purged. */
+		void *at = (void *)run_addr(c, r);
+		mpk_os_munlock(at, r->pages * page);
+		madvise(at, r->pages * page, MADV_DONTNEED);
+		r->clean = 1;
+	}
+	c->nfree = (uint16_t)(c->nfree + r->pages);
+	if (r->page > 0) {
+		struct run *p = &c->runs[c->owner[r->page - 1]];
+		if (p->kind == RUN_FREE) {
+			free_remove(a, p);
+			p->pages = (uint16_t)(p->pages + r->pages);
+			p->clean &= r->clean;
+			r->kind = RUN_NONE;
+			r = p;
+		}
+	}
+	if (r->page + r->pages < c->npages) {
+		struct run *n = &c->runs[r->page + r->pages];
+		if (n->kind == RUN_FREE) {
+			free_remove(a, n);
+			r->pages = (uint16_t)(r->pages + n->pages);
+			r->clean &= n->clean;
+			n->kind = RUN_NONE;
+		}
+	}
+	free_insert(a, c, r);
+	if (mpk__chunk_idle(c)) {
+		if (a->empty_chunks) {
+			chunk_release(a, c); /* one idle chunk is enough */
+			return;
+		}
+		a->empty_chunks++;
+	}
+	if (a->dirty_pages > PURGE_PAGES)
+		purge(a);
+}
+
+void mpk__chunks_release(struct arena *a)
+{
+	while (a->chunks) {
+		struct chunk *c = a->chunks;
+		if (a->heap->flags & HEAP_SECRET)
+			mpk_os_munlock((void *)c->base, CHUNK_SIZE);
+		a->chunks = c->next;
+		pthread_mutex_lock(&mpk__meta_lock);
+		mpk__map_del(c);
+		void *base = (void *)c->base;
+		mpk__meta_free(c, sizeof(*c));
+		pthread_mutex_unlock(&mpk__meta_lock);
+		mpk_free(a->heap->domain, base);
+	}
+	a->mapped = 0;
+}

@@ -1,0 +1,166 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Secret vaults.  The vault of a domain is a heap made on the domain's first
+ * mpk_secret_alloc(): no block headers (a 32-byte key takes 32 bytes, and
+ * many share a page), every run locked in memory while it holds a secret,
+ * chunks excluded from core dumps (MADV_DONTDUMP) and zero in a forked
+ * child (MADV_WIPEONFORK), blocks wiped when freed.  Rights are the domain's:
+ * a secret opens and closes with its domain, for the calling thread.  The
+ * vault lives until its domain is destroyed, which fails with EBUSY while a
+ * secret is live.
+ */
+#define _GNU_SOURCE
+#include <errno.h>
+
+#include "heap.h"
+
+static pthread_mutex_t vault_lock = PTHREAD_MUTEX_INITIALIZER; /* making vaults */
+
+/* The vault of d, or NULL (metadata open). */
+static struct heap *vault_find(struct mpk_domain *d)
+{
+	struct heap *h;
+
+	pthread_mutex_lock(&mpk__meta_lock);
+	for (h = *mpk__meta_heaps(); h; h = h->next)
+		if ((h->flags & HEAP_SECRET) && h->domain == d)
+			break;
+	pthread_mutex_unlock(&mpk__meta_lock);
+	return h;
+}
+
+/* mpk_domain_destroy(d) asks first: an empty vault goes, a full one says
+ * EBUSY. */
+static int detach(struct mpk_domain *d)
+{
+	mpk_scope s;
+	struct heap *h;
+	size_t live = 0;
+
+	if (mpk__meta_open(&s))
+		return -1;
+	pthread_mutex_lock(&vault_lock);
+	if ((h = vault_find(d))) {
+		pthread_mutex_lock(&h->arenas[0].lock); /* a vault has one */
+		live = h->arenas[0].blocks;
+		pthread_mutex_unlock(&h->arenas[0].lock);
+	}
+	pthread_mutex_unlock(&vault_lock);
+	if (h && !live) {
+		/* Closes s; may destroy the metadata domain, whose own
+		 * destruction asks here again: no lock is held. */
+		mpk__heap_delete(h, &s);
+		return 0;
+	}
+	mpk__meta_close(&s);
+	if (live) {
+		errno = EBUSY;
+		return -1;
+	}
+	return 0;
+}
+
+/* The vault of d, made if need be: the heap, or NULL with errno. */
+static struct heap *vault_get(struct mpk_domain *d)
+{
+	mpk_scope s;
+	struct heap *h = NULL;
+
+	pthread_mutex_lock(&vault_lock);
+	if (!mpk__meta_open(&s)) {
+		h = vault_find(d);
+		mpk__meta_close(&s);
+		if (!h && (h = mpk__heap_new(d, HEAP_SECRET)))
+			__atomic_store_n(&mpk__domain_detach, detach, __ATOMIC_RELEASE);
+	}
+	pthread_mutex_unlock(&vault_lock);
+	return h;
+}
+
+MPK_EXPORT void *mpk_secret_alloc(mpk_domain *d, size_t len)
+{
+	struct heap *h;
+	mpk_scope s;
+
+	if (mpk__ensure_init())
+		return NULL;
+	if (!mpk__domain_ok(d) || !len) {
+		errno = EINVAL;
+		return NULL;
+	}
+	if (len > PTRDIFF_MAX / 2) {
+		errno = ENOMEM;
+		return NULL;
+	}
+	if (!(h = vault_get(d)) || mpk__meta_open(&s))
+		return NULL;
+	void *p = mpk__heap_alloc(h, len, 16, false);
+	mpk__meta_close(&s);
+	return p;
+}
+
+MPK_EXPORT int mpk_secret_free(void *p)
+{
+	struct mpk_misuse m;
+	mpk_scope s;
+	int rc;
+
+	if (!p)
+		return 0;
+	if (mpk__ensure_init() || mpk__meta_open(&s))
+		return -1;
+	struct heap *h = mpk__heap_owner(p);
+	if (h && (h->flags & HEAP_SECRET)) {
+		rc = mpk__heap_release(h, p, &m, "mpk_secret_free");
+	} else {
+		mpk__misuse_fill(&m, MPK_MISUSE_WILD, "mpk_secret_free", p, NULL);
+		rc = m.kind;
+	}
+	mpk__meta_close(&s);
+	if (rc > 0) {
+		mpk__misuse(&m);
+		errno = EINVAL;
+		return -1;
+	}
+	return rc;
+}
+
+/* The calling thread's rights to the domain holding secret p. */
+static int secret_set(void *p, int rights)
+{
+	struct mpk_domain *d = NULL;
+	mpk_scope s;
+
+	if (mpk__ensure_init())
+		return -1;
+	if (!p) {
+		errno = EINVAL;
+		return -1;
+	}
+	if (mpk__meta_open(&s))
+		return -1;
+	struct heap *h = mpk__heap_owner(p);
+	if (h && (h->flags & HEAP_SECRET) && mpk__heap_live(h, p))
+		d = h->domain;
+	mpk__meta_close(&s);
+	if (!d) {
+		errno = EINVAL;
+		return -1;
+	}
+	return mpk_set(d, rights);
+}
+
+MPK_EXPORT int mpk_secret_noaccess(void *p)
+{
+	return secret_set(p, MPK_NONE);
+}
+
+MPK_EXPORT int mpk_secret_readonly(void *p)
+{
+	return secret_set(p, MPK_READ);
+}
+
+MPK_EXPORT int mpk_secret_readwrite(void *p)
+{
+	return secret_set(p, MPK_RW);
+}

@@ -1,0 +1,138 @@
+/*
+ * The fault report: with mpk_fault_handler_install(NULL, NULL), a stray
+ * read (and, separately, a write) of a closed domain "tls-keys" kills the
+ * process with SIGABRT after printing a report on stderr that names the
+ * domain, the exact address and offset, read or write, the key (hw) or "no
+ * key (soft backend)", the faulting thread's id, and a backtrace.  The
+ * report's first lines are exactly what mpk_fault_format() makes of the
+ * fault.  Runs on the soft backend (forced, in a child) and on hw where
+ * present.
+ */
+#include "t.h"
+
+#define OFF 0x1234
+
+static mpk_domain *d;
+static unsigned char *p;
+
+/* The child: say who it is, then touch p + OFF (write or read) while closed. */
+static void stray(int tid_fd, int wr)
+{
+	pid_t tid = (pid_t)syscall(SYS_gettid);
+	REQUIRE(mpk_fault_handler_install(NULL, NULL) == 0);
+	REQUIRE(mpk_set(d, wr ? MPK_READ : MPK_NONE) == 0);
+	REQUIRE(write(tid_fd, &tid, sizeof(tid)) == (ssize_t)sizeof(tid));
+	close(tid_fd);
+	if (wr)
+		t_touch_write(p + OFF);
+	else
+		t_touch_read(p + OFF);
+	_exit(0); /* not reached */
+}
+
+static void want(const char *report, const char *what)
+{
+	if (!strstr(report, what))
+		t_fail("report lacks \"%s\"", what);
+}
+
+static void one(int wr)
+{
+	int err[2], tidp[2], status;
+	static char report[16384];
+	pid_t tid = 0;
+
+	REQUIRE(pipe(err) == 0 && pipe(tidp) == 0);
+	fflush(NULL);
+	pid_t pid = fork();
+	REQUIRE(pid >= 0);
+	if (pid == 0) {
+		close(err[0]);
+		close(tidp[0]);
+		dup2(err[1], STDERR_FILENO);
+		close(err[1]);
+		stray(tidp[1], wr);
+	}
+	close(err[1]);
+	close(tidp[1]);
+	CHECK(read(tidp[0], &tid, sizeof(tid)) == (ssize_t)sizeof(tid));
+	close(tidp[0]);
+	size_t len = 0;
+	ssize_t n;
+	while ((n = read(err[0], report + len, sizeof(report) - 1 - len)) > 0)
+		len += (size_t)n;
+	report[len] = 0;
+	close(err[0]);
+	REQUIRE(waitpid(pid, &status, 0) == pid);
+	if (!WIFSIGNALED(status) || WTERMSIG(status) != SIGABRT)
+		t_fail("%s: child status 0x%x, want death by SIGABRT", wr ? "write" : "read", status);
+	CHECK(tid > 0 && tid == pid); /* the child's only thread */
+
+	int hw = mpk_backend() == MPK_BACKEND_HW;
+	char buf[256];
+	want(report, "mpkit: protection fault");
+	want(report, wr ? "write of domain \"tls-keys\"" : "read of domain \"tls-keys\"");
+	snprintf(buf, sizeof(buf), " at %p ", (void *)(p + OFF));
+	want(report, buf);
+	snprintf(buf, sizeof(buf), "(offset %#x ", OFF);
+	want(report, buf);
+	snprintf(buf, sizeof(buf), "thread %d ", (int)tid);
+	want(report, buf);
+	if (hw) {
+		snprintf(buf, sizeof(buf), "key %d", mpk_domain_key(d));
+		want(report, buf);
+		want(report, "SEGV_PKUERR");
+	} else {
+		want(report, "no key (soft backend)");
+		want(report, "SEGV_ACCERR");
+	}
+	want(report, wr ? "holds read," : "holds none,");
+	want(report, "backtrace:");
+	/* The backtrace has frames after its heading. */
+	const char *bt = strstr(report, "backtrace:\n");
+	CHECK(bt && strlen(bt + strlen("backtrace:\n")) > 0);
+
+	/* Exactly what mpk_fault_format() says of this fault. */
+	struct mpk_fault f = {
+		.domain = d, .domain_name = "tls-keys", .addr = p + OFF,
+		.offset = OFF, .region = p, .region_len = 4 * 4096,
+		.write = wr, .pkey = hw ? mpk_domain_key(d) : -1,
+		.si_code = hw ? SEGV_PKUERR : SEGV_ACCERR, .tid = tid,
+		.rights = wr ? MPK_READ : MPK_NONE,
+	};
+	size_t flen = mpk_fault_format(&f, buf, sizeof(buf));
+	CHECK(flen > 0 && flen < sizeof(buf));
+	if (!strstr(report, buf))
+		t_fail("report does not contain the formatted fault:\n%s\n--- report:\n%s",
+		       buf, report);
+}
+
+static void scenario(void)
+{
+	REQUIRE(d = mpk_domain_create("tls-keys", MPK_RW, 0));
+	REQUIRE(p = mpk_alloc(d, 4 * 4096));
+	p[OFF] = 1;
+	one(0);
+	one(1);
+	CHECK(mpk_domain_destroy(d) == 0);
+}
+
+int main(void)
+{
+	int status;
+
+	fflush(NULL);
+	pid_t pid = fork(); /* the soft variant, before a backend is chosen */
+	REQUIRE(pid >= 0);
+	if (pid == 0) {
+		t_force_soft();
+		scenario();
+		exit(t_done());
+	}
+	REQUIRE(waitpid(pid, &status, 0) == pid);
+	if (!WIFEXITED(status) || WEXITSTATUS(status))
+		t_fail("soft variant failed (status 0x%x)", status);
+	if (t_backend() == MPK_BACKEND_HW)
+		scenario();
+	return t_done();
+}

@@ -1,0 +1,79 @@
+/*
+ * Out of address space (RLIMIT_AS, in a child), mpk_secret_alloc() fails
+ * with ENOMEM and maps nothing; every secret allocated before is intact and
+ * still closed; freeing makes room again.  A length no memory can hold
+ * fails the same way, without a limit.
+ */
+#include "t_heap.h"
+
+#define MiB (1u << 20)
+
+enum { MAXS = 100000 };
+static unsigned char *s[MAXS];
+
+static void limited(void)
+{
+	int n = 0;
+
+	mpk_domain *d = mpk_domain_create("vault-enomem", MPK_NONE, 0);
+	REQUIRE(d);
+	unsigned char *first = mpk_secret_alloc(d, 32);
+	REQUIRE(first);
+	CHECK_ERR(mpk_secret_alloc(d, SIZE_MAX), ENOMEM);
+	CHECK_ERR(mpk_secret_alloc(d, (size_t)1 << 46), ENOMEM);
+
+	t_limit(RLIMIT_AS, t_vsize() + 4 * MiB);
+	for (;;) {
+		size_t vs = t_vsize();
+		if (n == MAXS || !(s[n] = mpk_secret_alloc(d, n % 3 ? 3000 : 300000))) {
+			CHECK(n < MAXS && errno == ENOMEM);
+			CHECK(t_vsize() <= vs);
+			break;
+		}
+		n++;
+	}
+	CHECK(n > 2);
+	t_unlimit(RLIMIT_AS); /* the checks below fork */
+	MPK_WITH(d, MPK_RW) {
+		for (int i = 0; i < n; i++)
+			s[i][0] = s[i][2999] = (unsigned char)i;
+	}
+	CHECK_FAULT(t_read_in_child(s[n - 1]), d, s[n - 1]);
+	MPK_WITH(d, MPK_READ) {
+		for (int i = 0; i < n; i++)
+			if (s[i][0] != (unsigned char)i || s[i][2999] != (unsigned char)i)
+				t_fail("secret %d damaged", i);
+	}
+	t_limit(RLIMIT_AS, t_vsize() + 64 * 1024);
+	CHECK_ERR(mpk_secret_alloc(d, 300000), ENOMEM);
+	for (int i = 0; i < n; i += 3)
+		CHECK(mpk_secret_free(s[i]) == 0);
+	unsigned char *again = mpk_secret_alloc(d, 300000);
+	CHECK(again != NULL);
+	t_unlimit(RLIMIT_AS);
+	CHECK(mpk_secret_free(again) == 0);
+	for (int i = 1; i < n; i++)
+		if (i % 3)
+			CHECK(mpk_secret_free(s[i]) == 0);
+	CHECK(mpk_secret_free(first) == 0);
+	CHECK(mpk_domain_destroy(d) == 0);
+}
+
+int main(void)
+{
+	int status;
+
+	t_backend();
+	t_need_memlock(6 << 20);
+	fflush(NULL);
+	pid_t pid = fork();
+	REQUIRE(pid >= 0);
+	if (pid == 0) {
+		limited();
+		exit(t_done());
+	}
+	REQUIRE(waitpid(pid, &status, 0) == pid);
+	if (!WIFEXITED(status) || WEXITSTATUS(status))
+		t_fail("limited child: status 0x%x", status);
+	return t_done();
+}

@@ -1,0 +1,116 @@
+/*
+ * When the kernel will not lock more memory (RLIMIT_MEMLOCK, in a child
+ * that dropped CAP_IPC_LOCK, which root has and which ignores the limit),
+ * mpk_secret_alloc() fails clearly with EPERM and locks and maps nothing
+ * more; every secret allocated before is intact and still closed to the
+ * thread; secrets that fit in pages already locked still come; freeing
+ * makes room again.
+ */
+#include <linux/capability.h>
+
+#include "t_heap.h"
+
+#define KiB 1024
+
+/* VmLck of this process, in KiB. */
+static long locked_kib(void)
+{
+	char line[256];
+	long v = -1;
+	FILE *f = fopen("/proc/self/status", "r");
+
+	REQUIRE(f);
+	while (fgets(line, sizeof(line), f))
+		if (sscanf(line, "VmLck: %ld kB", &v) == 1)
+			break;
+	fclose(f);
+	return v;
+}
+
+static void drop_ipc_lock(void)
+{
+	struct __user_cap_header_struct hdr = { _LINUX_CAPABILITY_VERSION_3, 0 };
+	struct __user_cap_data_struct data[2];
+
+	REQUIRE(syscall(SYS_capget, &hdr, data) == 0);
+	for (int i = 0; i < 2; i++) {
+		unsigned bit = CAP_IPC_LOCK / 32 == i ? 1u << (CAP_IPC_LOCK % 32) : 0;
+		data[i].effective &= ~bit;
+		data[i].permitted &= ~bit;
+		data[i].inheritable &= ~bit;
+	}
+	REQUIRE(syscall(SYS_capset, &hdr, data) == 0);
+}
+
+enum { MAXS = 1000 };
+static unsigned char *s[MAXS];
+
+static void limited(void)
+{
+	int n = 0;
+
+	drop_ipc_lock();
+	t_limit(RLIMIT_MEMLOCK, 64 * KiB);
+	mpk_domain *d = mpk_domain_create("vault-mlock", MPK_NONE, 0);
+	REQUIRE(d);
+	unsigned char *small = mpk_secret_alloc(d, 32);
+	REQUIRE(small);
+	while (n < MAXS && (s[n] = mpk_secret_alloc(d, 3000)))
+		n++;
+	CHECK(n > 0 && n < MAXS);
+	CHECK(errno == EPERM);
+	long lck = locked_kib();
+	size_t vs = t_vsize();
+	CHECK(lck > 0 && lck <= 64);
+
+	/* At the limit: anything needing new pages fails the same way. */
+	CHECK_ERR(mpk_secret_alloc(d, 3000), EPERM);
+	CHECK_ERR(mpk_secret_alloc(d, 20000), EPERM);
+	CHECK_ERR(mpk_secret_alloc(d, 700000), EPERM);
+	CHECK(locked_kib() == lck && t_vsize() == vs);
+	CHECK(mpk_get(d) == MPK_NONE);
+
+	/* ... but small secrets fit in the page already locked. */
+	unsigned char *more = mpk_secret_alloc(d, 32);
+	CHECK(more != NULL);
+
+	/* Nothing lost: all intact (each holds its index), all closed. */
+	MPK_WITH(d, MPK_RW) {
+		for (int i = 0; i < n; i++)
+			memset(s[i], i & 0xff, 3000);
+	}
+	CHECK_FAULT(t_read_in_child(s[0]), d, s[0]);
+	CHECK_FAULT(t_write_in_child(s[n - 1] + 2999), d, s[n - 1] + 2999);
+	MPK_WITH(d, MPK_READ) {
+		for (int i = 0; i < n; i++)
+			if (s[i][0] != (i & 0xff) || s[i][2999] != (i & 0xff))
+				t_fail("secret %d damaged", i);
+	}
+
+	/* Freeing all of them lets a big one be locked. */
+	for (int i = 0; i < n; i++)
+		CHECK(mpk_secret_free(s[i]) == 0);
+	unsigned char *big = mpk_secret_alloc(d, 40 * KiB);
+	CHECK(big != NULL);
+	CHECK(mpk_secret_free(big) == 0 && mpk_secret_free(small) == 0 &&
+	      mpk_secret_free(more) == 0);
+	CHECK(mpk_domain_destroy(d) == 0);
+}
+
+int main(void)
+{
+	int status;
+
+	t_backend();
+	fflush(NULL);
+	pid_t pid = fork();
+	REQUIRE(pid >= 0);
+	if (pid == 0) {
+		limited();
+		exit(t_done());
+	}
+	REQUIRE(waitpid(pid, &status, 0) == pid);
+	if (!WIFEXITED(status) || WEXITSTATUS(status))
+		t_fail("limited child: status 0x%x", status);
+	return t_done();
+}
