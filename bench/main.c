@@ -36,6 +36,10 @@ static void usage(FILE *f)
 		"  --csv FILE          write every measurement as CSV\n"
 		"  --json FILE         ... as JSON, with the machine and the hw fast path\n"
 		"  --plot FILE.svg     draw cost against size, log-log, one line per method\n"
+		"  --plot-with WHAT    auto: gnuplot when it is on PATH, else mpkit's built-in\n"
+		"                      SVG writer (the default); gnuplot: gnuplot or fail;\n"
+		"                      builtin: always the built-in writer.  The output says\n"
+		"                      which drew the plot\n"
 		"  --no-pin            do not pin the measuring and the busy threads to CPUs\n"
 		"  --mem-fraction F    regions may use this share of MemAvailable (default 0.7)\n"
 		"  --smoke             a correctness run: 4K,64K, threads 0,1, 2 samples of one\n"
@@ -99,6 +103,8 @@ int main(int argc, char **argv)
 	struct bench_config cfg;
 	const char *csv = NULL, *json = NULL, *plot = NULL;
 	int sizes_set = 0, threads_set = 0, reps_set = 0, time_set = 0;
+	enum bench_plotter plot_with = BENCH_PLOT_AUTO;
+	const char *plot_with_arg = NULL;
 
 	if (argc > 0 && argv[0] && getenv("MPKIT_BENCH_PROG"))
 		prog = getenv("MPKIT_BENCH_PROG"); /* "mpkit bench" when run by mpkit */
@@ -155,6 +161,19 @@ int main(int argc, char **argv)
 			json = need_arg(argc, argv, &i);
 		} else if (!strcmp(a, "--plot")) {
 			plot = need_arg(argc, argv, &i);
+		} else if (!strcmp(a, "--plot-with")) {
+			plot_with_arg = need_arg(argc, argv, &i);
+			if (!strcmp(plot_with_arg, "auto")) {
+				plot_with = BENCH_PLOT_AUTO;
+			} else if (!strcmp(plot_with_arg, "gnuplot")) {
+				plot_with = BENCH_PLOT_GNUPLOT;
+			} else if (!strcmp(plot_with_arg, "builtin")) {
+				plot_with = BENCH_PLOT_BUILTIN;
+			} else {
+				fprintf(stderr, "%s: --plot-with wants auto, gnuplot or builtin, not '%s'\n", prog,
+					plot_with_arg);
+				return 2;
+			}
 		} else if (!strcmp(a, "--no-pin")) {
 			cfg.pin = 0;
 		} else if (!strcmp(a, "--smoke")) {
@@ -183,6 +202,20 @@ int main(int argc, char **argv)
 			cfg.sample_ns = 0;
 	}
 	cfg.exe_label = NULL; /* the binary's own path */
+	if (plot_with_arg && !plot) {
+		fprintf(stderr, "%s: --plot-with needs --plot FILE.svg\n", prog);
+		return 2;
+	}
+	/* Before the run, which can take minutes: a gnuplot that was asked
+	 * for and is not there fails now, not at the end. */
+	if (plot && plot_with == BENCH_PLOT_GNUPLOT) {
+		struct bench_gnuplot g;
+		if (bench_gnuplot_find(&g)) {
+			fprintf(stderr, "%s: --plot-with gnuplot: %s (install gnuplot, e.g. apt-get install gnuplot-nox, "
+					"or use --plot-with auto)\n", prog, g.why);
+			return 1;
+		}
+	}
 
 	struct bench_results *r = bench_run(&cfg);
 	if (!r) {
@@ -193,10 +226,9 @@ int main(int argc, char **argv)
 	fflush(stdout);
 
 	int rc = 0;
-	const char *outs[] = { csv, json, plot };
-	int (*writers[])(const char *, const struct bench_results *) = { bench_write_csv, bench_write_json,
-									 bench_write_svg };
-	for (int i = 0; i < 3; i++) {
+	const char *outs[] = { csv, json };
+	int (*writers[])(const char *, const struct bench_results *) = { bench_write_csv, bench_write_json };
+	for (int i = 0; i < 2; i++) {
 		if (!outs[i])
 			continue;
 		if (writers[i](outs[i], r)) {
@@ -204,6 +236,16 @@ int main(int argc, char **argv)
 			rc = 1;
 		} else {
 			printf("wrote %s\n", outs[i]);
+		}
+	}
+	if (plot) {
+		char msg[2048];
+		fflush(stdout); /* our lines before anything gnuplot says on stderr */
+		if (bench_plot(plot, r, plot_with, msg, sizeof(msg))) {
+			fprintf(stderr, "%s: plot: %s\n", prog, msg);
+			rc = 1;
+		} else {
+			printf("plot: %s\nwrote %s\n", msg, plot);
 		}
 	}
 

@@ -371,8 +371,9 @@ enum {
 /*
  * A heap whose blocks live in d.  flags: 0, MPK_HEAP_GUARDED or
  * MPK_HEAP_GUARDED_BELOW.  Errors: EINVAL (bad domain or flags, bad
- * MPKIT_HEAP_META), ENOSPC (hw: no key left for the metadata domain, made
- * with the first heap), ENOMEM.
+ * MPKIT_HEAP_META), ENOMEM.  On hw the metadata domain (made with the
+ * first heap) is virtual like any other: with no key free it is protected
+ * with mprotect() until it wins one back, never an error.
  */
 mpk_heap *mpk_heap_create(mpk_domain *d, unsigned flags);
 
@@ -435,8 +436,7 @@ int mpk_heap_stats_get(mpk_heap *h, struct mpk_heap_stats *stats);
  * A zeroed secret of len bytes in d's vault, 16-byte aligned.  Errors:
  * EINVAL (bad domain, len 0), ENOMEM (out of memory, or a len no memory can
  * hold), EPERM (the pages could not be locked: RLIMIT_MEMLOCK without
- * CAP_IPC_LOCK), ENOSPC (hw: no key for the metadata domain).  Nothing is
- * allocated when it fails.
+ * CAP_IPC_LOCK).  Nothing is allocated when it fails.
  */
 void *mpk_secret_alloc(mpk_domain *d, size_t len);
 

@@ -32,7 +32,7 @@ MPK_EXPORT void *mpk_alloc(mpk_domain *d, size_t len)
 	}
 	len = (len + page - 1) & ~(page - 1);
 	pthread_mutex_lock(&mpk_g.lock);
-	p = mpk_os_map(len, PROT_READ | PROT_WRITE);
+	p = mpk_os_map_apart(len, PROT_READ | PROT_WRITE);
 	if (!p)
 		goto fail;
 	if (protect_new(d, p, len) || !mpk__region_add(d, p, len)) {

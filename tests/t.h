@@ -123,6 +123,46 @@ static inline void t_force_soft(void)
 		CHECK(mpk_domain_destroy(t_d_) == 0);                        \
 	} while (0)
 
+/* Run fn in a forked child whose checks count as this test's: for limits
+ * (rlimits, capabilities) or a backend choice that must not last. */
+static inline void t_in_child(void (*fn)(void), const char *what)
+{
+	int status;
+
+	fflush(NULL);
+	pid_t pid = fork();
+	REQUIRE(pid >= 0);
+	if (pid == 0) {
+		fn();
+		exit(t_done());
+	}
+	REQUIRE(waitpid(pid, &status, 0) == pid);
+	if (!WIFEXITED(status) || WEXITSTATUS(status))
+		t_fail("%s: status 0x%x", what, status);
+}
+
+static void (*t_soft_scenario)(void);
+
+static inline void t_soft_variant(void)
+{
+	t_force_soft();
+	t_soft_scenario();
+}
+
+/*
+ * Run scenario on the soft backend (in a child, before this process picks
+ * a backend) and then, where the machine has keys, on hw here: one program
+ * proves a behaviour that both backends must have.
+ */
+static inline int t_both_backends(void (*scenario)(void))
+{
+	t_soft_scenario = scenario;
+	t_in_child(t_soft_variant, "soft variant");
+	if (t_backend() == MPK_BACKEND_HW)
+		scenario();
+	return t_done();
+}
+
 /* ---- provoking faults ---- */
 
 /* What a child saw when it touched memory it should not have. */

@@ -108,11 +108,12 @@ int main(void)
 	}
 
 	/* The reports.  The fast-path count needs objdump, absent in the VM. */
-	char dir[] = "/tmp/mpkit-bench-smoke.XXXXXX", csv[64], json[64], svg[64], txt[64];
+	char dir[] = "/tmp/mpkit-bench-smoke.XXXXXX", csv[64], json[64], svg[64], gsvg[64], txt[64], msg[2048];
 	REQUIRE(mkdtemp(dir));
 	snprintf(csv, sizeof(csv), "%s/r.csv", dir);
 	snprintf(json, sizeof(json), "%s/r.json", dir);
 	snprintf(svg, sizeof(svg), "%s/r.svg", dir);
+	snprintf(gsvg, sizeof(gsvg), "%s/g.svg", dir);
 	snprintf(txt, sizeof(txt), "%s/r.txt", dir);
 	FILE *f = fopen(txt, "w");
 	REQUIRE(f);
@@ -126,6 +127,14 @@ int main(void)
 	CHECK(file_size(csv) > 100 && file_has(csv, "soft_set"));
 	CHECK(file_has(json, "\"results\"") && file_has(json, "\"smoke\": true"));
 	CHECK(file_has(svg, "<svg") && file_has(svg, "</svg>"));
+	/* auto: gnuplot where it is usable (not in the VM), the built-in
+	 * writer otherwise; a file either way, and a message saying which */
+	struct bench_gnuplot g;
+	int gnuplot = !bench_gnuplot_find(&g);
+	CHECK(bench_plot(gsvg, r, BENCH_PLOT_AUTO, msg, sizeof(msg)) == 0);
+	CHECK(strstr(msg, gnuplot ? "drawn with gnuplot" : "drawn with mpkit's built-in SVG writer") != NULL);
+	CHECK(file_size(gsvg) > 1000 && file_has(gsvg, "<svg")); /* gnuplot's may exceed file_has's 64 KiB */
+	printf("plot: %s\n", msg);
 	if (r->fastpath.ok)
 		CHECK(r->fastpath.fn[0].found && r->fastpath.fn[0].insns > 0 && r->fastpath.fn[0].wrpkru == 1);
 
@@ -133,6 +142,7 @@ int main(void)
 	unlink(csv);
 	unlink(json);
 	unlink(svg);
+	unlink(gsvg);
 	unlink(txt);
 	rmdir(dir);
 	bench_free(r);

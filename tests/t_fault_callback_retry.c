@@ -113,20 +113,5 @@ static void scenario(void)
 
 int main(void)
 {
-	int status;
-
-	fflush(NULL);
-	pid_t pid = fork(); /* the soft variant, before a backend is chosen */
-	REQUIRE(pid >= 0);
-	if (pid == 0) {
-		t_force_soft();
-		scenario();
-		exit(t_done());
-	}
-	REQUIRE(waitpid(pid, &status, 0) == pid);
-	if (!WIFEXITED(status) || WEXITSTATUS(status))
-		t_fail("soft variant failed (status 0x%x)", status);
-	if (t_backend() == MPK_BACKEND_HW)
-		scenario();
-	return t_done();
+	return t_both_backends(scenario);
 }

@@ -104,18 +104,7 @@ static void limited(void)
 
 int main(void)
 {
-	int status;
-
 	t_backend();
-	fflush(NULL);
-	pid_t pid = fork();
-	REQUIRE(pid >= 0);
-	if (pid == 0) {
-		limited();
-		exit(t_done());
-	}
-	REQUIRE(waitpid(pid, &status, 0) == pid);
-	if (!WIFEXITED(status) || WEXITSTATUS(status))
-		t_fail("limited child: status 0x%x", status);
+	t_in_child(limited, "limited child");
 	return t_done();
 }

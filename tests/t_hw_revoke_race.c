@@ -11,10 +11,9 @@
  */
 #define _GNU_SOURCE
 #include <pthread.h>
-#include <sys/ptrace.h>
 #include <sys/user.h>
 
-#include "t.h"
+#include "t_ptrace.h"
 
 static mpk_domain *d, *other, *d2;
 static unsigned char *p2;
@@ -75,20 +74,7 @@ int main(void)
 
 	t_need_hw();
 	REQUIRE(pipe(to_parent) == 0 && pipe(from_parent) == 0);
-	fflush(NULL);
-	pid_t pid = fork();
-	REQUIRE(pid >= 0);
-	if (pid == 0)
-		exit(child());
-
-	REQUIRE(read(to_parent[0], &tid, sizeof(tid)) == (ssize_t)sizeof(tid));
-	if (ptrace(PTRACE_SEIZE, tid, 0, 0)) {
-		int e = errno;
-		kill(pid, SIGKILL);
-		waitpid(pid, &st, 0);
-		printf("skip: cannot ptrace the thread: %s\n", strerror(e));
-		return T_SKIP;
-	}
+	pid_t pid = t_fork_seize(child, to_parent[0], &tid);
 	REQUIRE(write(from_parent[1], "g", 1) == 1);
 
 	/* The first signal T gets is the revoke. */
