@@ -5,7 +5,7 @@
 #   make bench      build and run the benchmark (table on stdout, CSV, JSON and
 #                   SVG in build/bench/); BENCH_ARGS="--sizes 4K,2M" passes options
 #   make bench-alloc  heaps against glibc malloc, vaults against libsodium
-#   make install PREFIX=/usr/local
+#   make install PREFIX=/usr/local   (also the man pages, into $(MANDIR))
 # SANITIZE=address,undefined builds everything with those sanitizers into
 # build/san/ (and `make check` then runs the native suite only).
 
@@ -14,6 +14,7 @@ LIBDIR  ?= $(PREFIX)/lib
 INCDIR  ?= $(PREFIX)/include
 BINDIR  ?= $(PREFIX)/bin
 PCDIR   ?= $(LIBDIR)/pkgconfig
+MANDIR  ?= $(PREFIX)/share/man
 DESTDIR ?=
 
 CC      ?= cc
@@ -118,6 +119,11 @@ tests: $(TEST_BIN) $(B)/tests/t_installed
 
 # ---- install, and a test program built against the installed copy ----
 
+# Man pages: real pages and one-line `.so` links, installed as they are.
+MAN1 := $(wildcard man/man1/*.1)
+MAN3 := $(wildcard man/man3/*.3)
+MAN7 := $(wildcard man/man7/*.7)
+
 mpkit.pc: mpkit.pc.in include/mpkit.h
 	sed -e 's|@PREFIX@|$(PREFIX)|' -e 's|@LIBDIR@|$(LIBDIR)|' \
 	    -e 's|@INCDIR@|$(INCDIR)|' -e 's|@VERSION@|$(VERSION)|' $< > $@
@@ -133,6 +139,10 @@ install: all
 	ln -sf $(SONAME) $(DESTDIR)$(LIBDIR)/libmpkit.so
 	install -m 644 mpkit.pc $(DESTDIR)$(PCDIR)/
 	install -m 755 $(B)/mpkit $(B)/mpkit-bench $(DESTDIR)$(BINDIR)/
+	install -d $(DESTDIR)$(MANDIR)/man1 $(DESTDIR)$(MANDIR)/man3 $(DESTDIR)$(MANDIR)/man7
+	$(if $(MAN1),install -m 644 $(MAN1) $(DESTDIR)$(MANDIR)/man1/)
+	$(if $(MAN3),install -m 644 $(MAN3) $(DESTDIR)$(MANDIR)/man3/)
+	$(if $(MAN7),install -m 644 $(MAN7) $(DESTDIR)$(MANDIR)/man7/)
 	@rm -f mpkit.pc
 
 STAGE := $(abspath $(B)/stage)
@@ -160,18 +170,25 @@ bench-alloc: $(B)/mpkit-bench-alloc
 	$(B)/mpkit-bench-alloc $(BENCH_ALLOC_ARGS)
 
 # The VM suite exits 77 when QEMU, busybox or the kernel cannot be had: a
-# skip here, a failure with MPKIT_VM_REQUIRED=1 (CI).
+# skip here, a failure with MPKIT_VM_REQUIRED=1 (CI).  The two suites'
+# summary lines are repeated at the end, where they are easy to find.
 check: all tests
 	@tests/check-exports.sh $(B)/libmpkit.so
-	@rc=0; tests/run-tests.sh native $(B)/tests || rc=1; \
-	if [ -n "$(SANITIZE)" ]; then echo "(sanitizer build: the VM suite runs in plain make check)"; \
-	else tests/vm/vm.sh $(B) $(B)/tests; vrc=$$?; \
+	@tests/check-man.sh $(B)/libmpkit.so
+	@rc=0; \
+	{ tests/run-tests.sh native $(B)/tests; echo $$? > $(B)/native.rc; } | tee $(B)/native.log; \
+	[ "$$(cat $(B)/native.rc)" = 0 ] || rc=1; \
+	if [ -n "$(SANITIZE)" ]; then echo "vm: not run (sanitizer build: the VM suite runs in plain make check)" > $(B)/vm.log; \
+	else { tests/vm/vm.sh $(B) $(B)/tests; echo $$? > $(B)/vm.rc; } | tee $(B)/vm.log; vrc=$$(cat $(B)/vm.rc); \
 		if [ $$vrc = 77 ]; then [ -z "$$MPKIT_VM_REQUIRED" ] || rc=1; \
 		elif [ $$vrc != 0 ]; then rc=1; fi; \
-	fi; exit $$rc
+	fi; \
+	echo; grep -E '^native: ' $(B)/native.log | tail -n 1; grep -E '^vm: ' $(B)/vm.log | tail -n 1; \
+	exit $$rc
 
 check-native: all tests
 	@tests/check-exports.sh $(B)/libmpkit.so
+	@tests/check-man.sh $(B)/libmpkit.so
 	@tests/run-tests.sh native $(B)/tests
 
 check-vm: all tests

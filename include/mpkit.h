@@ -82,8 +82,10 @@ struct mpk_info {
 	int domains;            /* live domains */
 };
 
-/* Fill *info.  Works on every machine and never changes any state; on a
- * bad MPKIT_BACKEND it still fills the hardware facts and returns -1/EINVAL. */
+/* Fill *info.  Works on every machine and never changes any state; when
+ * mpkit cannot start (a bad MPKIT_BACKEND or MPKIT_KEYS: EINVAL;
+ * MPKIT_BACKEND=hw without keys: ENOTSUP) it still fills the hardware
+ * facts and returns -1 with that errno.  EINVAL for info NULL. */
 int mpk_info(struct mpk_info *info);
 
 /* Counters for tests and tools; monotonic over the life of the process. */
@@ -163,7 +165,8 @@ mpk_domain *mpk_domain_of(const void *addr);
 void *mpk_alloc(mpk_domain *d, size_t len);
 
 /* Unmap memory from mpk_alloc() or mpk_adopt() of domain d.  addr must be
- * the start of that region.  EINVAL if it is not a region of d. */
+ * the start of that region.  EINVAL if it is not one (a region a heap or
+ * vault of d made for itself is not: mpk_heap_destroy() gives it back). */
 int mpk_free(mpk_domain *d, void *addr);
 
 /*
@@ -185,7 +188,10 @@ int mpk_adopt(mpk_domain *d, void *addr, size_t len);
  * only when that union changes.
  */
 
-/* Set the calling thread's rights to d.  Errors: EINVAL. */
+/* Set the calling thread's rights to d.  Errors: EINVAL (bad domain or
+ * rights); where rights take mprotect() (soft, or a domain without a key)
+ * ENOMEM or another mprotect() error, and nothing changed.  The same holds
+ * for mpk_enter() and mpk_leave(). */
 int mpk_set(mpk_domain *d, int rights);
 
 /* The calling thread's rights to d (MPK_NONE/READ/RW), or -1/EINVAL. */
@@ -207,7 +213,9 @@ int mpk_leave(mpk_scope *scope);
 
 /*
  * Block scope: rights to d inside the block, restored on every way out of it
- * but a goto or longjmp past its end ("break" leaves it, restoring rights).
+ * (the end, break, continue, return, goto) but longjmp.  break and continue
+ * leave the MPK_WITH itself, not a loop around it.  If mpk_enter() fails
+ * the body is skipped, with errno set.
  *
  *	MPK_WITH(keys, MPK_READ) {
  *		encrypt(blk, k);
@@ -235,14 +243,14 @@ void mpk__scope_cleanup(mpk_scope *scope);
  * their creator's PKRU; soft: they hold d's process-wide rights).
  * Concurrent calls from several threads are serialised; none is lost.
  *
- * hw: every thread is signalled (MPK_SIGNAL) and its saved PKRU edited;
+ * hw: every thread is signalled (SIGRTMAX-2) and its saved PKRU edited;
  * this costs a few microseconds per thread.  soft: one mprotect() per
  * region at most; after it every thread holds rights until it sets its
  * own, and the pages stay at least that open until the next mpk_set_all()
  * (see README).  Not async-signal-safe.
  *
  * Errors: EINVAL (bad domain or rights), ENOMEM/mprotect errors (soft,
- * nothing changed), EAGAIN (hw: a thread kept MPK_SIGNAL blocked for over
+ * nothing changed), EAGAIN (hw: a thread kept SIGRTMAX-2 blocked for over
  * 100 ms or did not answer within 5 s; threads reached have the new rights, the others keep
  * theirs; call again).
  */
@@ -312,7 +320,9 @@ enum {
 
 /*
  * Called in signal context (only async-signal-safe work; mpk_set() and
- * mpk_get() are allowed and act on the interrupted thread's rights).
+ * mpk_get() are allowed and act on the interrupted thread's rights: on a
+ * domain without a key, and on soft, mpk_set() takes mpkit's lock, which is
+ * safe for a fault in your code but not one inside an mpkit call).
  * Return MPK_FAULT_RETRY to resume the faulting access, MPK_FAULT_ABORT to
  * have the report printed and the process aborted.
  */
@@ -330,7 +340,10 @@ int mpk_fault_handler_install(mpk_fault_fn fn, void *arg);
 /* Restore the previous SIGSEGV handler. EINVAL if none was installed. */
 int mpk_fault_handler_remove(void);
 
-/* Format the report for fault into buf (async-signal-safe); returns length. */
+/* Format the report for fault into buf (async-signal-safe), like
+ * snprintf(): it returns the length of the whole report, writes at most
+ * size bytes, NUL included.  0 with EINVAL for fault NULL, or buf NULL with
+ * size not 0. */
 size_t mpk_fault_format(const struct mpk_fault *fault, char *buf, size_t size);
 
 /* ---- guarded heaps -------------------------------------------------------
@@ -354,7 +367,14 @@ size_t mpk_fault_format(const struct mpk_fault *fault, char *buf, size_t size);
  * Misuse (a double free, a pointer from another heap or from nowhere, a
  * corrupted block header) goes to the misuse handler below, which by
  * default prints a report and aborts.  If a handler returns, the call fails
- * with EINVAL and changes nothing.
+ * with EINVAL and changes nothing.  Detection is best effort: once a freed
+ * block's address is handed out again, a second free of the old pointer
+ * frees the new block, as with any allocator.
+ *
+ * Besides the codes each call lists, a heap or vault call can fail with
+ * what mpk_init() reports, and, where opening the metadata or the domain
+ * takes mprotect() (soft, or a domain without a key), with its error
+ * (ENOMEM); nothing changes then.
  */
 typedef struct mpk_heap mpk_heap;
 
@@ -379,7 +399,7 @@ mpk_heap *mpk_heap_create(mpk_domain *d, unsigned flags);
 
 /* Destroy h: every block and all its metadata go; the domain stays.  A
  * destroyed heap is detected (EINVAL) for a while, but like free() it is a
- * bug to use it.  Errors: EINVAL. */
+ * bug to use it.  Errors: EINVAL (and see above). */
 int mpk_heap_destroy(mpk_heap *h);
 
 /* The domain of h, or NULL with EINVAL. */
@@ -387,9 +407,11 @@ mpk_domain *mpk_heap_domain(const mpk_heap *h);
 
 /*
  * malloc(), calloc(), aligned_alloc() and realloc() for heap h.  Size 0
- * gives a block of its own (usable size at least 1), as does realloc() to 0
- * (the block is not freed).  realloc(h, NULL, n) is malloc(); when it fails
- * the old block is untouched.  Errors: EINVAL (bad heap; for aligned_alloc
+ * gives a block of its own (usable size at least 1).  realloc() to 0 is
+ * realloc() to 1: it returns a new block and frees the old one (it never
+ * just frees, unlike some libcs).  realloc() keeps the bytes up to the size
+ * last asked for, not the usable size beyond it.  realloc(h, NULL, n) is
+ * malloc(); when it fails the old block is untouched.  Errors: EINVAL (bad heap; for aligned_alloc
  * an alignment that is not a power of two up to 2 MiB), ENOMEM (out of
  * memory, or a size no memory can hold).
  */
@@ -434,9 +456,11 @@ int mpk_heap_stats_get(mpk_heap *h, struct mpk_heap_stats *stats);
 
 /*
  * A zeroed secret of len bytes in d's vault, 16-byte aligned.  Errors:
- * EINVAL (bad domain, len 0), ENOMEM (out of memory, or a len no memory can
- * hold), EPERM (the pages could not be locked: RLIMIT_MEMLOCK without
- * CAP_IPC_LOCK).  Nothing is allocated when it fails.
+ * EINVAL (bad domain, len 0, bad MPKIT_HEAP_META), ENOMEM (out of memory,
+ * or a len no memory can hold), EPERM (mlock() refused the
+ * pages: RLIMIT_MEMLOCK without CAP_IPC_LOCK, as a rule), or an error of
+ * madvise() (EINVAL before Linux 4.14, which lacks MADV_WIPEONFORK).
+ * Nothing is allocated when it fails.
  */
 void *mpk_secret_alloc(mpk_domain *d, size_t len);
 

@@ -93,7 +93,11 @@ MPK_EXPORT size_t mpk_fault_format(const struct mpk_fault *f, char *buf, size_t 
 		put(&o, ", key ");
 		put_num(&o, (unsigned)f->pkey, 10);
 	} else {
-		put(&o, ", no key (soft backend)");
+		/* On hw a keyless domain is a virtual one, protected with
+		 * mprotect() until it wins a key back. */
+		put(&o, __atomic_load_n(&mpk_g.backend, __ATOMIC_RELAXED) == MPK_BACKEND_HW
+				? ", no key now (virtual domain: mprotect)"
+				: ", no key (soft backend)");
 	}
 	put(&o, f->si_code == SEGV_PKUERR ? ", SEGV_PKUERR\n" : ", SEGV_ACCERR\n");
 	return o.len;

@@ -146,7 +146,7 @@ static int map_big(struct heap *h, size_t size, size_t align, struct big *b)
 {
 	size_t page = mpk__page(), hdr = (h->flags & HEAP_SECRET) ? 0 : HDR;
 	size_t len = round_up(hdr + size + (align > 16 ? align : 0), page);
-	uintptr_t start = (uintptr_t)mpk_alloc(h->domain, len);
+	uintptr_t start = (uintptr_t)mpk__alloc_owned(h->domain, len);
 	int err;
 
 	if (!start)
@@ -156,7 +156,7 @@ static int map_big(struct heap *h, size_t size, size_t align, struct big *b)
 		    madvise((void *)start, len, MADV_WIPEONFORK) ||
 		    mpk__heap_lock_pages(h, (void *)start, len)) {
 			err = errno;
-			mpk_free(h->domain, (void *)start);
+			mpk__free_owned(h->domain, (void *)start);
 			errno = err;
 			return -1;
 		}
@@ -202,7 +202,7 @@ void mpk__big_unmap(struct heap *h, const struct big *b)
 		mpk_os_munlock((void *)b->region, b->reglen);
 	/* The region first (mpkit unmaps it), then each guard: unmapping the
 	 * whole reservation could hit a mapping made in between. */
-	mpk_free(h->domain, (void *)b->region);
+	mpk__free_owned(h->domain, (void *)b->region);
 	if (b->map != b->region) {
 		mpk_os_unmap((void *)b->map, b->region - b->map);
 		uintptr_t end = b->region + b->reglen;

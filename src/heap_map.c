@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * Address -> chunk.  A three-level radix tree over 1 MiB granules of the
- * 48-bit address space, in the metadata area.  Chunks come from mpk_alloc()
+ * 48-bit address space, in the metadata area.  Chunks come from mpk__alloc_owned()
  * and are not aligned, so one spans two granules and a granule meets at
  * most two chunks: each leaf entry has two slots.  Writers hold the meta
  * lock; lookups take no lock (free() of one heap does not wait for another

@@ -170,7 +170,7 @@ static int grow(size_t len)
 	if (len < META_REGION)
 		len = META_REGION;
 	if (mpk__meta_dom) {
-		p = mpk_alloc(mpk__meta_dom, len);
+		p = mpk__alloc_owned(mpk__meta_dom, len);
 		if (!p)
 			return -1;
 	} else {

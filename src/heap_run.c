@@ -70,7 +70,7 @@ static struct chunk *chunk_new(struct arena *a)
 	size_t page = mpk__page();
 	struct mpk_domain *d = a->heap->domain;
 	struct chunk *c;
-	void *base = mpk_alloc(d, CHUNK_SIZE);
+	void *base = mpk__alloc_owned(d, CHUNK_SIZE);
 	int err;
 
 	if (!base)
@@ -115,7 +115,7 @@ static struct chunk *chunk_new(struct arena *a)
 	a->empty_chunks++;
 	return c;
 unmap:
-	mpk_free(d, base);
+	mpk__free_owned(d, base);
 	errno = err;
 	return NULL;
 }
@@ -146,7 +146,7 @@ static void chunk_release(struct arena *a, struct chunk *c)
 	mpk__map_del(c);
 	mpk__meta_free(c, sizeof(*c));
 	pthread_mutex_unlock(&mpk__meta_lock);
-	mpk_free(a->heap->domain, base);
+	mpk__free_owned(a->heap->domain, base);
 }
 
 static void purge(struct arena *a)
@@ -277,7 +277,7 @@ void mpk__chunks_release(struct arena *a)
 		void *base = (void *)c->base;
 		mpk__meta_free(c, sizeof(*c));
 		pthread_mutex_unlock(&mpk__meta_lock);
-		mpk_free(a->heap->domain, base);
+		mpk__free_owned(a->heap->domain, base);
 	}
 	a->mapped = 0;
 }

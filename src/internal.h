@@ -28,6 +28,7 @@ struct mpk_region {
 	size_t len;
 	struct mpk_domain *domain;
 	struct mpk_region *next; /* in the domain's list; under mpk_g.lock */
+	bool owned;              /* a heap's or vault's: mpk_free() refuses it */
 };
 
 struct mpk_domain {
@@ -102,6 +103,13 @@ void mpk__domain_unmap_all(struct mpk_domain *d);
  * protection) into d: mpk_adopt() without the /proc checks.  On failure it
  * is left PROT_NONE with no key, for the caller to unmap. */
 int mpk__adopt_fresh(struct mpk_domain *d, void *addr, size_t len);
+
+/* memory.c: mpk_alloc()/mpk_free() for the allocators' own regions (chunks,
+ * big blocks, metadata).  The regions are marked owned, so that a user's
+ * mpk_free() of one (its address is in /proc/PID/maps) cannot unmap live
+ * blocks under a heap: it fails with EINVAL. */
+void *mpk__alloc_owned(struct mpk_domain *d, size_t len);
+int mpk__free_owned(struct mpk_domain *d, void *addr);
 
 /* soft.c: rights through mprotect() (callers hold mpk_g.lock) */
 int mpk__soft_get(const struct mpk_domain *d);

@@ -19,9 +19,10 @@ static int protect_new(struct mpk_domain *d, void *p, size_t len)
 	return mpk_os_mprotect(p, len, d->prot);
 }
 
-MPK_EXPORT void *mpk_alloc(mpk_domain *d, size_t len)
+static void *alloc_region(struct mpk_domain *d, size_t len, bool owned)
 {
 	size_t page = mpk_os_page_size();
+	struct mpk_region *r;
 	void *p;
 
 	if (mpk__ensure_init())
@@ -35,20 +36,21 @@ MPK_EXPORT void *mpk_alloc(mpk_domain *d, size_t len)
 	p = mpk_os_map_apart(len, PROT_READ | PROT_WRITE);
 	if (!p)
 		goto fail;
-	if (protect_new(d, p, len) || !mpk__region_add(d, p, len)) {
+	if (protect_new(d, p, len) || !(r = mpk__region_add(d, p, len))) {
 		int err = errno;
 		mpk_os_unmap(p, len);
 		errno = err;
 		p = NULL;
 		goto fail;
 	}
+	r->owned = owned;
 	mpk_os_name_region(p, len, d->name);
 fail:
 	pthread_mutex_unlock(&mpk_g.lock);
 	return p;
 }
 
-MPK_EXPORT int mpk_free(mpk_domain *d, void *addr)
+static int free_region(struct mpk_domain *d, void *addr, bool owned)
 {
 	struct mpk_region *r;
 
@@ -60,7 +62,7 @@ MPK_EXPORT int mpk_free(mpk_domain *d, void *addr)
 	}
 	pthread_mutex_lock(&mpk_g.lock);
 	for (r = d->regions; r; r = r->next)
-		if (r->start == (uintptr_t)addr)
+		if (r->start == (uintptr_t)addr && r->owned == owned)
 			break;
 	if (r) {
 		size_t len = r->len;
@@ -73,6 +75,26 @@ MPK_EXPORT int mpk_free(mpk_domain *d, void *addr)
 		return -1;
 	}
 	return 0;
+}
+
+MPK_EXPORT void *mpk_alloc(mpk_domain *d, size_t len)
+{
+	return alloc_region(d, len, false);
+}
+
+MPK_EXPORT int mpk_free(mpk_domain *d, void *addr)
+{
+	return free_region(d, addr, false);
+}
+
+void *mpk__alloc_owned(struct mpk_domain *d, size_t len)
+{
+	return alloc_region(d, len, true);
+}
+
+int mpk__free_owned(struct mpk_domain *d, void *addr)
+{
+	return free_region(d, addr, true);
 }
 
 MPK_EXPORT int mpk_adopt(mpk_domain *d, void *addr, size_t len)
@@ -132,7 +154,8 @@ int mpk__adopt_fresh(struct mpk_domain *d, void *addr, size_t len)
 		err = errno;
 		goto out;
 	}
-	if (!mpk__region_add(d, addr, len)) {
+	struct mpk_region *r = mpk__region_add(d, addr, len);
+	if (!r) {
 		err = errno;
 		/* PROT_NONE and no key: the caller unmaps it. */
 		if (d->key >= 0)
@@ -141,6 +164,7 @@ int mpk__adopt_fresh(struct mpk_domain *d, void *addr, size_t len)
 			mpk_os_mprotect(addr, len, PROT_NONE);
 		goto out;
 	}
+	r->owned = true; /* only the heap maps fresh memory */
 	mpk_os_name_region(addr, len, d->name);
 	rc = 0;
 out:

@@ -6,7 +6,8 @@
  * key (soft backend)", the faulting thread's id, and a backtrace.  The
  * report's first lines are exactly what mpk_fault_format() makes of the
  * fault.  Runs on the soft backend (forced, in a child) and on hw where
- * present.
+ * present; on hw also for a domain past the key budget, which has no key
+ * (a virtual domain: the report says so, SEGV_ACCERR).
  */
 #include "t.h"
 
@@ -69,6 +70,7 @@ static void one(int wr)
 	CHECK(tid > 0 && tid == pid); /* the child's only thread */
 
 	int hw = mpk_backend() == MPK_BACKEND_HW;
+	int keyed = mpk_domain_key(d) >= 0;
 	char buf[256];
 	want(report, "mpkit: protection fault");
 	want(report, wr ? "write of domain \"tls-keys\"" : "read of domain \"tls-keys\"");
@@ -78,12 +80,12 @@ static void one(int wr)
 	want(report, buf);
 	snprintf(buf, sizeof(buf), "thread %d ", (int)tid);
 	want(report, buf);
-	if (hw) {
+	if (keyed) {
 		snprintf(buf, sizeof(buf), "key %d", mpk_domain_key(d));
 		want(report, buf);
 		want(report, "SEGV_PKUERR");
 	} else {
-		want(report, "no key (soft backend)");
+		want(report, hw ? "no key now (virtual domain: mprotect)" : "no key (soft backend)");
 		want(report, "SEGV_ACCERR");
 	}
 	want(report, wr ? "holds read," : "holds none,");
@@ -96,8 +98,8 @@ static void one(int wr)
 	struct mpk_fault f = {
 		.domain = d, .domain_name = "tls-keys", .addr = p + OFF,
 		.offset = OFF, .region = p, .region_len = 4 * 4096,
-		.write = wr, .pkey = hw ? mpk_domain_key(d) : -1,
-		.si_code = hw ? SEGV_PKUERR : SEGV_ACCERR, .tid = tid,
+		.write = wr, .pkey = keyed ? mpk_domain_key(d) : -1,
+		.si_code = keyed ? SEGV_PKUERR : SEGV_ACCERR, .tid = tid,
 		.rights = wr ? MPK_READ : MPK_NONE,
 	};
 	size_t flen = mpk_fault_format(&f, buf, sizeof(buf));
@@ -114,7 +116,21 @@ static void scenario(void)
 	p[OFF] = 1;
 	one(0);
 	one(1);
+	if (mpk_backend() != MPK_BACKEND_HW) {
+		CHECK(mpk_domain_destroy(d) == 0);
+		return;
+	}
+	/* hw: keep d's key, allow no other, and a new closed domain has none. */
+	mpk_domain *keyed = d;
+	struct mpk_info in;
+	REQUIRE(mpk_info(&in) == 0);
+	REQUIRE(mpk_set_key_budget(in.keys_in_use) == 0);
+	REQUIRE(d = mpk_domain_create("tls-keys", MPK_NONE, 0));
+	REQUIRE(mpk_domain_key(d) < 0);
+	REQUIRE(p = mpk_alloc(d, 4 * 4096));
+	one(0);
 	CHECK(mpk_domain_destroy(d) == 0);
+	CHECK(mpk_domain_destroy(keyed) == 0);
 }
 
 int main(void)
