@@ -251,8 +251,8 @@ void mpk__scope_cleanup(mpk_scope *scope);
  *
  * Errors: EINVAL (bad domain or rights), ENOMEM/mprotect errors (soft,
  * nothing changed), EAGAIN (hw: a thread kept SIGRTMAX-2 blocked for over
- * 100 ms or did not answer within 5 s; threads reached have the new rights, the others keep
- * theirs; call again).
+ * 100 ms or did not answer within 5 s; the threads reached, and the caller,
+ * are given back what they held, so nothing changed; call again).
  */
 int mpk_set_all(mpk_domain *d, int rights);
 

@@ -29,7 +29,8 @@
 
 struct target {
 	pid_t tid;
-	int state; /* 0 sent, 1 done, 2 failed (no XSAVE image); atomic */
+	int state;     /* 0 sent, 1 done, 2 failed (no XSAVE image); atomic */
+	mpk_reg_t old; /* the register before the edit (for an undo) */
 };
 
 static pthread_mutex_t bc_lock = PTHREAD_MUTEX_INITIALIZER;
@@ -39,6 +40,7 @@ static struct {
 	mpk_reg_t clear, set;
 	mpk_reg_t (*fn)(const void *arg); /* per-thread set, if not NULL */
 	const void *arg;
+	bool undo; /* put back each target's old bits where they are still set */
 	mpk_reg_t seen_and, seen_or;      /* registers before the edit */
 	struct target *t;
 	size_t n, cap;
@@ -56,18 +58,26 @@ static void on_signal(int sig, siginfo_t *si, void *uc)
 	for (size_t i = 0; t && i < n; i++) {
 		if (t[i].tid != self || __atomic_load_n(&t[i].state, __ATOMIC_ACQUIRE))
 			continue;
-		mpk_reg_t reg;
+		mpk_reg_t reg, want;
 		int state = 2;
-		mpk_reg_t set = req.fn ? req.fn(req.arg) & req.clear : req.set;
-		if (mpk_arch_frame_reg_get(uc, &reg) &&
-		    mpk_arch_frame_reg_set(uc, (reg & ~req.clear) | set)) {
-			__atomic_and_fetch(&req.seen_and, reg, __ATOMIC_RELAXED);
-			__atomic_or_fetch(&req.seen_or, reg, __ATOMIC_RELAXED);
+		if (!mpk_arch_frame_reg_get(uc, &reg))
+			goto answer;
+		if (req.undo) /* unless the thread has set other bits since */
+			want = (reg & req.clear) == req.set ? (reg & ~req.clear) | (t[i].old & req.clear) : reg;
+		else
+			want = (reg & ~req.clear) | (req.fn ? req.fn(req.arg) & req.clear : req.set);
+		if (mpk_arch_frame_reg_set(uc, want)) {
+			if (!req.undo) {
+				t[i].old = reg;
+				__atomic_and_fetch(&req.seen_and, reg, __ATOMIC_RELAXED);
+				__atomic_or_fetch(&req.seen_or, reg, __ATOMIC_RELAXED);
+			}
 			/* A rights change cut short here must not write
 			 * back what it read before this edit. */
 			mpk_arch_frame_restart(uc);
 			state = 1;
 		}
+answer:
 		__atomic_store_n(&t[i].state, state, __ATOMIC_RELEASE);
 	}
 	errno = saved;
@@ -224,6 +234,32 @@ static int wait_round(struct target *t, size_t from, size_t n)
 	return rc;
 }
 
+/*
+ * After a failed broadcast: signal again the threads that were reached, to
+ * put their old bits back (each checks it still holds the new ones: a
+ * thread that set its own rights since keeps them).  Best effort: a thread
+ * that cannot be reached now keeps the new bits.
+ */
+static void undo(pid_t self, mpk_reg_t mine)
+{
+	size_t n = 0;
+
+	for (size_t i = 0; i < req.n; i++)
+		if (__atomic_load_n(&req.t[i].state, __ATOMIC_ACQUIRE) == 1)
+			req.t[n++] = (struct target){ .tid = req.t[i].tid, .old = req.t[i].old };
+	__atomic_store_n(&req.n, 0, __ATOMIC_RELEASE);
+	req.undo = true;
+	for (size_t i = 0; i < n; i++) {
+		__atomic_store_n(&req.n, i + 1, __ATOMIC_RELEASE);
+		if (req.t[i].tid == self || mpk_os_tgkill(getpid(), req.t[i].tid, MPK_SIGNAL))
+			__atomic_store_n(&req.t[i].state, 1, __ATOMIC_RELEASE); /* gone */
+	}
+	wait_round(req.t, 0, n);
+	req.undo = false;
+	if ((mpk_arch_reg_read() & req.clear) == req.set)
+		mpk_arch_reg_update(req.clear, mine & req.clear);
+}
+
 int mpk__broadcast(mpk_reg_t clear, mpk_reg_t set)
 {
 	struct mpk_bcast b = { .clear = clear, .set = set };
@@ -259,6 +295,8 @@ int mpk__broadcast_ex(struct mpk_bcast *b)
 		if (added < 0 || wait_round(req.t, from, req.n))
 			rc = -1;
 	} while (added > 0);
+	if (rc && b->undo_on_fail && !b->fn)
+		undo(self, mine);
 	__atomic_store_n(&req.n, 0, __ATOMIC_RELEASE);
 	b->seen_and = __atomic_load_n(&req.seen_and, __ATOMIC_RELAXED);
 	b->seen_or = __atomic_load_n(&req.seen_or, __ATOMIC_RELAXED);

@@ -150,6 +150,9 @@ struct mpk_bcast {
 	mpk_reg_t (*fn)(const void *arg);
 	const void *arg;
 	mpk_reg_t seen_and, seen_or;
+	/* On failure, give the threads reached (and the caller) their old
+	 * bits back, where they still hold the new ones (not with fn). */
+	bool undo_on_fail;
 };
 int mpk__broadcast_ex(struct mpk_bcast *b);
 

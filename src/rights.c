@@ -172,7 +172,10 @@ MPK_EXPORT int mpk_set_all(mpk_domain *d, int rights)
 	} else if (d->key >= 0) {
 		/* Serialised inside: each request is its own (reg & ~clear)
 		 * | set, so concurrent calls on other keys compose. */
-		rc = mpk__broadcast(mpk_arch_key_mask(d->key), mpk_arch_key_bits(d->key, rights));
+		struct mpk_bcast b = { .clear = mpk_arch_key_mask(d->key),
+				       .set = mpk_arch_key_bits(d->key, rights),
+				       .undo_on_fail = true };
+		rc = mpk__broadcast_ex(&b);
 	} else {
 		rc = mpk__soft_set_all_locked(d, rights);
 	}
