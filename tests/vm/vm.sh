@@ -23,6 +23,9 @@
 #   MPKIT_VM_TIMEOUT       overall limit for the VM run, seconds (default 600)
 #   MPKIT_VM_TEST_TIMEOUT  per-test limit inside the VM, seconds (default 60)
 #   MPKIT_VM_KERNEL        use this kernel image instead of fetching Debian's
+#   MPKIT_VM_KERNEL_PKG    the Debian kernel package to fetch (default: what
+#                          linux-image-amd64 depends on, 6.1 on bookworm); a
+#                          meta-package such as linux-image-6.12-amd64 works
 #   MPKIT_VM_ACCEL         force "kvm" or "tcg" (default: see choose_accel)
 #   MPKIT_TEST_FILTER      passed on to run-tests.sh inside the VM
 
@@ -151,7 +154,7 @@ find_kernel() {
         [ -r "$kernel" ] || skip "kernel $kernel (from MPKIT_VM_KERNEL)"
         return 0
     fi
-    local kdir=$vm_dir/kernel
+    local kdir=$vm_dir/kernel${MPKIT_VM_KERNEL_PKG:+-$MPKIT_VM_KERNEL_PKG}
     kernel=$(latest_vmlinuz "$kdir")
     if [ -z "$kernel" ]; then
         local hint="apt-get update (and apt, dpkg), or set MPKIT_VM_KERNEL=/path/to/bzImage"
@@ -161,7 +164,7 @@ find_kernel() {
         local pkg
         pkg=$(kernel_package)
         [ -n "$pkg" ] || { apt_update_once || true; pkg=$(kernel_package); }
-        [ -n "$pkg" ] || skip "kernel package (apt-cache depends linux-image-amd64 found none)" "$hint"
+        [ -n "$pkg" ] || skip "kernel package (apt-cache depends ${MPKIT_VM_KERNEL_PKG:-linux-image-amd64} found none)" "$hint"
         log "fetching kernel package $pkg"
         local dl=$vm_dir/dl deb
         mkdir -p "$dl"
@@ -193,11 +196,18 @@ latest_vmlinuz() {
     printf '%s\n' "${k[@]}" | sort -V | tail -n 1
 }
 
-# kernel_package: the versioned package that linux-image-amd64 depends on,
-# e.g. linux-image-6.1.0-57-amd64.
+# kernel_package: the versioned package that linux-image-amd64 (or the
+# meta-package in MPKIT_VM_KERNEL_PKG) depends on, e.g.
+# linux-image-6.1.0-57-amd64; a versioned MPKIT_VM_KERNEL_PKG is itself.
 kernel_package() {
-    apt-cache depends linux-image-amd64 2>/dev/null |
-        awk '$1 == "Depends:" && $2 ~ /^linux-image-/ { print $2; exit }' || true
+    local want=${MPKIT_VM_KERNEL_PKG:-linux-image-amd64} dep
+    dep=$(apt-cache depends "$want" 2>/dev/null |
+        awk '$1 == "Depends:" && $2 ~ /^linux-image-[0-9]/ { print $2; exit }' || true)
+    if [ -n "$dep" ]; then
+        echo "$dep"
+    elif [ -n "${MPKIT_VM_KERNEL_PKG:-}" ] && apt-cache show "$want" >/dev/null 2>&1; then
+        echo "$want"
+    fi
 }
 
 # KVM passes the host's CPU features through, so on a host without PKU the
