@@ -11,7 +11,7 @@
 static mpk_domain *d;
 static unsigned char *p;
 static int fds[2];
-static volatile int blocked;
+static int blocked; /* atomic */
 static struct {
 	int calls;
 	struct mpk_fault f;
@@ -36,7 +36,7 @@ static void *reader(void *arg)
 	(void)arg;
 	REQUIRE(mpk_set(d, MPK_RW) == 0);
 	p[5] = 55; /* allowed now */
-	blocked = 1;
+	__atomic_store_n(&blocked, 1, __ATOMIC_RELEASE);
 	got = read(fds[0], &byte, 1);
 	rights_after_wake = mpk_get(d);
 	p[6] = 66; /* faults: closed while it slept */
@@ -57,10 +57,10 @@ static int thread_sleeping(pid_t tid)
 	return e && e[1] == ' ' && e[2] == 'S';
 }
 
-static pid_t reader_tid;
+static pid_t reader_tid; /* atomic */
 static void *reader_wrap(void *arg)
 {
-	reader_tid = (pid_t)syscall(SYS_gettid);
+	__atomic_store_n(&reader_tid, (pid_t)syscall(SYS_gettid), __ATOMIC_RELEASE);
 	return reader(arg);
 }
 
@@ -74,10 +74,15 @@ int main(void)
 	REQUIRE(p = mpk_alloc(d, 4096));
 	REQUIRE(mpk_fault_handler_install(on_fault, NULL) == 0);
 	REQUIRE(pthread_create(&t, NULL, reader_wrap, NULL) == 0);
-	for (int i = 0; i < 5000 && !(blocked && reader_tid && thread_sleeping(reader_tid)); i++)
+	pid_t tid = 0;
+	for (int i = 0; i < 5000; i++) {
+		tid = __atomic_load_n(&reader_tid, __ATOMIC_ACQUIRE);
+		if (__atomic_load_n(&blocked, __ATOMIC_ACQUIRE) && tid && thread_sleeping(tid))
+			break;
 		usleep(1000);
+	}
 	usleep(20000); /* in read() now */
-	REQUIRE(thread_sleeping(reader_tid));
+	REQUIRE(thread_sleeping(tid));
 	CHECK(cb.calls == 0);
 	REQUIRE(mpk_set_all(d, MPK_NONE) == 0);
 	CHECK(mpk_get(d) == MPK_NONE);
