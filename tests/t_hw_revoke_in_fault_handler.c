@@ -44,10 +44,7 @@ static void *thread_t(void *arg)
 	CHECK(mpk_get(x) == MPK_READ);
 	while (!__atomic_load_n(&go_check, __ATOMIC_SEQ_CST))
 		sched_yield();
-	if (mpk_get(d2) != MPK_NONE)
-		t_fail("T holds rights %d to the new domain on the revoked key %d",
-		       mpk_get(d2), mpk_domain_key(d2));
-	CHECK_FAULT(t_read_in_child(p2), d2, p2);
+	CHECK_NO_STALE_RIGHTS(d2, p2);
 	return NULL;
 }
 

@@ -31,10 +31,7 @@ static void *thread_t(void *arg)
 		mpk_set(other, MPK_RW);
 		mpk_set(other, MPK_NONE);
 	}
-	if (mpk_get(d2) != MPK_NONE)
-		t_fail("T holds rights %d to the new domain on the revoked key %d",
-		       mpk_get(d2), mpk_domain_key(d2));
-	CHECK_FAULT(t_read_in_child(p2), d2, p2);
+	CHECK_NO_STALE_RIGHTS(d2, p2);
 	return NULL;
 }
 

@@ -30,9 +30,7 @@ static void *thread_t(void *arg)
 	REQUIRE(read(from_parent[0], &c, 1) == 1); /* traced now */
 	while (!__atomic_load_n(&go_check, __ATOMIC_SEQ_CST))
 		; /* user space only */
-	if (mpk_get(d2) != MPK_NONE)
-		t_fail("T holds rights %d to the new domain", mpk_get(d2));
-	CHECK_FAULT(t_read_in_child(p2), d2, p2);
+	CHECK_NO_STALE_RIGHTS(d2, p2);
 	return NULL;
 }
 

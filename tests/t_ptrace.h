@@ -34,4 +34,14 @@ static inline pid_t t_fork_seize(int (*child)(void), int rd, pid_t *tid)
 	return pid;
 }
 
+/* The domain d2 that got a revoked key: this thread holds no rights to it,
+ * and a read of p2 from a child forked here faults. */
+#define CHECK_NO_STALE_RIGHTS(d2, p2)                                            \
+	do {                                                                     \
+		if (mpk_get(d2) != MPK_NONE)                                     \
+			t_fail("this thread holds rights %d to the new domain on " \
+			       "the revoked key %d", mpk_get(d2), mpk_domain_key(d2)); \
+		CHECK_FAULT(t_read_in_child(p2), d2, p2);                        \
+	} while (0)
+
 #endif

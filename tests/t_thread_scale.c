@@ -56,6 +56,19 @@ static void check_access(int t, int i)
 	}
 }
 
+/* Leave the innermost scope of thread t: its rights go back to what the
+ * scope saved.  Returns the domain's index. */
+static int leave_top(int t, mpk_scope *s)
+{
+	int j = 0;
+	while (dom[j] != s->domain)
+		j++;
+	int saved = s->saved;
+	REQUIRE(mpk_leave(s) == 0);
+	expect[t][j] = saved;
+	return j;
+}
+
 static void *worker(void *arg)
 {
 	int t = (int)(intptr_t)arg;
@@ -87,14 +100,7 @@ static void *worker(void *arg)
 			/* fall through */
 		case 2:
 			if (depth) {
-				mpk_scope *s = &stack[--depth];
-				int j = 0;
-				while (dom[j] != s->domain)
-					j++;
-				int saved = s->saved;
-				REQUIRE(mpk_leave(s) == 0);
-				expect[t][j] = saved;
-				i = j;
+				i = leave_top(t, &stack[--depth]);
 				leaves++;
 			}
 			break;
@@ -112,13 +118,7 @@ static void *worker(void *arg)
 	pthread_barrier_wait(&bar); /* 2: main checked the union */
 
 	while (depth) {
-		mpk_scope *s = &stack[--depth];
-		int j = 0;
-		while (dom[j] != s->domain)
-			j++;
-		int saved = s->saved;
-		REQUIRE(mpk_leave(s) == 0);
-		expect[t][j] = saved;
+		int j = leave_top(t, &stack[--depth]);
 		check_one(t, j, "unwinding");
 	}
 	for (int i = 0; i < ND; i++) {
