@@ -286,6 +286,27 @@ static void undo(pid_t self, mpk_reg_t mine)
 		mpk_arch_reg_update(req.clear, mine & req.clear);
 }
 
+/*
+ * The caller too may be inside a signal handler (mpkit called from one):
+ * edit the frames its handlers return to, as edit() does for the others.
+ * Returns the register its own code holds, before the edit (mine, when
+ * it runs no handler).
+ */
+static mpk_reg_t edit_self(mpk_reg_t clear, mpk_reg_t bits, mpk_reg_t mine)
+{
+	void *fr[FRAMES_MAX];
+	int nf = mpk_arch_self_frames(MPK_SIGNAL, fr, FRAMES_MAX);
+	mpk_reg_t reg;
+
+	for (int j = 0; j < nf; j++)
+		if (mpk_arch_frame_reg_get(fr[j], &reg)) {
+			mpk_arch_frame_reg_set(fr[j], (reg & ~clear) | bits);
+			mpk_arch_frame_restart(fr[j]);
+			mine = reg;
+		}
+	return mine;
+}
+
 int mpk__broadcast(mpk_reg_t clear, mpk_reg_t set)
 {
 	struct mpk_bcast b = { .clear = clear, .set = set };
@@ -306,13 +327,15 @@ int mpk__broadcast_ex(struct mpk_bcast *b)
 		pthread_mutex_unlock(&bc_lock);
 		return -1;
 	}
-	mpk_reg_t mine = mpk_arch_reg_update(b->clear, b->fn ? b->fn(b->arg) & b->clear : b->set);
+	mpk_reg_t bits = b->fn ? b->fn(b->arg) & b->clear : b->set;
+	mpk_reg_t mine = mpk_arch_reg_update(b->clear, bits);
+	mpk_reg_t own = edit_self(b->clear, bits, mine);
 	req.clear = b->clear;
 	req.set = b->set;
 	req.fn = b->fn;
 	req.arg = b->arg;
-	req.seen_and = mine;
-	req.seen_or = mine;
+	req.seen_and = own;
+	req.seen_or = own;
 	__atomic_store_n(&req.n, 0, __ATOMIC_RELEASE);
 	/* Rounds until a scan finds no thread that was not signalled. */
 	do {

@@ -14,10 +14,12 @@
  * of faulting.  Async-signal-safe.
  */
 #define _GNU_SOURCE
+#include <pthread.h>
 #include <signal.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <string.h>
+#include <sys/syscall.h>
 #include <sys/uio.h>
 #include <ucontext.h>
 #include <unistd.h>
@@ -124,6 +126,29 @@ int mpk_arch_frame_chain(void *ucontext, void **frames, int max)
 
 	frames[n++] = uc;
 	while (n < max && (uc = outer(uc, restorer)))
+		frames[n++] = uc;
+	return n;
+}
+
+int mpk_arch_self_frames(int sig, void **frames, int max)
+{
+	struct {
+		void *handler;
+		unsigned long flags;
+		uintptr_t restorer;
+		uint64_t mask;
+	} k;
+	ucontext_t here, *uc = &here;
+	int n = 0;
+
+	if (syscall(SYS_rt_sigaction, sig, NULL, &k, sizeof(k.mask)) || !k.restorer)
+		return 0;
+	/* A context standing for the caller: where its stack is, what it
+	 * blocks. */
+	here.uc_mcontext.gregs[REG_RSP] = (greg_t)(uintptr_t)__builtin_frame_address(0);
+	if (pthread_sigmask(SIG_BLOCK, NULL, &here.uc_sigmask))
+		return 0;
+	while (n < max && (uc = outer(uc, k.restorer)))
 		frames[n++] = uc;
 	return n;
 }
