@@ -427,6 +427,12 @@ int main(void)
 	struct sigaction sa;
 	const char *e;
 
+#ifdef __SANITIZE_THREAD__
+	/* ThreadSanitizer defers asynchronous signals and wraps handlers: a
+	 * handler that blocks, or one that skips the faulting instruction,
+	 * is not what runs. */
+	t_skip("signal handlers under ThreadSanitizer are not the program's");
+#endif
 	hw = t_backend() == MPK_BACKEND_HW;
 	/* Short by default: a hw step in the emulated VM costs a few
 	 * broadcasts, tens of milliseconds. */
