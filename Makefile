@@ -44,7 +44,7 @@ endif
 LIB_SRC := src/init.c src/os.c src/domain.c src/region.c src/memory.c \
            src/rights.c src/soft.c src/broadcast.c src/fault.c $(ARCH_SRC) \
            src/heap_meta.c src/heap_map.c src/heap_run.c src/heap_big.c src/heap.c \
-           src/heap_misuse.c src/vault.c
+           src/heap_misuse.c src/vault.c src/scan.c
 LIB_OBJ := $(LIB_SRC:%.c=$(B)/obj/%.o)
 PIC_OBJ := $(LIB_SRC:%.c=$(B)/pic/%.o)
 
@@ -83,7 +83,9 @@ $(B)/libmpkit.so: $(PIC_OBJ) src/libmpkit.map
 		-Wl,-z,defs -Wl,-z,now $(LDFLAGS) $(PIC_OBJ) -o $@
 	ln -sf libmpkit.so $(B)/$(SONAME)
 
-$(B)/mpkit: $(B)/obj/tools/mpkit.o $(B)/libmpkit.a
+# The scan command uses the library's scanner (src/scan.h, internal).
+$(B)/obj/tools/scan.o $(B)/obj/tests/t_scan_%.o: CFLAGS += -Isrc
+$(B)/mpkit: $(B)/obj/tools/mpkit.o $(B)/obj/tools/scan.o $(B)/libmpkit.a
 	$(CC) $(LDFLAGS) $^ -o $@
 
 $(B)/obj/tools/%.o $(B)/obj/tests/%.o $(B)/obj/examples/%.o $(B)/obj/bench/%.o: CFLAGS += -Itests

@@ -129,3 +129,31 @@ void mpk_arch_frame_restart(void *ucontext)
 			return;
 		}
 }
+
+/*
+ * Where a checked WRPKRU site (pkru.h) goes when the value written is not
+ * the one the library computed: someone jumped onto the WRPKRU with a value
+ * of their own.  PKRU already holds it, so nothing of the caller may run:
+ * no return, no handler, no libc.  A line on stderr, then exit_group(134)
+ * (the status of abort()) straight from here.
+ */
+__asm__(".text\n"
+	".globl mpk_arch_wrpkru_fail\n"
+	".hidden mpk_arch_wrpkru_fail\n"
+	".type mpk_arch_wrpkru_fail, @function\n"
+	"mpk_arch_wrpkru_fail:\n\t"
+	"movl $1, %eax\n\t" /* write(2, msg, len) */
+	"movl $2, %edi\n\t"
+	"leaq mpk_arch_wrpkru_msg(%rip), %rsi\n\t"
+	"movl $mpk_arch_wrpkru_msg_end - mpk_arch_wrpkru_msg, %edx\n\t"
+	"syscall\n\t"
+	"movl $231, %eax\n\t" /* exit_group(134) */
+	"movl $134, %edi\n\t"
+	"syscall\n\t"
+	"ud2\n"
+	".size mpk_arch_wrpkru_fail, . - mpk_arch_wrpkru_fail\n"
+	".section .rodata\n"
+	"mpk_arch_wrpkru_msg:\n\t"
+	".ascii \"mpkit: a WRPKRU site wrote a value mpkit did not compute: exiting\\n\"\n"
+	"mpk_arch_wrpkru_msg_end:\n"
+	".text\n");
