@@ -39,6 +39,12 @@ bool mpk_arch_frame_reg_set(void *ucontext, mpk_reg_t reg);
  */
 void mpk_arch_frame_restart(void *ucontext);
 
+/* mpkit's own system-call site (the lockdown filter trusts it): the raw
+ * result, -errno on failure.  mpk_arch_syscall_ip is the address seccomp
+ * reports for calls made there. */
+long mpk_arch_syscall6(long nr, long a, long b, long c, long d, long e, long f);
+extern const char mpk_arch_syscall_ip[];
+
 /* Whether a SIGSEGV was raised by a write (from the page-fault error code). */
 bool mpk_arch_fault_is_write(const void *ucontext);
 

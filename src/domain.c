@@ -187,7 +187,7 @@ int mpk__key_acquire(struct mpk_domain *d)
 			struct mpk_domain *v = NULL;
 			for (int i = 1; i < MPK_ARCH_NKEYS; i++) {
 				struct mpk_domain *c = mpk_g.key_owner[i];
-				if (c && c != d && !tried[i] && c->key == i &&
+				if (c && c != d && !tried[i] && c->key == i && !c->sealed &&
 				    (!v || __atomic_load_n(&c->lru, __ATOMIC_RELAXED) <
 						   __atomic_load_n(&v->lru, __ATOMIC_RELAXED)))
 					v = c;

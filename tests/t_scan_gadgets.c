@@ -111,8 +111,11 @@ int main(void)
 		CHECK(g && g->kind == MPK_GADGET_WRPKRU && g->mpkit && g->sym[0]);
 		/* the check follows: cmp r32, %eax (REX for r8d..r15d), then jne */
 		const unsigned char *c = (const unsigned char *)site + 3;
+		bool rex_r = (c[0] & 0xf4) == 0x44;
 		c += (c[0] & 0xf0) == 0x40;
 		CHECK(c[0] == 0x39 && (c[1] & 0xc7) == 0xc0 && c[2] == 0x0f && c[3] == 0x85);
+		/* ...with a register other than EAX itself */
+		CHECK(rex_r || ((c[1] >> 3) & 7) != 0);
 	}
 	for (int i = 0; i < s.n; i++)
 		marked += s.g[i].mpkit;

@@ -157,3 +157,30 @@ __asm__(".text\n"
 	".ascii \"mpkit: a WRPKRU site wrote a value mpkit did not compute: exiting\\n\"\n"
 	"mpk_arch_wrpkru_msg_end:\n"
 	".text\n");
+
+/*
+ * mpkit's own system-call instruction.  After mpk_lockdown() the seccomp
+ * filter lets calls that change domain memory (mprotect, pkey_mprotect,
+ * mmap over it, munmap, madvise, pkey_alloc/free) through only when they
+ * come from here: seccomp sees the instruction pointer, which is
+ * mpk_arch_syscall_ip (just after the syscall instruction).  Returns the
+ * raw result (-4095..-1: -errno).
+ */
+__asm__(".text\n"
+	".globl mpk_arch_syscall6\n"
+	".hidden mpk_arch_syscall6\n"
+	".type mpk_arch_syscall6, @function\n"
+	"mpk_arch_syscall6:\n\t"
+	"movq %rdi, %rax\n\t"
+	"movq %rsi, %rdi\n\t"
+	"movq %rdx, %rsi\n\t"
+	"movq %rcx, %rdx\n\t"
+	"movq %r8, %r10\n\t"
+	"movq %r9, %r8\n\t"
+	"movq 8(%rsp), %r9\n\t"
+	"syscall\n"
+	".globl mpk_arch_syscall_ip\n"
+	".hidden mpk_arch_syscall_ip\n"
+	"mpk_arch_syscall_ip:\n\t"
+	"ret\n"
+	".size mpk_arch_syscall6, . - mpk_arch_syscall6\n");

@@ -47,11 +47,14 @@ static inline mpk_reg_t mpk_arch_reg_read(void)
  * moving domain-memory accesses across a rights change. */
 static inline void mpk_arch_reg_write(mpk_reg_t reg)
 {
-	uint32_t eax = reg;
+	uint32_t want;
 
-	__asm__ volatile(MPK_ARCH_WRPKRU_CHECKED("%[want]")
-			 : "+a"(eax)
-			 : [want] "r"(reg), "c"(0), "d"(0)
+	/* The copy is made inside the asm (an early-clobber output): given
+	 * the same value as an input, the compiler would pick EAX itself. */
+	__asm__ volatile("movl %%eax, %[want]\n"
+			 MPK_ARCH_WRPKRU_CHECKED("%[want]")
+			 : [want] "=&r"(want)
+			 : "a"(reg), "c"(0), "d"(0)
 			 : "memory", "cc");
 }
 
