@@ -64,7 +64,8 @@ endif
 BENCH_SRC := bench/engine.c bench/machine.c bench/report.c bench/plot.c
 BENCH_OBJ := $(BENCH_SRC:%.c=$(B)/obj/%.o)
 
-all: $(B)/libmpkit.a $(B)/libmpkit.so $(B)/mpkit $(B)/mpkit-bench $(B)/mpkit-bench-alloc $(B)/mpkit-bench-threads
+all: $(B)/libmpkit.a $(B)/libmpkit.so $(B)/mpkit $(B)/mpkit-bench $(B)/mpkit-bench-alloc $(B)/mpkit-bench-threads \
+     $(B)/mpkit-bench-lockdown
 
 $(B)/obj/%.o: %.c
 	@mkdir -p $(@D)
@@ -103,6 +104,10 @@ $(B)/mpkit-bench-alloc: $(B)/obj/bench/alloc.o $(B)/libmpkit.a
 # Rights changes for one thread and for all (mpk_set_all) against mprotect.
 $(B)/mpkit-bench-threads: $(B)/obj/bench/threads.o $(B)/libmpkit.a
 	$(CC) $(LDFLAGS) $^ -pthread -o $@
+
+# What mpk_lockdown() costs: its own time, and the MPK_WITH loop before/after.
+$(B)/mpkit-bench-lockdown: $(B)/obj/bench/lockdown.o $(BENCH_OBJ) $(B)/libmpkit.a
+	$(CC) $(LDFLAGS) $^ $(BENCH_LIBS) -lm -o $@
 
 # The VM smoke test of the benchmark engine: tiny sizes, both backends.
 $(B)/tests/t_bench_smoke: $(B)/obj/tests/t_bench_smoke.o $(BENCH_OBJ) $(B)/libmpkit.a

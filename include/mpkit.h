@@ -527,7 +527,7 @@ size_t mpk_misuse_format(const struct mpk_misuse *misuse, char *buf, size_t size
 #define MPK_LOCK_NO_OPEN     0x08u /* open(), openat(), openat2(), creat() denied from now on (every thread) */
 #define MPK_LOCK_SCAN        0x10u /* scan executable mappings for WRPKRU/XRSTOR outside mpkit: refuse (EPERM) if any */
 #define MPK_LOCK_SCAN_REPORT 0x20u /* the same scan, reported on stderr, without refusing */
-#define MPK_LOCK_FREEZE_KEYS 0x40u /* pkey_alloc/free/mprotect denied to mpkit too: no key changes any more */
+#define MPK_LOCK_FREEZE_KEYS 0x40u /* pkey_alloc/pkey_free denied to mpkit too: no key is taken or given back any more */
 
 /*
  * Apply the lockdown.  x86-64 Linux only.  Returns 0, or -1 with errno and

@@ -12,7 +12,7 @@
  *     madvise MADV_DODUMP and MADV_KEEPONFORK; PROT_EXEC in mmap, mprotect
  *     and pkey_mprotect (no new code after lockdown);
  *   with MPK_LOCK_NO_OPEN, open/creat/openat/openat2/open_by_handle_at;
- *   with MPK_LOCK_FREEZE_KEYS, pkey_alloc/free/mprotect, from mpkit too;
+ *   with MPK_LOCK_FREEZE_KEYS, pkey_alloc and pkey_free, from mpkit too;
  *   from mpkit's site (mpk_arch_syscall_ip): the rest is allowed;
  *   from anywhere else: pkey_alloc, pkey_free, pkey_mprotect and mremap
  *     with MREMAP_FIXED, shmat with SHM_REMAP denied; mprotect, munmap,
@@ -216,6 +216,7 @@ int mpk__bpf_build(struct sock_filter *out, size_t *len, const struct mpk_range 
 	static const uint32_t opens[] = { SYS_open, SYS_creat, SYS_openat, 437 /* openat2 */,
 					  SYS_open_by_handle_at };
 	static const uint32_t keys[] = { SYS_pkey_alloc, SYS_pkey_free, SYS_pkey_mprotect };
+	static const uint32_t key_moves[] = { SYS_pkey_alloc, SYS_pkey_free };
 	static const uint32_t exec[] = { SYS_mmap, SYS_mprotect, SYS_pkey_mprotect };
 	static const uint32_t ranged[] = { SYS_mprotect, SYS_munmap, SYS_madvise };
 	const bool kill = !(flags & MPK_LOCK_ERRNO);
@@ -242,7 +243,7 @@ int mpk__bpf_build(struct sock_filter *out, size_t *len, const struct mpk_range 
 	if (flags & MPK_LOCK_NO_OPEN)
 		jump_each(p, opens, N(opens), l_deny);
 	if (flags & MPK_LOCK_FREEZE_KEYS)
-		jump_each(p, keys, N(keys), l_deny);
+		jump_each(p, key_moves, N(key_moves), l_deny);
 	jump_each(p, exec, N(exec), l_exec);
 	jump(p, BPF_JEQ, SYS_madvise, l_adv, l_ip);
 	arg_flags(p, l_exec, 2, PROT_EXEC, l_deny, l_ip);
