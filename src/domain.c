@@ -67,8 +67,13 @@ static int key_take(void)
 	 * bits, closed unless someone left them open, and mpkit revokes
 	 * every key it gives back (key_put). */
 	int key = mpk_os_pkey_alloc(0, 0);
-	if (key < 0)
-		return -1; /* ENOSPC when the kernel has none left */
+	if (key < 0) {
+		/* ENOSPC when the kernel has none left; EPERM once
+		 * mpk_lockdown(MPK_LOCK_FREEZE_KEYS) froze them: none either */
+		if (errno == EPERM)
+			errno = ENOSPC;
+		return -1;
+	}
 	if (key >= MPK_ARCH_NKEYS) { /* cannot happen on x86; be safe */
 		mpk_os_pkey_free(key);
 		errno = ENOSPC;
@@ -90,7 +95,11 @@ static void key_put(int key)
 		mpk_g.key_spare[key] = true;
 		return;
 	}
-	mpk_os_pkey_free(key);
+	if (mpk_os_pkey_free(key)) {
+		/* keys frozen by mpk_lockdown(): keep it, closed, for reuse */
+		mpk_g.key_spare[key] = true;
+		return;
+	}
 	mpk_g.keys_held--;
 }
 

@@ -1,7 +1,7 @@
 /* mpk_lockdown()'s argument checks: unknown flags fail with EINVAL and
  * lock nothing; before a lockdown mpk_lockdown_flags() says ENOENT; a scan
  * that finds gadgets refuses with EPERM and locks nothing either. */
-#include "t.h"
+#include "t_pit.h"
 #include <sys/prctl.h>
 
 int main(void)
@@ -21,5 +21,5 @@ int main(void)
 	CHECK(mmap(NULL, 4096, PROT_READ | PROT_EXEC, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0) == MAP_FAILED);
 	CHECK(errno == EPERM);
 	CHECK_ERR(mpk_lockdown(0), EALREADY);
-	return t_done();
+	t_exit_locked();
 }

@@ -84,6 +84,7 @@ static void daemon_work(unsigned flags)
 		CHECK(mpk_free(d, more) == 0);
 	}
 	CHECK_ERR(mpk_lockdown(flags), EALREADY);
+	t_exit_locked();
 }
 
 static void plain(void)
