@@ -1,7 +1,7 @@
 /* Pitfall: XRSTOR of an XSAVE image whose PKRU component is 0 (all keys
  * open).  As with WRPKRU, only the scan can see it (MPK_LOCK_SCAN refuses).
- * On soft XCR0 has no PKRU component: XRSTOR restores nothing, the page
- * stays PROT_NONE: SIGSEGV. */
+ * Where XCR0 has no PKRU component (no PKU: soft) an image naming it makes
+ * XRSTOR raise #GP: SIGSEGV, and the page stays PROT_NONE anyway. */
 #include <cpuid.h>
 #include "t_pit.h"
 
