@@ -44,7 +44,8 @@ endif
 LIB_SRC := src/init.c src/os.c src/domain.c src/region.c src/memory.c \
            src/rights.c src/soft.c src/broadcast.c src/fault.c $(ARCH_SRC) \
            src/heap_meta.c src/heap_map.c src/heap_run.c src/heap_big.c src/heap.c \
-           src/heap_misuse.c src/vault.c
+           src/heap_misuse.c src/vault.c src/scan.c \
+           src/lockdown.c src/lockdown_bpf.c src/landlock.c
 LIB_OBJ := $(LIB_SRC:%.c=$(B)/obj/%.o)
 PIC_OBJ := $(LIB_SRC:%.c=$(B)/pic/%.o)
 
@@ -63,7 +64,8 @@ endif
 BENCH_SRC := bench/engine.c bench/machine.c bench/report.c bench/plot.c
 BENCH_OBJ := $(BENCH_SRC:%.c=$(B)/obj/%.o)
 
-all: $(B)/libmpkit.a $(B)/libmpkit.so $(B)/mpkit $(B)/mpkit-bench $(B)/mpkit-bench-alloc $(B)/mpkit-bench-threads
+all: $(B)/libmpkit.a $(B)/libmpkit.so $(B)/mpkit $(B)/mpkit-bench $(B)/mpkit-bench-alloc $(B)/mpkit-bench-threads \
+     $(B)/mpkit-bench-lockdown
 
 $(B)/obj/%.o: %.c
 	@mkdir -p $(@D)
@@ -83,7 +85,9 @@ $(B)/libmpkit.so: $(PIC_OBJ) src/libmpkit.map
 		-Wl,-z,defs -Wl,-z,now $(LDFLAGS) $(PIC_OBJ) -o $@
 	ln -sf libmpkit.so $(B)/$(SONAME)
 
-$(B)/mpkit: $(B)/obj/tools/mpkit.o $(B)/libmpkit.a
+# The scan command uses the library's scanner (src/scan.h, internal).
+$(B)/obj/tools/scan.o $(B)/obj/tests/t_scan_%.o: CFLAGS += -Isrc
+$(B)/mpkit: $(B)/obj/tools/mpkit.o $(B)/obj/tools/scan.o $(B)/libmpkit.a
 	$(CC) $(LDFLAGS) $^ -o $@
 
 $(B)/obj/tools/%.o $(B)/obj/tests/%.o $(B)/obj/examples/%.o $(B)/obj/bench/%.o: CFLAGS += -Itests
@@ -100,6 +104,10 @@ $(B)/mpkit-bench-alloc: $(B)/obj/bench/alloc.o $(B)/libmpkit.a
 # Rights changes for one thread and for all (mpk_set_all) against mprotect.
 $(B)/mpkit-bench-threads: $(B)/obj/bench/threads.o $(B)/libmpkit.a
 	$(CC) $(LDFLAGS) $^ -pthread -o $@
+
+# What mpk_lockdown() costs: its own time, and the MPK_WITH loop before/after.
+$(B)/mpkit-bench-lockdown: $(B)/obj/bench/lockdown.o $(BENCH_OBJ) $(B)/libmpkit.a
+	$(CC) $(LDFLAGS) $^ $(BENCH_LIBS) -lm -o $@
 
 # The VM smoke test of the benchmark engine: tiny sizes, both backends.
 $(B)/tests/t_bench_smoke: $(B)/obj/tests/t_bench_smoke.o $(BENCH_OBJ) $(B)/libmpkit.a

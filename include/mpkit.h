@@ -512,6 +512,35 @@ int mpk_misuse_handler_set(mpk_misuse_fn fn, void *arg);
  * or 0 with EINVAL. */
 size_t mpk_misuse_format(const struct mpk_misuse *misuse, char *buf, size_t size);
 
+/*
+ * Lockdown: freeze the process so that a closed domain stays closed against
+ * system calls and stray code, not only stray loads (docs/threat-model.md).
+ * Irreversible.  Always: a seccomp filter on every thread (ptrace,
+ * process_vm_readv/writev, io_uring, new PROT_EXEC, MADV_DODUMP/KEEPONFORK,
+ * 32-bit and x32 entry denied; pkey calls and mprotect/mmap(MAP_FIXED)/
+ * munmap/mremap/madvise of domain memory denied unless mpkit makes them),
+ * PR_SET_DUMPABLE 0 and MADV_DONTDUMP on all domain memory.  Flags add:
+ */
+#define MPK_LOCK_ERRNO       0x01u /* a denied call fails with EPERM (default: the process is killed) */
+#define MPK_LOCK_SEAL        0x02u /* mseal() the mpk_alloc() memory of keyed domains (Linux 6.10+; else the filter alone) */
+#define MPK_LOCK_PROC_MEM    0x04u /* Landlock: /proc/PID/mem and task/TID/mem cannot be opened (the caller and threads it starts later) */
+#define MPK_LOCK_NO_OPEN     0x08u /* open(), openat(), openat2(), creat() denied from now on (every thread) */
+#define MPK_LOCK_SCAN        0x10u /* scan executable mappings for WRPKRU/XRSTOR outside mpkit: refuse (EPERM) if any */
+#define MPK_LOCK_SCAN_REPORT 0x20u /* the same scan, reported on stderr, without refusing */
+#define MPK_LOCK_FREEZE_KEYS 0x40u /* pkey_alloc/pkey_free denied to mpkit too: no key is taken or given back any more */
+
+/*
+ * Apply the lockdown.  x86-64 Linux only.  Returns 0, or -1 with errno and
+ * nothing applied: EINVAL (unknown flags), EALREADY (done already), EPERM
+ * (MPK_LOCK_SCAN found gadgets), ENOTSUP (seccomp, or Landlock for
+ * MPK_LOCK_PROC_MEM, missing), E2BIG (too many domain ranges for the
+ * filter), ENOMEM.
+ */
+int mpk_lockdown(unsigned flags);
+
+/* The flags of the lockdown in force, or -1 if there is none. */
+int mpk_lockdown_flags(void);
+
 #ifdef __cplusplus
 }
 #endif

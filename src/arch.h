@@ -52,6 +52,11 @@ int mpk_arch_frame_chain(void *ucontext, void **frames, int max);
  * none).  sig: a signal whose handler came from the C library (for the
  * restorer address every frame starts with). */
 int mpk_arch_self_frames(int sig, void **frames, int max);
+/* mpkit's own system-call site (the lockdown filter trusts it): the raw
+ * result, -errno on failure.  mpk_arch_syscall_ip is the address seccomp
+ * reports for calls made there. */
+long mpk_arch_syscall6(long nr, long a, long b, long c, long d, long e, long f);
+extern const char mpk_arch_syscall_ip[];
 
 /* Whether a SIGSEGV was raised by a write (from the page-fault error code). */
 bool mpk_arch_fault_is_write(const void *ucontext);

@@ -67,8 +67,13 @@ static int key_take(void)
 	 * bits, closed unless someone left them open, and mpkit revokes
 	 * every key it gives back (key_put). */
 	int key = mpk_os_pkey_alloc(0, 0);
-	if (key < 0)
-		return -1; /* ENOSPC when the kernel has none left */
+	if (key < 0) {
+		/* ENOSPC when the kernel has none left; EPERM once
+		 * mpk_lockdown(MPK_LOCK_FREEZE_KEYS) froze them: none either */
+		if (errno == EPERM)
+			errno = ENOSPC;
+		return -1;
+	}
 	if (key >= MPK_ARCH_NKEYS) { /* cannot happen on x86; be safe */
 		mpk_os_pkey_free(key);
 		errno = ENOSPC;
@@ -90,7 +95,11 @@ static void key_put(int key)
 		mpk_g.key_spare[key] = true;
 		return;
 	}
-	mpk_os_pkey_free(key);
+	if (mpk_os_pkey_free(key)) {
+		/* keys frozen by mpk_lockdown(): keep it, closed, for reuse */
+		mpk_g.key_spare[key] = true;
+		return;
+	}
 	mpk_g.keys_held--;
 }
 
@@ -212,7 +221,7 @@ int mpk__key_acquire(struct mpk_domain *d)
 			struct mpk_domain *v = NULL;
 			for (int i = 1; i < MPK_ARCH_NKEYS; i++) {
 				struct mpk_domain *c = mpk_g.key_owner[i];
-				if (c && c != d && !tried[i] && c->key == i &&
+				if (c && c != d && !tried[i] && c->key == i && !c->sealed &&
 				    (!v || __atomic_load_n(&c->lru, __ATOMIC_RELAXED) <
 						   __atomic_load_n(&v->lru, __ATOMIC_RELAXED)))
 					v = c;

@@ -152,8 +152,8 @@ static int map_big(struct heap *h, size_t size, size_t align, struct big *b)
 	if (!start)
 		return -1;
 	if (h->flags & HEAP_SECRET) {
-		if (madvise((void *)start, len, MADV_DONTDUMP) ||
-		    madvise((void *)start, len, MADV_WIPEONFORK) ||
+		if (mpk_os_madvise((void *)start, len, MADV_DONTDUMP) ||
+		    mpk_os_madvise((void *)start, len, MADV_WIPEONFORK) ||
 		    mpk__heap_lock_pages(h, (void *)start, len)) {
 			err = errno;
 			mpk__free_owned(h->domain, (void *)start);

@@ -195,6 +195,14 @@ static int grow(size_t len)
 	return 0;
 }
 
+void mpk__meta_ranges_each(void (*fn)(uintptr_t lo, uintptr_t hi, void *arg), void *arg)
+{
+	unsigned n = __atomic_load_n(&meta.nranges, __ATOMIC_ACQUIRE);
+
+	for (unsigned i = 0; i < n; i++)
+		fn(meta.range[i].lo, meta.range[i].hi, arg);
+}
+
 void *mpk__meta_alloc(size_t len)
 {
 	unsigned o = order_of(len);
@@ -221,6 +229,6 @@ void mpk__meta_free(void *p, size_t len)
 {
 	unsigned o = order_of(len);
 
-	madvise(p, mpk__page() << o, MADV_DONTNEED);
+	mpk_os_madvise(p, mpk__page() << o, MADV_DONTNEED);
 	push(p, o);
 }

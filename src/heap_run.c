@@ -77,8 +77,8 @@ static struct chunk *chunk_new(struct arena *a)
 		return NULL;
 	/* Secrets stay out of core dumps and read as zeros in a child. */
 	if ((a->heap->flags & HEAP_SECRET) &&
-	    (madvise(base, CHUNK_SIZE, MADV_DONTDUMP) ||
-	     madvise(base, CHUNK_SIZE, MADV_WIPEONFORK))) {
+	    (mpk_os_madvise(base, CHUNK_SIZE, MADV_DONTDUMP) ||
+	     mpk_os_madvise(base, CHUNK_SIZE, MADV_WIPEONFORK))) {
 		err = errno;
 		goto unmap;
 	}
@@ -157,7 +157,7 @@ static void purge(struct arena *a)
 		for (struct run *r = a->free_runs[b]; r; r = r->next)
 			if (!r->clean) {
 				struct chunk *c = r->chunk;
-				madvise((void *)run_addr(c, r), r->pages * page, MADV_DONTNEED);
+				mpk_os_madvise((void *)run_addr(c, r), r->pages * page, MADV_DONTNEED);
 				r->clean = 1;
 				a->dirty_pages -= r->pages;
 			}
@@ -230,7 +230,7 @@ void mpk__run_free(struct arena *a, struct chunk *c, struct run *r)
 		 * be purged. */
 		void *at = (void *)run_addr(c, r);
 		mpk_os_munlock(at, r->pages * page);
-		madvise(at, r->pages * page, MADV_DONTNEED);
+		mpk_os_madvise(at, r->pages * page, MADV_DONTNEED);
 		r->clean = 1;
 	}
 	c->nfree = (uint16_t)(c->nfree + r->pages);

@@ -29,6 +29,7 @@ struct mpk_region {
 	struct mpk_domain *domain;
 	struct mpk_region *next; /* in the domain's list; under mpk_g.lock */
 	bool owned;              /* a heap's or vault's: mpk_free() refuses it */
+	bool sealed;             /* mseal()ed by mpk_lockdown(): never unmapped */
 };
 
 struct mpk_domain {
@@ -50,6 +51,7 @@ struct mpk_domain {
 	uint64_t gen;
 	uint64_t lru; /* mpk_g.tick when last used; atomic, relaxed */
 	int holds; /* heaps and vaults built on it: destroy says EBUSY */
+	bool sealed; /* has sealed regions: keeps its key, never destroyed */
 	struct mpk_domain *dead_next; /* quarantine after destroy */
 };
 
@@ -98,6 +100,8 @@ void mpk__region_del(struct mpk_region *r);
 struct mpk_region *mpk__region_lookup(const void *addr); /* signal-safe */
 bool mpk__range_overlaps(const void *addr, size_t len);
 void mpk__domain_unmap_all(struct mpk_domain *d);
+/* Every region, in no order (lock held): fn(region, arg). */
+void mpk__regions_each(void (*fn)(struct mpk_region *r, void *arg), void *arg);
 
 /* memory.c: put fresh memory mpkit just mapped (private anonymous, any
  * protection) into d: mpk_adopt() without the /proc checks.  On failure it

@@ -64,14 +64,15 @@ static int free_region(struct mpk_domain *d, void *addr, bool owned)
 	for (r = d->regions; r; r = r->next)
 		if (r->start == (uintptr_t)addr && r->owned == owned)
 			break;
-	if (r) {
+	bool sealed = r && r->sealed;
+	if (r && !sealed) {
 		size_t len = r->len;
 		mpk__region_del(r);
 		mpk_os_unmap(addr, len);
 	}
 	pthread_mutex_unlock(&mpk_g.lock);
-	if (!r) {
-		errno = EINVAL;
+	if (!r || sealed) {
+		errno = sealed ? EPERM : EINVAL;
 		return -1;
 	}
 	return 0;

@@ -11,7 +11,41 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
+#include "arch.h"
 #include "os.h"
+
+/*
+ * Calls that change memory go through the arch layer's system-call site
+ * once mpk_lockdown() has installed its filter (the filter trusts only that
+ * site with domain memory), and through libc before, where sanitizers
+ * watch mmap and munmap.  pkey calls always take the site.
+ */
+bool mpk_os_locked;
+
+static long sys_mem(long nr, long a, long b, long c, long d, long e, long f)
+{
+	long r;
+
+	if (!__atomic_load_n(&mpk_os_locked, __ATOMIC_ACQUIRE))
+		return syscall(nr, a, b, c, d, e, f);
+	r = mpk_arch_syscall6(nr, a, b, c, d, e, f);
+	if (r < 0 && r > -4096) {
+		errno = (int)-r;
+		return -1;
+	}
+	return r;
+}
+
+static long sys_key(long nr, long a, long b, long c, long d)
+{
+	long r = mpk_arch_syscall6(nr, a, b, c, d, 0, 0);
+
+	if (r < 0 && r > -4096) {
+		errno = (int)-r;
+		return -1;
+	}
+	return r;
+}
 
 #ifndef SYS_pkey_mprotect
 #define SYS_pkey_mprotect 329
@@ -75,12 +109,12 @@ int mpk_os_pkey_alloc(unsigned flags, unsigned rights)
 {
 	if (injected(MPK_OS_FAIL_PKEY_ALLOC))
 		return -1;
-	return (int)syscall(SYS_pkey_alloc, flags, rights);
+	return (int)sys_key(SYS_pkey_alloc, flags, rights, 0, 0);
 }
 
 int mpk_os_pkey_free(int key)
 {
-	return (int)syscall(SYS_pkey_free, key);
+	return (int)sys_key(SYS_pkey_free, key, 0, 0, 0);
 }
 
 int mpk_os_pkey_mprotect(void *addr, size_t len, int prot, int key)
@@ -88,7 +122,7 @@ int mpk_os_pkey_mprotect(void *addr, size_t len, int prot, int key)
 	count_mprotect();
 	if (injected(MPK_OS_FAIL_MPROTECT))
 		return -1;
-	return (int)syscall(SYS_pkey_mprotect, addr, len, prot, key);
+	return (int)sys_key(SYS_pkey_mprotect, (long)addr, (long)len, prot, key);
 }
 
 int mpk_os_mprotect(void *addr, size_t len, int prot)
@@ -96,12 +130,19 @@ int mpk_os_mprotect(void *addr, size_t len, int prot)
 	count_mprotect();
 	if (injected(MPK_OS_FAIL_MPROTECT))
 		return -1;
-	return mprotect(addr, len, prot);
+	if (!__atomic_load_n(&mpk_os_locked, __ATOMIC_ACQUIRE))
+		return mprotect(addr, len, prot);
+	return (int)sys_mem(SYS_mprotect, (long)addr, (long)len, prot, 0, 0, 0);
 }
 
 void *mpk_os_map(size_t len, int prot)
 {
-	void *p = mmap(NULL, len, prot, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	void *p;
+
+	if (!__atomic_load_n(&mpk_os_locked, __ATOMIC_ACQUIRE))
+		p = mmap(NULL, len, prot, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	else
+		p = (void *)sys_mem(SYS_mmap, 0, (long)len, prot, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
 	return p == MAP_FAILED ? NULL : p;
 }
 
@@ -123,24 +164,31 @@ void *mpk_os_map_apart(size_t len, int prot)
 	p = mpk_os_map(len + 2 * page, prot);
 	if (!p)
 		return NULL;
-	munmap(p, page);
-	munmap(p + page + len, page);
+	mpk_os_unmap(p, page);
+	mpk_os_unmap(p + page + len, page);
 	return p + page;
 }
 
 int mpk_os_unmap(void *addr, size_t len)
 {
-	return munmap(addr, len);
+	if (!__atomic_load_n(&mpk_os_locked, __ATOMIC_ACQUIRE))
+		return munmap(addr, len);
+	return (int)sys_mem(SYS_munmap, (long)addr, (long)len, 0, 0, 0, 0);
+}
+
+int mpk_os_madvise(void *addr, size_t len, int advice)
+{
+	return (int)sys_mem(SYS_madvise, (long)addr, (long)len, advice, 0, 0, 0);
 }
 
 int mpk_os_mlock(const void *addr, size_t len)
 {
-	return (int)syscall(SYS_mlock, addr, len);
+	return (int)sys_mem(SYS_mlock, (long)addr, (long)len, 0, 0, 0, 0);
 }
 
 int mpk_os_munlock(const void *addr, size_t len)
 {
-	return (int)syscall(SYS_munlock, addr, len);
+	return (int)sys_mem(SYS_munlock, (long)addr, (long)len, 0, 0, 0, 0);
 }
 
 pid_t mpk_os_gettid(void)

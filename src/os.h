@@ -17,6 +17,9 @@ int mpk_os_mprotect(void *addr, size_t len, int prot);
 void *mpk_os_map(size_t len, int prot);
 void *mpk_os_map_apart(size_t len, int prot);
 int mpk_os_unmap(void *addr, size_t len);
+int mpk_os_madvise(void *addr, size_t len, int advice);
+/* Set by mpk_lockdown(): memory calls go through mpkit's trusted site. */
+extern bool mpk_os_locked;
 /* Raw mlock()/munlock(): sanitizers make the libc ones no-ops. */
 int mpk_os_mlock(const void *addr, size_t len);
 int mpk_os_munlock(const void *addr, size_t len);

@@ -47,6 +47,7 @@ struct mpk_region *mpk__region_add(struct mpk_domain *d, void *start, size_t len
 	r->len = len;
 	r->domain = d;
 	r->owned = false;
+	r->sealed = false;
 	r->next = d->regions;
 	d->regions = r;
 	__atomic_store_n(&r->start, (uintptr_t)start, __ATOMIC_RELEASE);
@@ -90,6 +91,14 @@ bool mpk__range_overlaps(const void *addr, size_t len)
 				return true;
 		}
 	return false;
+}
+
+void mpk__regions_each(void (*fn)(struct mpk_region *r, void *arg), void *arg)
+{
+	for (struct chunk *c = chunks; c; c = c->next)
+		for (int i = 0; i < CHUNK_SLOTS; i++)
+			if (c->slot[i].start)
+				fn(&c->slot[i], arg);
 }
 
 void mpk__domain_unmap_all(struct mpk_domain *d)

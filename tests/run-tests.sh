@@ -111,6 +111,8 @@ for path in ./t_*; do
         0)
             passed=$((passed + 1))
             echo "PASS $name"
+            # rows a test wants in the log (the pitfalls table)
+            grep '^pit: ' "$out" | awk '{ print "    " $0 }'
             ;;
         77)
             skipped=$((skipped + 1))

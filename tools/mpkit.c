@@ -10,6 +10,7 @@
 #include <unistd.h>
 
 #include "mpkit.h"
+#include "scan_cmd.h"
 
 static void usage(FILE *f)
 {
@@ -22,6 +23,9 @@ static void usage(FILE *f)
 		"  bench [OPTIONS] what keys buy over mprotect(), measured: a table of\n"
 		"                  domain switch, mprotect, THP and libsodium costs by\n"
 		"                  region size and thread count (mpkit bench --help)\n"
+		"  scan [--json] FILE... | --pid PID\n"
+		"                  WRPKRU and XRSTOR gadgets in executable code, with\n"
+		"                  their symbols; exit 1 if one lies outside mpkit\n"
 		"\n"
 		"environment:\n"
 		"  MPKIT_BACKEND=hw|soft|auto   backend choice (default auto)\n"
@@ -142,6 +146,8 @@ int main(int argc, char **argv)
 	}
 	if (!strcmp(argv[1], "info"))
 		return cmd_info(argc - 1, argv + 1);
+	if (!strcmp(argv[1], "scan"))
+		return mpk_cmd_scan(argc - 1, argv + 1);
 	if (!strcmp(argv[1], "bench"))
 		return cmd_bench(argv + 1);
 	fprintf(stderr, "mpkit: unknown command '%s' (try mpkit --help)\n", argv[1]);

@@ -129,3 +129,58 @@ void mpk_arch_frame_restart(void *ucontext)
 			return;
 		}
 }
+
+/*
+ * Where a checked WRPKRU site (pkru.h) goes when the value written is not
+ * the one the library computed: someone jumped onto the WRPKRU with a value
+ * of their own.  PKRU already holds it, so nothing of the caller may run:
+ * no return, no handler, no libc.  A line on stderr, then exit_group(134)
+ * (the status of abort()) straight from here.
+ */
+__asm__(".text\n"
+	".globl mpk_arch_wrpkru_fail\n"
+	".hidden mpk_arch_wrpkru_fail\n"
+	".type mpk_arch_wrpkru_fail, @function\n"
+	"mpk_arch_wrpkru_fail:\n\t"
+	"movl $1, %eax\n\t" /* write(2, msg, len) */
+	"movl $2, %edi\n\t"
+	"leaq mpk_arch_wrpkru_msg(%rip), %rsi\n\t"
+	"movl $mpk_arch_wrpkru_msg_end - mpk_arch_wrpkru_msg, %edx\n\t"
+	"syscall\n\t"
+	"movl $231, %eax\n\t" /* exit_group(134) */
+	"movl $134, %edi\n\t"
+	"syscall\n\t"
+	"ud2\n"
+	".size mpk_arch_wrpkru_fail, . - mpk_arch_wrpkru_fail\n"
+	".section .rodata\n"
+	"mpk_arch_wrpkru_msg:\n\t"
+	".ascii \"mpkit: a WRPKRU site wrote a value mpkit did not compute: exiting\\n\"\n"
+	"mpk_arch_wrpkru_msg_end:\n"
+	".text\n");
+
+/*
+ * mpkit's own system-call instruction.  After mpk_lockdown() the seccomp
+ * filter lets calls that change domain memory (mprotect, pkey_mprotect,
+ * mmap over it, munmap, madvise, pkey_alloc/free) through only when they
+ * come from here: seccomp sees the instruction pointer, which is
+ * mpk_arch_syscall_ip (just after the syscall instruction).  Returns the
+ * raw result (-4095..-1: -errno).
+ */
+__asm__(".text\n"
+	".globl mpk_arch_syscall6\n"
+	".hidden mpk_arch_syscall6\n"
+	".type mpk_arch_syscall6, @function\n"
+	"mpk_arch_syscall6:\n\t"
+	"movq %rdi, %rax\n\t"
+	"movq %rsi, %rdi\n\t"
+	"movq %rdx, %rsi\n\t"
+	"movq %rcx, %rdx\n\t"
+	"movq %r8, %r10\n\t"
+	"movq %r9, %r8\n\t"
+	"movq 8(%rsp), %r9\n\t"
+	"syscall\n"
+	".globl mpk_arch_syscall_ip\n"
+	".hidden mpk_arch_syscall_ip\n"
+	"mpk_arch_syscall_ip:\n\t"
+	"ret\n"
+	".size mpk_arch_syscall6, . - mpk_arch_syscall6\n");

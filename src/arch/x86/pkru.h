@@ -22,14 +22,40 @@ static inline mpk_reg_t mpk_arch_reg_read(void)
 	return eax;
 }
 
+/*
+ * Every WRPKRU of mpkit is a checked site (ERIM's call-gate check): the
+ * value the library meant to write is kept in a second register, and right
+ * after the write EAX (what went into PKRU) is compared with it; on a
+ * mismatch mpk_arch_wrpkru_fail kills the process before a single further
+ * instruction of the caller runs.  So jumping onto an mpkit WRPKRU with a
+ * chosen EAX gains nothing.  EAX is compared rather than a fresh RDPKRU: a
+ * broadcast may legitimately edit PKRU between the two.  Each site is also
+ * listed, as a self-relative offset resolved at link time, in the section
+ * mpk_wrpkru_sites, which the gadget scan (scan.c) reads to mark them.
+ * "2:" must label the WRPKRU and EXPECT name the register holding the value.
+ */
+#define MPK_ARCH_WRPKRU_CHECKED(expect)                                  \
+	"2:\t.byte 0x0f,0x01,0xef\n\t" /* wrpkru */                       \
+	"cmpl " expect ", %%eax\n\t"                                      \
+	"jne mpk_arch_wrpkru_fail\n\t"                                    \
+	".pushsection mpk_wrpkru_sites, \"a\"\n\t"                        \
+	".balign 4\n\t"                                                   \
+	".long 2b - .\n\t"                                                \
+	".popsection\n"
+
 /* WRPKRU: ECX = EDX = 0.  The "memory" clobber keeps the compiler from
  * moving domain-memory accesses across a rights change. */
 static inline void mpk_arch_reg_write(mpk_reg_t reg)
 {
-	__asm__ volatile(".byte 0x0f,0x01,0xef" /* wrpkru */
-			 :
+	uint32_t want;
+
+	/* The copy is made inside the asm (an early-clobber output): given
+	 * the same value as an input, the compiler would pick EAX itself. */
+	__asm__ volatile("movl %%eax, %[want]\n"
+			 MPK_ARCH_WRPKRU_CHECKED("%[want]")
+			 : [want] "=&r"(want)
 			 : "a"(reg), "c"(0), "d"(0)
-			 : "memory");
+			 : "memory", "cc");
 }
 
 /*
@@ -44,7 +70,7 @@ static inline void mpk_arch_reg_write(mpk_reg_t reg)
  */
 static inline mpk_reg_t mpk_arch_reg_update(mpk_reg_t mask, mpk_reg_t bits)
 {
-	uint32_t old, eax, ecx, edx;
+	uint32_t old, want, eax, ecx, edx;
 
 	__asm__ volatile("1:\txorl %%ecx, %%ecx\n\t"
 			 ".byte 0x0f,0x01,0xee\n\t" /* rdpkru: EDX = 0 */
@@ -52,14 +78,15 @@ static inline mpk_reg_t mpk_arch_reg_update(mpk_reg_t mask, mpk_reg_t bits)
 			 "andl %[keep], %%eax\n\t"
 			 "orl %[bits], %%eax\n\t"
 			 "cmpl %[old], %%eax\n\t" /* WRPKRU costs more */
-			 "je 3f\n"
-			 "2:\t.byte 0x0f,0x01,0xef\n" /* wrpkru */
+			 "je 3f\n\t"
+			 "movl %%eax, %[want]\n"
+			 MPK_ARCH_WRPKRU_CHECKED("%[want]")
 			 "3:\n\t"
 			 ".pushsection mpk_restart, \"aw\"\n\t"
 			 ".balign 8\n\t"
 			 ".quad 1b, 2b\n\t"
 			 ".popsection"
-			 : [old] "=&r"(old), "=&a"(eax), "=&c"(ecx), "=&d"(edx)
+			 : [old] "=&r"(old), [want] "=&r"(want), "=&a"(eax), "=&c"(ecx), "=&d"(edx)
 			 : [keep] "r"(~mask), [bits] "r"(bits)
 			 : "memory", "cc");
 	return old;
@@ -96,8 +123,9 @@ static inline int mpk_arch_key_update(const int *keyp, int rights, mpk_reg_t *ol
 			 "andl %[m], %%eax\n\t"
 			 "orl %[b], %%eax\n\t"
 			 "cmpl %[o], %%eax\n\t"
-			 "je 3f\n"
-			 "2:\t.byte 0x0f,0x01,0xef\n" /* wrpkru */
+			 "je 3f\n\t"
+			 "movl %%eax, %[b]\n" /* b is spent: it holds the value meant */
+			 MPK_ARCH_WRPKRU_CHECKED("%[b]")
 			 "3:\n\t"
 			 ".pushsection mpk_restart, \"aw\"\n\t"
 			 ".balign 8\n\t"

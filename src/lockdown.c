@@ -1,0 +1,222 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * mpk_lockdown(): freeze the process so that a closed domain stays closed
+ * against system calls and stray code.  Steps, checks first so that a
+ * failure changes nothing: the gadget scan (if asked), the domain ranges
+ * and the filter program, the Landlock ruleset (if asked); then, the filter
+ * (every thread, TSYNC), MADV_DONTDUMP on all domain memory, dumpable 0,
+ * mseal (if asked), Landlock (if asked).  See docs/threat-model.md.
+ */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <linux/seccomp.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <sys/mman.h>
+#include <sys/prctl.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include "heap.h"
+#include "internal.h"
+#include "lockdown.h"
+#include "os.h"
+#include "scan.h"
+
+#define ALL_FLAGS (MPK_LOCK_ERRNO | MPK_LOCK_SEAL | MPK_LOCK_PROC_MEM | MPK_LOCK_NO_OPEN | \
+		   MPK_LOCK_SCAN | MPK_LOCK_SCAN_REPORT | MPK_LOCK_FREEZE_KEYS)
+#ifndef SYS_mseal
+#define SYS_mseal 462
+#endif
+
+static int lock_flags = -1; /* under mpk_g.lock */
+
+struct ranges {
+	struct mpk_range r[MPK_LOCK_MAX_RANGES * 4];
+	size_t n;
+	bool overflow;
+};
+
+static void add_range(uintptr_t lo, uintptr_t hi, void *arg)
+{
+	struct ranges *rs = arg;
+	if (rs->n == sizeof(rs->r) / sizeof(rs->r[0])) {
+		rs->overflow = true;
+		return;
+	}
+	rs->r[rs->n++] = (struct mpk_range){ lo, hi };
+}
+
+static void add_region(struct mpk_region *r, void *arg)
+{
+	add_range(r->start, r->start + r->len, arg);
+}
+
+static int by_lo(const void *a, const void *b)
+{
+	const struct mpk_range *x = a, *y = b;
+	return x->lo < y->lo ? -1 : x->lo > y->lo;
+}
+
+/*
+ * Domain memory: every region of every domain (heap chunks, vaults and big
+ * blocks are regions too) and the heap metadata area.  Neighbours closer
+ * than three pages merge: what lies between is one of mpkit's guard holes.
+ * (To be replaced by the reserved window's ranges, which are few.)
+ */
+static int domain_ranges(struct ranges *rs)
+{
+	size_t page = mpk_os_page_size(), n = 0;
+
+	rs->n = 0;
+	rs->overflow = false;
+	mpk__regions_each(add_region, rs);
+	mpk__meta_ranges_each(add_range, rs);
+	if (rs->overflow) {
+		errno = E2BIG;
+		return -1;
+	}
+	qsort(rs->r, rs->n, sizeof(rs->r[0]), by_lo);
+	for (size_t i = 0; i < rs->n; i++) {
+		if (n && rs->r[i].lo <= rs->r[n - 1].hi + 2 * page) {
+			if (rs->r[i].hi > rs->r[n - 1].hi)
+				rs->r[n - 1].hi = rs->r[i].hi;
+			continue;
+		}
+		rs->r[n++] = rs->r[i];
+	}
+	rs->n = n;
+	if (n > MPK_LOCK_MAX_RANGES) {
+		errno = E2BIG;
+		return -1;
+	}
+	return 0;
+}
+
+static int report_gadget(const struct mpk_gadget *g, void *arg)
+{
+	bool report = *(bool *)arg;
+	if (report && !g->mpkit)
+		fprintf(stderr, "mpkit: lockdown: %s gadget at 0x%llx in %s (%s+0x%llx)\n",
+			mpk__gadget_kind_name(g->kind), (unsigned long long)g->addr, g->where,
+			g->sym ? g->sym : "offset", (unsigned long long)(g->sym ? g->sym_off : g->file_off));
+	return 0;
+}
+
+static void dontdump(struct mpk_region *r, void *arg)
+{
+	(void)arg;
+	mpk_os_madvise((void *)r->start, r->len, MADV_DONTDUMP);
+}
+
+static void dontdump_meta(uintptr_t lo, uintptr_t hi, void *arg)
+{
+	(void)arg;
+	mpk_os_madvise((void *)lo, hi - lo, MADV_DONTDUMP);
+}
+
+/* mpk_alloc() memory of keyed domains: its protection never changes again
+ * (rights are PKRU's), so it can be sealed; the domain keeps its key and
+ * cannot be destroyed.  Heap and vault memory is not sealed: heaps give
+ * pages back (MADV_DONTNEED, munmap), which a seal forbids. */
+static void seal(struct mpk_region *r, void *arg)
+{
+	bool *have = arg;
+	if (!*have || r->owned || r->domain->key < 0)
+		return;
+	if (mpk_arch_syscall6(SYS_mseal, (long)r->start, (long)r->len, 0, 0, 0, 0) == -ENOSYS) {
+		*have = false; /* before 6.10: the filter alone */
+		return;
+	}
+	r->sealed = true;
+	if (!r->domain->sealed) {
+		r->domain->sealed = true;
+		r->domain->holds++;
+	}
+}
+
+static long install_filter(struct sock_filter *f, size_t n)
+{
+	struct sock_fprog prog = { .len = (unsigned short)n, .filter = f };
+
+	if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0))
+		return -1;
+	return syscall(SYS_seccomp, SECCOMP_SET_MODE_FILTER, SECCOMP_FILTER_FLAG_TSYNC, &prog);
+}
+
+MPK_EXPORT int mpk_lockdown(unsigned flags)
+{
+	static struct ranges rs;
+	static struct sock_filter prog[MPK_BPF_MAX];
+	size_t n = MPK_BPF_MAX;
+	int ruleset = -1, rc = -1;
+
+	if (mpk__ensure_init())
+		return -1;
+	if (flags & ~ALL_FLAGS) {
+		errno = EINVAL;
+		return -1;
+	}
+#if !defined(__x86_64__)
+	errno = ENOTSUP;
+	return -1;
+#endif
+	pthread_mutex_lock(&mpk__meta_lock); /* heap areas stand still */
+	pthread_mutex_lock(&mpk_g.lock);
+	if (lock_flags >= 0) {
+		errno = EALREADY;
+		goto out;
+	}
+	if (flags & (MPK_LOCK_SCAN | MPK_LOCK_SCAN_REPORT)) {
+		bool report = true;
+		struct mpk_scan_cb cb = { report_gadget, NULL, &report };
+		long foreign = mpk__scan_pid(0, &cb);
+		if (foreign < 0)
+			goto out;
+		if (foreign && (flags & MPK_LOCK_SCAN)) {
+			errno = EPERM;
+			goto out;
+		}
+	}
+	if (domain_ranges(&rs) ||
+	    mpk__bpf_build(prog, &n, rs.r, rs.n, (uintptr_t)mpk_arch_syscall_ip, flags))
+		goto out;
+	if ((flags & MPK_LOCK_PROC_MEM) && (ruleset = mpk__landlock_proc_mem_ruleset()) < 0)
+		goto out;
+
+	__atomic_store_n(&mpk_os_locked, true, __ATOMIC_RELEASE);
+	long r = install_filter(prog, n);
+	if (r) {
+		int err = r > 0 ? EAGAIN : errno == EINVAL ? ENOTSUP : errno;
+		__atomic_store_n(&mpk_os_locked, false, __ATOMIC_RELEASE);
+		errno = err;
+		goto out;
+	}
+	mpk__regions_each(dontdump, NULL);
+	mpk__meta_ranges_each(dontdump_meta, NULL);
+	prctl(PR_SET_DUMPABLE, 0, 0, 0, 0);
+	if (flags & MPK_LOCK_SEAL) {
+		bool have = true;
+		mpk__regions_each(seal, &have);
+	}
+	if (ruleset >= 0)
+		mpk__landlock_apply(ruleset); /* cannot fail once the ruleset is built */
+	lock_flags = (int)flags;
+	rc = 0;
+out:
+	if (ruleset >= 0)
+		close(ruleset);
+	pthread_mutex_unlock(&mpk_g.lock);
+	pthread_mutex_unlock(&mpk__meta_lock);
+	return rc;
+}
+
+MPK_EXPORT int mpk_lockdown_flags(void)
+{
+	pthread_mutex_lock(&mpk_g.lock);
+	int f = lock_flags;
+	pthread_mutex_unlock(&mpk_g.lock);
+	if (f < 0)
+		errno = ENOENT;
+	return f;
+}

@@ -1,0 +1,32 @@
+/* SPDX-License-Identifier: MIT */
+/* mpk_lockdown()'s parts: the filter (lockdown_bpf.c), /proc/PID/mem
+ * (landlock.c).  Not installed. */
+#ifndef MPK_LOCKDOWN_H
+#define MPK_LOCKDOWN_H
+
+#include <linux/filter.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#define MPK_BPF_MAX 4096 /* BPF_MAXINSNS */
+/* Domain ranges the filter can hold: 15 instructions each. */
+#define MPK_LOCK_MAX_RANGES 200
+
+struct mpk_range {
+	uintptr_t lo, hi;
+};
+
+/* The filter for these ranges into out (*len: room in, length out);
+ * 0, or -1/E2BIG when it does not fit. */
+int mpk__bpf_build(struct sock_filter *out, size_t *len, const struct mpk_range *r, size_t nr,
+		   uintptr_t trusted_ip, unsigned flags); /* MPK_LOCK_* */
+
+/* Landlock: a ruleset under which this process's /proc/PID/mem and
+ * /proc/PID/task/TID/mem cannot be opened, everything else can be read and
+ * written as before.  Returns its fd, or -1 with errno (ENOTSUP: no
+ * Landlock in this kernel). */
+int mpk__landlock_proc_mem_ruleset(void);
+int mpk__landlock_apply(int ruleset_fd);
+
+#endif

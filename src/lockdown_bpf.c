@@ -1,0 +1,289 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The lockdown's seccomp filter, written as classic BPF.  Not libseccomp:
+ * the core is libc-only, and the rule that matters most, "only mpkit's own
+ * system-call site may touch domain memory", compares the instruction
+ * pointer, which libseccomp's rule language cannot express.
+ *
+ * The program (x86-64; any other AUDIT_ARCH, the i386 entry through
+ * int 0x80 included, and any x32 number is denied):
+ *   denied from anyone: process_vm_readv/writev, ptrace, io_uring_setup/
+ *     enter/register, process_madvise, remap_file_pages, userfaultfd;
+ *     madvise MADV_DODUMP and MADV_KEEPONFORK; PROT_EXEC in mmap, mprotect
+ *     and pkey_mprotect (no new code after lockdown);
+ *   with MPK_LOCK_NO_OPEN, open/creat/openat/openat2/open_by_handle_at;
+ *   with MPK_LOCK_FREEZE_KEYS, pkey_alloc and pkey_free, from mpkit too;
+ *   from mpkit's site (mpk_arch_syscall_ip): the rest is allowed;
+ *   from anywhere else: pkey_alloc, pkey_free, pkey_mprotect and mremap
+ *     with MREMAP_FIXED, shmat with SHM_REMAP denied; mprotect, munmap,
+ *     madvise, mremap and mmap with MAP_FIXED(_NOREPLACE) denied when
+ *     [arg0, arg0 + arg1) touches a domain memory range.
+ * Denied is SECCOMP_RET_KILL_PROCESS, or SECCOMP_RET_ERRNO | EPERM.
+ */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <linux/audit.h>
+#include <linux/filter.h>
+#include <linux/seccomp.h>
+#include <stddef.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/syscall.h>
+
+#include "lockdown.h"
+#include "mpkit.h"
+
+#ifndef MAP_FIXED_NOREPLACE
+#define MAP_FIXED_NOREPLACE 0x100000
+#endif
+#ifndef MADV_KEEPONFORK
+#define MADV_KEEPONFORK 19
+#endif
+#define SHM_REMAP_FLAG 040000
+#define MREMAP_FIXED_FLAG 2
+#define X32_BIT 0x40000000u
+
+#define OFF_NR offsetof(struct seccomp_data, nr)
+#define OFF_ARCH offsetof(struct seccomp_data, arch)
+#define OFF_IP offsetof(struct seccomp_data, instruction_pointer)
+#define OFF_ARG(i) (offsetof(struct seccomp_data, args) + 8 * (i))
+
+/* Scratch words: the range [start, end) being checked. */
+enum { M_S_LO, M_S_HI, M_E_LO, M_E_HI };
+
+#define MAX_LABELS (32 + 5 * MPK_LOCK_MAX_RANGES)
+#define NEXT (-1)
+
+/* A tiny assembler: jump targets are labels, resolved at the end. */
+struct prog {
+	struct sock_filter f[MPK_BPF_MAX];
+	int jt[MPK_BPF_MAX], jf[MPK_BPF_MAX]; /* label, or NEXT */
+	size_t n;
+	size_t at[MAX_LABELS];
+	int nlabels;
+	bool bad;
+};
+
+static void emit(struct prog *p, uint16_t code, uint32_t k, int jt, int jf)
+{
+	if (p->n == MPK_BPF_MAX) {
+		p->bad = true;
+		return;
+	}
+	p->f[p->n] = (struct sock_filter){ code, 0, 0, k };
+	p->jt[p->n] = jt;
+	p->jf[p->n] = jf;
+	p->n++;
+}
+
+static int label(struct prog *p)
+{
+	if (p->nlabels == MAX_LABELS) {
+		p->bad = true;
+		return 0;
+	}
+	p->at[p->nlabels] = (size_t)-1;
+	return p->nlabels++;
+}
+
+static void place(struct prog *p, int l)
+{
+	p->at[l] = p->n;
+}
+
+static void ld(struct prog *p, uint32_t off)
+{
+	emit(p, BPF_LD | BPF_W | BPF_ABS, off, NEXT, NEXT);
+}
+
+static void ret(struct prog *p, uint32_t v)
+{
+	emit(p, BPF_RET | BPF_K, v, NEXT, NEXT);
+}
+
+static void jump(struct prog *p, uint16_t op, uint32_t k, int t, int f)
+{
+	emit(p, BPF_JMP | op | BPF_K, k, t, f);
+}
+
+/* Unconditional, 32-bit offset: the way to a far block. */
+static void ja(struct prog *p, int l)
+{
+	emit(p, BPF_JMP | BPF_JA, 0, l, NEXT);
+}
+
+static int resolve(struct prog *p)
+{
+	for (size_t i = 0; i < p->n; i++) {
+		struct sock_filter *s = &p->f[i];
+		if (BPF_CLASS(s->code) != BPF_JMP)
+			continue;
+		if (BPF_OP(s->code) == BPF_JA) {
+			s->k = (uint32_t)(p->at[p->jt[i]] - i - 1);
+			continue;
+		}
+		size_t t = p->jt[i] == NEXT ? i + 1 : p->at[p->jt[i]];
+		size_t f = p->jf[i] == NEXT ? i + 1 : p->at[p->jf[i]];
+		if (t <= i || f <= i || t - i - 1 > 255 || f - i - 1 > 255)
+			return -1;
+		s->jt = (uint8_t)(t - i - 1);
+		s->jf = (uint8_t)(f - i - 1);
+	}
+	return 0;
+}
+
+static void st(struct prog *p, uint32_t m)
+{
+	emit(p, BPF_ST, m, NEXT, NEXT);
+}
+
+/* scratch = [arg0, arg0 + arg1), 64-bit, with the carry. */
+static void load_range(struct prog *p)
+{
+	int carry = label(p), nocarry = label(p), hi = label(p);
+
+	ld(p, OFF_ARG(0));
+	st(p, M_S_LO);
+	ld(p, OFF_ARG(0) + 4);
+	st(p, M_S_HI);
+	ld(p, OFF_ARG(1));
+	emit(p, BPF_MISC | BPF_TAX, 0, NEXT, NEXT);
+	ld(p, OFF_ARG(0));
+	emit(p, BPF_ALU | BPF_ADD | BPF_X, 0, NEXT, NEXT);
+	st(p, M_E_LO);
+	emit(p, BPF_JMP | BPF_JGE | BPF_X, 0, nocarry, carry); /* sum >= arg1: no carry */
+	place(p, carry);
+	ld(p, OFF_ARG(1) + 4);
+	emit(p, BPF_ALU | BPF_ADD | BPF_K, 1, NEXT, NEXT);
+	ja(p, hi);
+	place(p, nocarry);
+	ld(p, OFF_ARG(1) + 4);
+	place(p, hi);
+	emit(p, BPF_MISC | BPF_TAX, 0, NEXT, NEXT);
+	ld(p, OFF_ARG(0) + 4);
+	emit(p, BPF_ALU | BPF_ADD | BPF_X, 0, NEXT, NEXT);
+	st(p, M_E_HI);
+}
+
+/* if (scratch word pair m_hi:m_lo  op  k) goto t else goto f, 64-bit:
+ * the high words decide unless equal; op (JGT or JGE) is for the low. */
+static void cmp64(struct prog *p, uint32_t m_hi, uint32_t m_lo, uint64_t k, uint16_t op, int t, int f)
+{
+	int low = label(p);
+
+	emit(p, BPF_LD | BPF_MEM, m_hi, NEXT, NEXT);
+	jump(p, BPF_JGT, (uint32_t)(k >> 32), t, NEXT);
+	jump(p, BPF_JEQ, (uint32_t)(k >> 32), low, f);
+	place(p, low);
+	emit(p, BPF_LD | BPF_MEM, m_lo, NEXT, NEXT);
+	jump(p, op, (uint32_t)k, t, f);
+}
+
+/* Deny if scratch touches [lo, hi): start < hi && end > lo. */
+static void check_range(struct prog *p, uint64_t lo, uint64_t hi, uint32_t deny)
+{
+	int next = label(p), s_below = label(p), no = label(p);
+
+	cmp64(p, M_S_HI, M_S_LO, hi, BPF_JGE, next, s_below);
+	place(p, s_below);
+	cmp64(p, M_E_HI, M_E_LO, lo, BPF_JGT, no, next);
+	place(p, no);
+	ret(p, deny);
+	place(p, next);
+}
+
+#define N(a) (sizeof(a) / sizeof((a)[0]))
+
+/* At label here: if (arg & mask) goto t else goto f. */
+static void arg_flags(struct prog *p, int here, int arg, uint32_t mask, int t, int f)
+{
+	place(p, here);
+	ld(p, OFF_ARG(arg));
+	jump(p, BPF_JSET, mask, t, f);
+}
+
+/* A is the system-call number: go to target if it is one of nrs. */
+static void jump_each(struct prog *p, const uint32_t *nrs, size_t n, int target)
+{
+	for (size_t i = 0; i < n; i++)
+		jump(p, BPF_JEQ, nrs[i], target, NEXT);
+}
+
+int mpk__bpf_build(struct sock_filter *out, size_t *len, const struct mpk_range *r, size_t nr,
+		   uintptr_t trusted_ip, unsigned flags)
+{
+	static const uint32_t opens[] = { SYS_open, SYS_creat, SYS_openat, 437 /* openat2 */,
+					  SYS_open_by_handle_at };
+	static const uint32_t keys[] = { SYS_pkey_alloc, SYS_pkey_free, SYS_pkey_mprotect };
+	static const uint32_t key_moves[] = { SYS_pkey_alloc, SYS_pkey_free };
+	static const uint32_t exec[] = { SYS_mmap, SYS_mprotect, SYS_pkey_mprotect };
+	static const uint32_t ranged[] = { SYS_mprotect, SYS_munmap, SYS_madvise };
+	const bool kill = !(flags & MPK_LOCK_ERRNO);
+	static const uint32_t always[] = {
+		SYS_process_vm_readv, SYS_process_vm_writev, SYS_ptrace, 425 /* io_uring_setup */,
+		426 /* io_uring_enter */, 427 /* io_uring_register */, 440 /* process_madvise */,
+		SYS_remap_file_pages, SYS_userfaultfd,
+	};
+	const uint32_t deny = kill ? SECCOMP_RET_KILL_PROCESS : SECCOMP_RET_ERRNO | EPERM;
+	struct prog *p = calloc(1, sizeof(*p));
+	int rc = -1;
+
+	if (!p)
+		return -1;
+	int l_deny = label(p), l_exec = label(p), l_adv = label(p), l_ip = label(p),
+	    l_ip2 = label(p), l_untrusted = label(p), l_range = label(p), l_mmap = label(p),
+	    l_mremap = label(p), l_shmat = label(p), l_allow = label(p);
+
+	ld(p, OFF_ARCH);
+	jump(p, BPF_JEQ, AUDIT_ARCH_X86_64, NEXT, l_deny);
+	ld(p, OFF_NR);
+	jump(p, BPF_JGE, X32_BIT, l_deny, NEXT);
+	jump_each(p, always, N(always), l_deny);
+	if (flags & MPK_LOCK_NO_OPEN)
+		jump_each(p, opens, N(opens), l_deny);
+	if (flags & MPK_LOCK_FREEZE_KEYS)
+		jump_each(p, key_moves, N(key_moves), l_deny);
+	jump_each(p, exec, N(exec), l_exec);
+	jump(p, BPF_JEQ, SYS_madvise, l_adv, l_ip);
+	arg_flags(p, l_exec, 2, PROT_EXEC, l_deny, l_ip);
+	place(p, l_adv);
+	ld(p, OFF_ARG(2));
+	jump(p, BPF_JEQ, MADV_DODUMP, l_deny, NEXT);
+	jump(p, BPF_JEQ, MADV_KEEPONFORK, l_deny, l_ip);
+	place(p, l_ip);
+	ld(p, OFF_IP + 4);
+	jump(p, BPF_JEQ, (uint32_t)((uint64_t)trusted_ip >> 32), l_ip2, l_untrusted);
+	place(p, l_ip2);
+	ld(p, OFF_IP);
+	jump(p, BPF_JEQ, (uint32_t)trusted_ip, l_allow, l_untrusted);
+	place(p, l_untrusted);
+	ld(p, OFF_NR);
+	jump_each(p, keys, N(keys), l_deny);
+	jump_each(p, ranged, N(ranged), l_range);
+	jump(p, BPF_JEQ, SYS_mmap, l_mmap, NEXT);
+	jump(p, BPF_JEQ, SYS_mremap, l_mremap, NEXT);
+	jump(p, BPF_JEQ, SYS_shmat, l_shmat, l_allow);
+	arg_flags(p, l_mmap, 3, MAP_FIXED | MAP_FIXED_NOREPLACE, l_range, l_allow);
+	arg_flags(p, l_mremap, 3, MREMAP_FIXED_FLAG, l_deny, l_range);
+	arg_flags(p, l_shmat, 2, SHM_REMAP_FLAG, l_deny, l_allow);
+	place(p, l_deny);
+	ret(p, deny);
+	place(p, l_allow);
+	ret(p, SECCOMP_RET_ALLOW);
+	place(p, l_range);
+	load_range(p);
+	for (size_t i = 0; i < nr; i++)
+		check_range(p, r[i].lo, r[i].hi, deny);
+	ret(p, SECCOMP_RET_ALLOW);
+
+	if (!p->bad && !resolve(p) && p->n <= *len) {
+		memcpy(out, p->f, p->n * sizeof(*out));
+		*len = p->n;
+		rc = 0;
+	} else {
+		errno = E2BIG;
+	}
+	free(p);
+	return rc;
+}

@@ -1,0 +1,152 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * mpkit scan FILE... | --pid PID [--json]: every WRPKRU and XRSTOR byte
+ * sequence in executable code, with its symbol; mpkit's own checked sites
+ * are marked.  Exit 1 when a gadget outside mpkit is found.  The scanner is
+ * the library's (src/scan.c), the same one mpk_lockdown() runs.
+ */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "scan.h"
+#include "scan_cmd.h"
+
+struct out {
+	int json;
+	int count, nmaps;
+	const char *last;
+	char maps[8192]; /* what was scanned, printed at the end */
+};
+
+static void note_mapping(const char *where, uint64_t addr, uint64_t len, uint64_t nread, void *arg)
+{
+	struct out *o = arg;
+	size_t used = strlen(o->maps);
+	const char *fmt = o->json ? "%s{\"where\": \"%s\", \"address\": \"0x%llx\", \"bytes\": %llu, \"read\": %llu}"
+				  : "%s  %s 0x%llx, %llu bytes, %llu read\n";
+	if (strchr(where, '"') || strchr(where, '\\'))
+		where = "?";
+	snprintf(o->maps + used, sizeof(o->maps) - used, fmt, o->json && o->nmaps ? ", " : "", where,
+		 (unsigned long long)addr, (unsigned long long)len, (unsigned long long)nread);
+	o->nmaps++;
+}
+
+static void json_str(const char *s)
+{
+	putchar('"');
+	for (; s && *s; s++) {
+		if (*s == '"' || *s == '\\')
+			printf("\\%c", *s);
+		else if ((unsigned char)*s < 0x20)
+			printf("\\u%04x", *s);
+		else
+			putchar(*s);
+	}
+	putchar('"');
+}
+
+static int print_gadget(const struct mpk_gadget *g, void *arg)
+{
+	struct out *o = arg;
+
+	if (o->json) {
+		printf("%s\n    {\"where\": ", o->count ? "," : "");
+		json_str(g->where);
+		printf(", \"address\": \"0x%llx\", \"offset\": %llu, \"kind\": \"%s\", \"symbol\": ",
+		       (unsigned long long)g->addr, (unsigned long long)g->file_off,
+		       mpk__gadget_kind_name(g->kind));
+		if (g->sym)
+			json_str(g->sym);
+		else
+			printf("null");
+		printf(", \"symbol_offset\": %llu, \"mpkit\": %s}", (unsigned long long)(g->sym ? g->sym_off : 0),
+		       g->mpkit ? "true" : "false");
+	} else {
+		if (!o->last || strcmp(o->last, g->where)) {
+			printf("%s:\n", g->where);
+			free((void *)o->last);
+			o->last = strdup(g->where);
+		}
+		char sym[300];
+		if (g->sym)
+			snprintf(sym, sizeof(sym), "%s+0x%llx", g->sym, (unsigned long long)g->sym_off);
+		else
+			snprintf(sym, sizeof(sym), "?");
+		printf("  0x%-14llx %-7s %-44s %s\n", (unsigned long long)g->addr,
+		       mpk__gadget_kind_name(g->kind), sym, g->mpkit ? "mpkit site (checked)" : "GADGET");
+	}
+	o->count++;
+	return 0;
+}
+
+static int scan_usage(FILE *f)
+{
+	fprintf(f, "usage: mpkit scan [--json] FILE...\n"
+		   "       mpkit scan [--json] --pid PID   (every executable mapping, vDSO included)\n"
+		   "exit status: 0 no gadget outside mpkit, 1 some, 2 an error\n");
+	return f == stdout ? 0 : 2;
+}
+
+int mpk_cmd_scan(int argc, char **argv)
+{
+	struct out o = { 0 };
+	struct mpk_scan_cb cb = { print_gadget, note_mapping, &o };
+	long pid = -1, foreign = 0;
+	int nfiles = 0, err = 0;
+
+	for (int i = 1; i < argc; i++) {
+		if (!strcmp(argv[i], "--json"))
+			o.json = 1;
+		else if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h"))
+			return scan_usage(stdout);
+		else if (!strcmp(argv[i], "--pid") && i + 1 < argc) {
+			char *end;
+			pid = strtol(argv[++i], &end, 10);
+			if (*end || pid < 0) {
+				fprintf(stderr, "mpkit scan: bad pid '%s'\n", argv[i]);
+				return 2;
+			}
+		} else if (argv[i][0] == '-')
+			return scan_usage(stderr);
+		else
+			nfiles++;
+	}
+	if ((pid >= 0) == (nfiles > 0))
+		return scan_usage(stderr);
+	if (o.json)
+		printf("{\"gadgets\": [");
+	if (pid >= 0) {
+		foreign = mpk__scan_pid((pid_t)pid, &cb);
+		if (foreign < 0) {
+			fprintf(stderr, "mpkit scan: pid %ld: %s\n", pid, strerror(errno));
+			err = 1;
+		}
+	} else {
+		for (int i = 1; i < argc; i++) {
+			if (argv[i][0] == '-') {
+				i += !strcmp(argv[i], "--pid");
+				continue;
+			}
+			long n = mpk__scan_file(argv[i], &cb);
+			if (n < 0) {
+				fprintf(stderr, "mpkit scan: %s: %s\n", argv[i],
+					errno == ENOEXEC ? "not a 64-bit ELF file" : strerror(errno));
+				err = 1;
+			} else
+				foreign += n;
+		}
+	}
+	if (foreign < 0)
+		foreign = 0;
+	if (o.json)
+		printf("%s], \"scanned\": [%s], \"total\": %d, \"outside_mpkit\": %ld}\n", o.count ? "\n  " : "",
+		       o.maps, o.count, foreign);
+	else
+		printf("scanned:\n%s%d gadget%s, %ld outside mpkit\n", o.maps, o.count, o.count == 1 ? "" : "s",
+		       foreign);
+	free((void *)o.last);
+	return err ? 2 : foreign ? 1 : 0;
+}
