@@ -9,3 +9,6 @@ bool mpk_arch_frame_reg_get(void *uc, mpk_reg_t *reg) { (void)uc; (void)reg; ret
 bool mpk_arch_frame_reg_set(void *uc, mpk_reg_t reg) { (void)uc; (void)reg; return false; }
 bool mpk_arch_fault_is_write(const void *uc) { (void)uc; return false; }
 void mpk_arch_frame_restart(void *uc) { (void)uc; }
+bool mpk_arch_fault_is_fetch(const void *uc) { (void)uc; return false; }
+void mpk_arch_frame_step(void *uc, bool on) { (void)uc; (void)on; }
+void *mpk_arch_frame_ip(const void *uc) { (void)uc; return NULL; }
