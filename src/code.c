@@ -11,9 +11,9 @@
  */
 #define _GNU_SOURCE
 #include <errno.h>
-#include <sched.h>
 #include <stdint.h>
 #include <sys/mman.h>
+#include <time.h>
 
 #include "internal.h"
 #include "os.h"
@@ -43,7 +43,10 @@ bool mpk__code_fault(siginfo_t *si, void *uc)
 	if (!mpk__domain_ok(d) || __atomic_load_n(&d->prot, __ATOMIC_ACQUIRE) == PROT_NONE ||
 	    mpk__soft_get(d) == MPK_RW)
 		return false;
-	sched_yield();
+	/* Sleep rather than spin: the writer needs the CPU to close it. */
+	struct timespec ts = { 0, 20000 };
+	while (__atomic_load_n(&d->prot, __ATOMIC_ACQUIRE) & PROT_WRITE)
+		nanosleep(&ts, NULL);
 	return true;
 }
 

@@ -1,5 +1,5 @@
 /*
- * The JIT example (examples/jit, copied here as ex-jit) as a test: 100
+ * The JIT example (examples/jit, copied here as ex-jit) as a test: 50
  * patches of its 8 expressions while 2 threads run them, every result
  * checked against its interpreter ("0 wrong", exit 0); and `--stray`, a
  * worker writing the code outside the window: on hw the write faults and
@@ -16,9 +16,9 @@ static int run(char *const argv[], char *out, size_t cap)
 static void scenario(void)
 {
 	static char out[1 << 16];
-	char *patch[] = { "ex-jit", "--threads", "2", "--rounds", "100", NULL };
+	char *patch[] = { "ex-jit", "--threads", "2", "--rounds", "50", NULL };
 	int st = run(patch, out, sizeof(out));
-	if (!WIFEXITED(st) || WEXITSTATUS(st) != 0 || !strstr(out, "100 patches of 8 expressions") ||
+	if (!WIFEXITED(st) || WEXITSTATUS(st) != 0 || !strstr(out, "50 patches of 8 expressions") ||
 	    !strstr(out, ", 0 wrong"))
 		t_fail("ex-jit: status 0x%x, output:\n%s", st, out);
 	if (!strstr(out, mpk_backend() == MPK_BACKEND_HW ? "backend hw" : "backend soft"))

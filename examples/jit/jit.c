@@ -17,6 +17,7 @@
 #define _GNU_SOURCE
 #include <linux/membarrier.h>
 #include <pthread.h>
+#include <time.h>
 #include <sched.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -110,7 +111,7 @@ static int patch(const char *expr, int round)
 	/* The other slot is rewritten next: wait until no worker runs it. */
 	for (int i = 0; i < running; i++)
 		while (__atomic_load_n(&seen[i], __ATOMIC_ACQUIRE) < round)
-			sched_yield();
+			nanosleep(&(struct timespec){ 0, 10000 }, NULL);
 	return 0;
 }
 
