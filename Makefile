@@ -45,7 +45,7 @@ LIB_SRC := src/init.c src/os.c src/domain.c src/region.c src/memory.c \
            src/rights.c src/soft.c src/broadcast.c src/fault.c $(ARCH_SRC) \
            src/heap_meta.c src/heap_map.c src/heap_run.c src/heap_big.c src/heap.c \
            src/heap_misuse.c src/vault.c src/scan.c \
-           src/lockdown.c src/lockdown_bpf.c src/landlock.c
+           src/lockdown.c src/lockdown_bpf.c src/landlock.c src/code.c src/watch.c
 LIB_OBJ := $(LIB_SRC:%.c=$(B)/obj/%.o)
 PIC_OBJ := $(LIB_SRC:%.c=$(B)/pic/%.o)
 
@@ -65,7 +65,8 @@ BENCH_SRC := bench/engine.c bench/machine.c bench/report.c bench/plot.c
 BENCH_OBJ := $(BENCH_SRC:%.c=$(B)/obj/%.o)
 
 all: $(B)/libmpkit.a $(B)/libmpkit.so $(B)/mpkit $(B)/mpkit-bench $(B)/mpkit-bench-alloc $(B)/mpkit-bench-threads \
-     $(B)/mpkit-bench-lockdown
+     $(B)/mpkit-bench-lockdown \
+     $(B)/libmpkit-watch.so $(B)/mpkit-bench-code $(B)/examples/jit
 
 $(B)/obj/%.o: %.c
 	@mkdir -p $(@D)
@@ -123,7 +124,40 @@ $(B)/examples/%: $(B)/obj/examples/%.o $(B)/libmpkit.a
 	@mkdir -p $(@D)
 	$(CC) $(LDFLAGS) -rdynamic $^ -o $@
 
-tests: $(TEST_BIN) $(B)/tests/t_installed
+# `mpkit watch`'s LD_PRELOAD helper: the library's objects and the helper,
+# built without sanitizers (it goes into programs built without them).
+PRELOAD_CFLAGS := $(filter-out -fsanitize=% -fno-sanitize-recover=%,$(CFLAGS))
+PRELOAD_OBJ := $(LIB_SRC:%.c=$(B)/preload/%.o) $(B)/preload/tools/watch_preload.o
+$(B)/preload/%.o: %.c
+	@mkdir -p $(@D)
+	$(CC) $(PRELOAD_CFLAGS) -fPIC -fvisibility=hidden $(DEPFLAGS) -c $< -o $@
+$(B)/libmpkit-watch.so: $(PRELOAD_OBJ) tools/watch_preload.map
+	$(CC) -shared -pthread -Wl,--version-script=tools/watch_preload.map -Wl,-z,defs $(PRELOAD_OBJ) -o $@
+
+# The JIT example (examples/jit/): its own directory, several files.
+JIT_SRC := $(wildcard examples/jit/*.c)
+$(B)/examples/jit: $(JIT_SRC:%.c=$(B)/obj/%.o) $(B)/libmpkit.a
+	@mkdir -p $(@D)
+	$(CC) $(LDFLAGS) -rdynamic $^ -o $@
+
+# JIT patching and watchpoints against mprotect (`make bench-code`).
+$(B)/mpkit-bench-code: $(B)/obj/bench/code.o $(B)/libmpkit.a
+	$(CC) $(LDFLAGS) $^ -pthread -o $@
+
+# Files the tests run (copied next to them, so the VM image has them too):
+# the JIT example, and `mpkit watch`'s helper with a program to watch.
+TEST_FILES := $(B)/tests/ex-jit $(B)/tests/libmpkit-watch.so $(B)/tests/watch-target
+$(B)/tests/ex-jit: $(B)/examples/jit
+	@mkdir -p $(@D)
+	cp $< $@
+$(B)/tests/libmpkit-watch.so: $(B)/libmpkit-watch.so
+	@mkdir -p $(@D)
+	cp $< $@
+$(B)/tests/watch-target: tests/helpers/watch_target.c
+	@mkdir -p $(@D)
+	$(CC) $(PRELOAD_CFLAGS) -rdynamic $< -o $@
+
+tests: $(TEST_BIN) $(TEST_FILES) $(B)/tests/t_installed
 
 # ---- install, and a test program built against the installed copy ----
 
@@ -147,6 +181,7 @@ install: all
 	ln -sf $(SONAME) $(DESTDIR)$(LIBDIR)/libmpkit.so
 	install -m 644 mpkit.pc $(DESTDIR)$(PCDIR)/
 	install -m 755 $(B)/mpkit $(B)/mpkit-bench $(DESTDIR)$(BINDIR)/
+	install -m 644 $(B)/libmpkit-watch.so $(DESTDIR)$(LIBDIR)/
 	install -d $(DESTDIR)$(MANDIR)/man1 $(DESTDIR)$(MANDIR)/man3 $(DESTDIR)$(MANDIR)/man7
 	$(if $(MAN1),install -m 644 $(MAN1) $(DESTDIR)$(MANDIR)/man1/)
 	$(if $(MAN3),install -m 644 $(MAN3) $(DESTDIR)$(MANDIR)/man3/)
@@ -177,6 +212,10 @@ bench: $(B)/mpkit $(B)/mpkit-bench
 bench-alloc: $(B)/mpkit-bench-alloc
 	$(B)/mpkit-bench-alloc $(BENCH_ALLOC_ARGS)
 
+# Not a test: JIT patch+run and watched writes against mprotect.
+bench-code: $(B)/mpkit-bench-code
+	$(B)/mpkit-bench-code $(BENCH_CODE_ARGS)
+
 # The VM suite exits 77 when QEMU, busybox or the kernel cannot be had: a
 # skip here, a failure with MPKIT_VM_REQUIRED=1 (CI).  The two suites'
 # summary lines are repeated at the end, where they are easy to find.
@@ -206,7 +245,7 @@ check-vm: all tests
 clean:
 	rm -rf build mpkit.pc
 
-.PHONY: all tests install demo bench bench-alloc check check-native check-vm clean
+.PHONY: all tests install demo bench bench-alloc bench-code check check-native check-vm clean
 .SECONDARY:
 
 -include $(shell find $(BUILD) -name '*.d' 2>/dev/null)

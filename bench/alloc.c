@@ -28,6 +28,8 @@
 #include <unistd.h>
 
 #include <mpkit.h>
+
+#include "timing.h"
 #ifdef MPKIT_BENCH_SODIUM
 #include <sodium.h>
 #endif
@@ -36,26 +38,6 @@
 
 static int runs = 7;
 static double scale = 1.0; /* --quick: a tenth of the work */
-
-static double now_ns(void)
-{
-	struct timespec t;
-
-	clock_gettime(CLOCK_MONOTONIC, &t);
-	return t.tv_sec * 1e9 + t.tv_nsec;
-}
-
-static int cmp_double(const void *a, const void *b)
-{
-	double x = *(const double *)a, y = *(const double *)b;
-	return x < y ? -1 : x > y;
-}
-
-static double median(double *v, int n)
-{
-	qsort(v, (size_t)n, sizeof(*v), cmp_double);
-	return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
-}
 
 static long iters(long n)
 {

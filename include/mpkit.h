@@ -346,6 +346,107 @@ int mpk_fault_handler_remove(void);
  * size not 0. */
 size_t mpk_fault_format(const struct mpk_fault *fault, char *buf, size_t size);
 
+/* ---- code: JIT (W^X) and execute-only memory ---------------------------
+ *
+ * See docs/code.md.
+ */
+
+/*
+ * len bytes (rounded up to pages) of zeroed code memory in domain d, for a
+ * JIT: on hw mapped read+write+execute with d's key, so a thread writes it
+ * only while it holds MPK_RW to d (inside MPK_WITH(d, MPK_RW)); every
+ * other thread runs it meanwhile (keys never govern instruction fetch) and
+ * reads it as its rights allow.  Create d with MPK_DOMAIN_SHARED and
+ * MPK_READ so that every thread can run it, then open it to write:
+ *
+ *	mpk_domain *jit = mpk_domain_create("jit", MPK_READ, MPK_DOMAIN_SHARED);
+ *	uint8_t *code = mpk_code_alloc(jit, 4096);
+ *	MPK_WITH(jit, MPK_RW) { emit(code); }
+ *	((int (*)(void))code)();
+ *
+ * Without a key (soft backend, or a virtual domain on hw) the pages flip by
+ * mprotect() between read+execute (no thread holds MPK_RW) and read+write
+ * (one does), never writable and executable at once, process-wide; a
+ * thread that runs into the code while another writes waits in mpkit's
+ * SIGSEGV handler (installed by this call) until the window closes, and
+ * with MPK_NONE held by every thread the code cannot run at all.  Free it
+ * with mpk_free().  x86 keeps instruction caches coherent; a thread that
+ * runs code another thread just wrote needs no more than the release and
+ * acquire that told it to.  Errors: EINVAL (bad domain, len 0 or absurd),
+ * ENOMEM, sigaction() errors.
+ */
+void *mpk_code_alloc(mpk_domain *d, size_t len);
+
+/*
+ * Make [addr, addr+len) execute-only: it can be run, not read or written
+ * (mprotect(PROT_EXEC), which the kernel builds from a protection key of
+ * its own; reading faults with SEGV_PKUERR and that key).  addr
+ * page-aligned, len rounded up to pages, the range wholly mapped with one
+ * protection, not domain memory.  The kernel takes its key from the same
+ * 15 as mpkit: when mpkit holds them all, one domain gives its key back
+ * (evicted as virtual domains are, see mpk_domain_create()) so the pages
+ * are never left readable.  mprotect() with PROT_READ undoes it.
+ * Errors: EINVAL (bad arguments, domain memory, mixed protections),
+ * ENOMEM (not mapped), ENOTSUP (soft backend: without keys PROT_EXEC is
+ * readable on x86), ENOSPC (no key could be given to the kernel; the
+ * range is as it was), mprotect() errors.
+ */
+int mpk_exec_only(void *addr, size_t len);
+
+/* The kernel's execute-only key in this process (after a successful
+ * mpk_exec_only()), or -1 with ENOENT. */
+int mpk_exec_only_key(void);
+
+/* ---- watchpoints ----------------------------------------------------------
+ *
+ * Report every write (and optionally read) to a range, with the faulting
+ * instruction and a backtrace, then let the access complete: the program
+ * runs on.  See docs/watch.md.
+ */
+
+enum {
+	MPK_WATCH_WRITE = 1u << 0, /* report writes */
+	MPK_WATCH_READ = 1u << 1,  /* report reads */
+};
+
+struct mpk_watch_hit {
+	int id;              /* what mpk_watch() returned */
+	void *addr;          /* the address accessed (the first byte) */
+	size_t offset;       /* from the start of the watched range */
+	int write;           /* 1 write, 0 read */
+	void *ip;            /* the faulting instruction */
+	pid_t tid;           /* the thread */
+	void *const *frames; /* backtrace from the faulting instruction out */
+	int nframes;
+};
+
+/* Called in signal context, in the accessing thread, before the access
+ * completes (async-signal-safe work only; the watched memory reads as the
+ * thread could read it). */
+typedef void (*mpk_watch_fn)(const struct mpk_watch_hit *hit, void *arg);
+
+/*
+ * Watch [addr, addr+len): fn(hit, arg) for every access flags names
+ * (MPK_WATCH_WRITE and/or MPK_WATCH_READ) whose address falls inside.
+ * Pages are the unit of protection: accesses to the rest of the page go
+ * on silently, at the same cost.  hw: the pages carry the key of a domain
+ * of mpkit's own and the faulting thread alone gets them for one
+ * instruction (trap flag); soft, or hw with no key free: mprotect(), and
+ * the page is open to every thread for that instruction.  The memory must
+ * be readable and writable, not domain memory, not a stack signals land
+ * on; system calls that write to it fail with EFAULT.  Installs mpkit's
+ * SIGSEGV handler and a SIGTRAP handler (others' traps are passed on).
+ * Returns a watch id (>= 0).  Errors: EINVAL (addr NULL, len 0, flags,
+ * fn NULL, domain memory, not read-write), ENOMEM (not mapped), ENOSPC
+ * (64 watches, or 256 pages, at once), EAGAIN (hw: a thread could not be
+ * reached), mprotect() errors.
+ */
+int mpk_watch(void *addr, size_t len, unsigned flags, mpk_watch_fn fn, void *arg);
+
+/* Stop watch id; its pages are given back as they were once no watch
+ * covers them.  Errors: EINVAL (not a live watch), mprotect() errors. */
+int mpk_unwatch(int id);
+
 /* ---- guarded heaps -------------------------------------------------------
  *
  * A heap is a general-purpose allocator whose blocks live in one domain, so

@@ -60,5 +60,12 @@ extern const char mpk_arch_syscall_ip[];
 
 /* Whether a SIGSEGV was raised by a write (from the page-fault error code). */
 bool mpk_arch_fault_is_write(const void *ucontext);
+/* Whether it was an instruction fetch. */
+bool mpk_arch_fault_is_fetch(const void *ucontext);
+
+/* Single-stepping the interrupted thread (watch.c): set or clear the trap
+ * flag in the frame; the faulting instruction address. */
+void mpk_arch_frame_step(void *ucontext, bool on);
+void *mpk_arch_frame_ip(const void *ucontext);
 
 #endif

@@ -146,7 +146,7 @@ static int evict(struct mpk_domain *a)
 	int rights = mpk_arch_key_rights(b.seen_and, k);
 	int prot = mpk__prot_of_rights(rights);
 	for (r = a->regions; r; r = r->next)
-		if (mpk_os_pkey_mprotect((void *)r->start, r->len, prot, 0))
+		if (mpk_os_pkey_mprotect((void *)r->start, r->len, mpk__region_prot(r, prot, 0), 0))
 			goto undo;
 	mpk__soft_evicted(a, rights);
 	mpk_g.key_owner[k] = NULL;
@@ -164,7 +164,8 @@ static int evict(struct mpk_domain *a)
 	return k;
 undo:
 	for (done = a->regions; done != r; done = done->next)
-		mpk_os_pkey_mprotect((void *)done->start, done->len, PROT_READ | PROT_WRITE, k);
+		mpk_os_pkey_mprotect((void *)done->start, done->len,
+				     mpk__region_prot(done, PROT_READ | PROT_WRITE, k), k);
 keep:
 	__atomic_store_n(&a->key, k, __ATOMIC_SEQ_CST);
 	return -1;
@@ -196,7 +197,8 @@ static int rekey(struct mpk_domain *d, int k)
 	if (mpk__broadcast_ex(&b))
 		goto spare;
 	for (r = d->regions; r; r = r->next)
-		if (mpk_os_pkey_mprotect((void *)r->start, r->len, PROT_READ | PROT_WRITE, k))
+		if (mpk_os_pkey_mprotect((void *)r->start, r->len,
+					 mpk__region_prot(r, PROT_READ | PROT_WRITE, k), k))
 			goto undo;
 	mpk__soft_keyed(d);
 	mpk_g.key_owner[k] = d;
@@ -204,38 +206,65 @@ static int rekey(struct mpk_domain *d, int k)
 	return 0;
 undo:
 	for (done = d->regions; done != r; done = done->next)
-		mpk_os_pkey_mprotect((void *)done->start, done->len, d->prot, 0);
+		mpk_os_pkey_mprotect((void *)done->start, done->len, mpk__region_prot(done, d->prot, 0), 0);
 spare:
 	mpk_g.key_spare[k] = true;
 	return -1;
+}
+
+/* Evict the least recently used domain that can go exactly (never d, never
+ * a pinned one): its key, held with no owner and closed everywhere, or -1. */
+static int evict_lru(const struct mpk_domain *d)
+{
+	bool tried[MPK_ARCH_NKEYS ? MPK_ARCH_NKEYS : 1] = { false };
+
+	for (;;) {
+		struct mpk_domain *v = NULL;
+		for (int i = 1; i < MPK_ARCH_NKEYS; i++) {
+			struct mpk_domain *c = mpk_g.key_owner[i];
+			if (c && c != d && !tried[i] && c->key == i && !c->pinned && !c->sealed &&
+			    (!v || __atomic_load_n(&c->lru, __ATOMIC_RELAXED) <
+					   __atomic_load_n(&v->lru, __ATOMIC_RELAXED)))
+				v = c;
+		}
+		if (!v)
+			return -1;
+		tried[v->key] = true;
+		int k = evict(v);
+		if (k >= 0)
+			return k;
+	}
 }
 
 int mpk__key_acquire(struct mpk_domain *d)
 {
 	int k = key_take();
 
-	if (k < 0 && errno == ENOSPC) {
-		/* Least recently used first; d's own rights never move. */
-		bool tried[MPK_ARCH_NKEYS ? MPK_ARCH_NKEYS : 1] = { false };
-		for (;;) {
-			struct mpk_domain *v = NULL;
-			for (int i = 1; i < MPK_ARCH_NKEYS; i++) {
-				struct mpk_domain *c = mpk_g.key_owner[i];
-				if (c && c != d && !tried[i] && c->key == i && !c->sealed &&
-				    (!v || __atomic_load_n(&c->lru, __ATOMIC_RELAXED) <
-						   __atomic_load_n(&v->lru, __ATOMIC_RELAXED)))
-					v = c;
-			}
-			if (!v)
-				break;
-			tried[v->key] = true;
-			if ((k = evict(v)) >= 0)
-				break;
-		}
-	}
+	if (k < 0 && errno == ENOSPC)
+		k = evict_lru(d); /* d's own rights never move */
 	if (k < 0)
 		return -1;
 	return rekey(d, k);
+}
+
+int mpk__key_give_back(void)
+{
+	int k;
+
+	for (k = 1; k < MPK_ARCH_NKEYS; k++)
+		if (mpk_g.key_spare[k] &&
+		    !mpk__broadcast(mpk_arch_key_mask(k), mpk_arch_key_bits(k, MPK_NONE))) {
+			mpk_g.key_spare[k] = false;
+			break;
+		}
+	if (k == MPK_ARCH_NKEYS && (k = evict_lru(NULL)) < 0) {
+		errno = ENOSPC;
+		return -1;
+	}
+	/* Held, no owner, closed in every thread: the kernel's again. */
+	mpk_os_pkey_free(k);
+	mpk_g.keys_held--;
+	return 0;
 }
 
 MPK_EXPORT mpk_domain *mpk_domain_create(const char *name, int rights, unsigned flags)

@@ -176,6 +176,11 @@ static void on_segv(int sig, siginfo_t *si, void *uc)
 	struct mpk_fault f;
 	int saved = errno;
 
+	/* Watchpoints and code windows first: their faults are not strays. */
+	if (mpk__watch_fault(si, uc) || mpk__code_fault(si, uc)) {
+		errno = saved;
+		return;
+	}
 	if (!describe(si, uc, &f)) {
 		chain(sig, si, uc);
 		errno = saved;
@@ -202,17 +207,12 @@ static void on_segv(int sig, siginfo_t *si, void *uc)
 	abort();
 }
 
-MPK_EXPORT int mpk_fault_handler_install(mpk_fault_fn fn, void *arg)
+/* Lock held. */
+static int install_locked(void)
 {
 	struct sigaction sa;
 	void *prime[1];
 
-	if (mpk__ensure_init())
-		return -1;
-	pthread_mutex_lock(&mpk_g.lock);
-	__atomic_store_n(&user_fn, NULL, __ATOMIC_RELEASE);
-	user_arg = arg;
-	__atomic_store_n(&user_fn, fn, __ATOMIC_RELEASE);
 	if (!installed) {
 		/* backtrace() loads libgcc on first use: do it now, not in
 		 * the handler. */
@@ -226,12 +226,33 @@ MPK_EXPORT int mpk_fault_handler_install(mpk_fault_fn fn, void *arg)
 		 * replaces with the frame's: hold it until we return, when it
 		 * edits the frame that counts. */
 		sigaddset(&sa.sa_mask, MPK_SIGNAL);
-		if (sigaction(SIGSEGV, &sa, &old_action)) {
-			pthread_mutex_unlock(&mpk_g.lock);
+		if (sigaction(SIGSEGV, &sa, &old_action))
 			return -1;
-		}
 		installed = true;
 	}
+	return 0;
+}
+
+int mpk__fault_handler_ensure(void)
+{
+	pthread_mutex_lock(&mpk_g.lock);
+	int rc = install_locked();
+	pthread_mutex_unlock(&mpk_g.lock);
+	return rc;
+}
+
+MPK_EXPORT int mpk_fault_handler_install(mpk_fault_fn fn, void *arg)
+{
+	if (mpk__ensure_init())
+		return -1;
+	pthread_mutex_lock(&mpk_g.lock);
+	if (install_locked()) {
+		pthread_mutex_unlock(&mpk_g.lock);
+		return -1;
+	}
+	__atomic_store_n(&user_fn, NULL, __ATOMIC_RELEASE);
+	user_arg = arg;
+	__atomic_store_n(&user_fn, fn, __ATOMIC_RELEASE);
 	pthread_mutex_unlock(&mpk_g.lock);
 	return 0;
 }

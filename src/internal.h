@@ -30,6 +30,7 @@ struct mpk_region {
 	struct mpk_region *next; /* in the domain's list; under mpk_g.lock */
 	bool owned;              /* a heap's or vault's: mpk_free() refuses it */
 	bool sealed;             /* mseal()ed by mpk_lockdown(): never unmapped */
+	bool exec;               /* code (mpk_code_alloc): see mpk__region_prot() */
 };
 
 struct mpk_domain {
@@ -52,6 +53,7 @@ struct mpk_domain {
 	uint64_t lru; /* mpk_g.tick when last used; atomic, relaxed */
 	int holds; /* heaps and vaults built on it: destroy says EBUSY */
 	bool sealed; /* has sealed regions: keeps its key, never destroyed */
+	bool pinned; /* never evicted: its key is on pages it does not list (watch.c) */
 	struct mpk_domain *dead_next; /* quarantine after destroy */
 };
 
@@ -114,6 +116,28 @@ int mpk__adopt_fresh(struct mpk_domain *d, void *addr, size_t len);
  * blocks under a heap: it fails with EINVAL. */
 void *mpk__alloc_owned(struct mpk_domain *d, size_t len);
 int mpk__free_owned(struct mpk_domain *d, void *addr);
+
+/* memory.c: a fresh region of d (len > 0, checked by the caller), owned
+ * and/or code. */
+enum { MPK__REGION_OWNED = 1, MPK__REGION_EXEC = 2 };
+void *mpk__alloc_region(struct mpk_domain *d, size_t len, unsigned flags);
+
+/* code.c: the page protection region r gets where data would get prot
+ * (key > 0: pages carry that key, else protected by mprotect()): a code
+ * region is executable too, but without a key never while writable (W^X
+ * by mprotect flipping). */
+int mpk__region_prot(const struct mpk_region *r, int prot, int key);
+/* Fault hooks, called first by the SIGSEGV handler (fault.c): true when
+ * the fault was theirs and the access is to be retried. */
+bool mpk__code_fault(siginfo_t *si, void *uc);
+bool mpk__watch_fault(siginfo_t *si, void *uc);
+/* fault.c: install the handler if it is not (keeps the callback). */
+int mpk__fault_handler_ensure(void);
+
+/* domain.c: give one key back to the kernel (a spare, or the least recently
+ * used domain's, evicted exactly), for the kernel's execute-only key.  0, or
+ * -1/ENOSPC.  Lock held. */
+int mpk__key_give_back(void);
 
 /* soft.c: rights through mprotect() (callers hold mpk_g.lock) */
 int mpk__soft_get(const struct mpk_domain *d);

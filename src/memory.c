@@ -10,16 +10,20 @@
 
 /* Give a fresh mapping the domain's protection: its key (hw), or the
  * union of every thread's rights (soft). */
-static int protect_new(struct mpk_domain *d, void *p, size_t len)
+static int protect_new(struct mpk_domain *d, void *p, size_t len, bool exec)
 {
+	struct mpk_region as = { .exec = exec };
+
 	if (d->key >= 0)
-		return mpk_os_pkey_mprotect(p, len, PROT_READ | PROT_WRITE, d->key);
-	if (d->prot == (PROT_READ | PROT_WRITE))
+		return mpk_os_pkey_mprotect(p, len, mpk__region_prot(&as, PROT_READ | PROT_WRITE, d->key),
+					    d->key);
+	int prot = mpk__region_prot(&as, d->prot, 0);
+	if (prot == (PROT_READ | PROT_WRITE))
 		return 0; /* already so */
-	return mpk_os_mprotect(p, len, d->prot);
+	return mpk_os_mprotect(p, len, prot);
 }
 
-static void *alloc_region(struct mpk_domain *d, size_t len, bool owned)
+void *mpk__alloc_region(struct mpk_domain *d, size_t len, unsigned flags)
 {
 	size_t page = mpk_os_page_size();
 	struct mpk_region *r;
@@ -36,14 +40,15 @@ static void *alloc_region(struct mpk_domain *d, size_t len, bool owned)
 	p = mpk_os_map_apart(len, PROT_READ | PROT_WRITE);
 	if (!p)
 		goto fail;
-	if (protect_new(d, p, len) || !(r = mpk__region_add(d, p, len))) {
+	if (protect_new(d, p, len, flags & MPK__REGION_EXEC) || !(r = mpk__region_add(d, p, len))) {
 		int err = errno;
 		mpk_os_unmap(p, len);
 		errno = err;
 		p = NULL;
 		goto fail;
 	}
-	r->owned = owned;
+	r->owned = flags & MPK__REGION_OWNED;
+	r->exec = flags & MPK__REGION_EXEC;
 	mpk_os_name_region(p, len, d->name);
 fail:
 	pthread_mutex_unlock(&mpk_g.lock);
@@ -80,7 +85,7 @@ static int free_region(struct mpk_domain *d, void *addr, bool owned)
 
 MPK_EXPORT void *mpk_alloc(mpk_domain *d, size_t len)
 {
-	return alloc_region(d, len, false);
+	return mpk__alloc_region(d, len, 0);
 }
 
 MPK_EXPORT int mpk_free(mpk_domain *d, void *addr)
@@ -90,7 +95,7 @@ MPK_EXPORT int mpk_free(mpk_domain *d, void *addr)
 
 void *mpk__alloc_owned(struct mpk_domain *d, size_t len)
 {
-	return alloc_region(d, len, true);
+	return mpk__alloc_region(d, len, MPK__REGION_OWNED);
 }
 
 int mpk__free_owned(struct mpk_domain *d, void *addr)
@@ -119,7 +124,7 @@ MPK_EXPORT int mpk_adopt(mpk_domain *d, void *addr, size_t len)
 		err = anon < 0 ? errno : EINVAL;
 		goto out;
 	}
-	if (protect_new(d, addr, len)) {
+	if (protect_new(d, addr, len, false)) {
 		err = errno;
 		goto out;
 	}

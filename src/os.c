@@ -255,3 +255,69 @@ int mpk_os_range_is_private_anon_rw(const void *addr, size_t len)
 	fclose(f);
 	return want >= end;
 }
+
+/* PROT_* from a /proc/PID/maps permission string. */
+static int prot_of_perms(const char *perms)
+{
+	return (perms[0] == 'r' ? PROT_READ : 0) | (perms[1] == 'w' ? PROT_WRITE : 0) |
+	       (perms[2] == 'x' ? PROT_EXEC : 0);
+}
+
+int mpk_os_range_prot(const void *addr, size_t len)
+{
+	unsigned long want = (unsigned long)addr, end = want + len;
+	char line[512];
+	int prot = -1, err = ENOMEM;
+	FILE *f = fopen("/proc/self/maps", "re");
+
+	if (!f)
+		return -1;
+	while (want < end && fgets(line, sizeof(line), f)) {
+		unsigned long lo, hi;
+		char perms[5];
+		if (sscanf(line, "%lx-%lx %4s", &lo, &hi, perms) != 3 || hi <= want)
+			continue;
+		if (lo > want)
+			break; /* a hole */
+		int p = prot_of_perms(perms);
+		if (prot >= 0 && p != prot) {
+			err = EINVAL;
+			break;
+		}
+		prot = p;
+		want = hi;
+	}
+	fclose(f);
+	if (want < end) {
+		errno = err;
+		return -1;
+	}
+	return prot;
+}
+
+int mpk_os_vma_pkey(const void *addr)
+{
+	unsigned long a = (unsigned long)addr;
+	char line[512];
+	bool in = false;
+	int key = -1;
+	FILE *f = fopen("/proc/self/smaps", "re");
+
+	if (!f)
+		return -1;
+	while (fgets(line, sizeof(line), f)) {
+		unsigned long lo, hi;
+		char perms[5];
+		if (sscanf(line, "%lx-%lx %4s", &lo, &hi, perms) == 3) {
+			if (in)
+				break;
+			in = lo <= a && a < hi;
+		} else if (in && sscanf(line, "ProtectionKey: %d", &key) == 1) {
+			break;
+		}
+	}
+	fclose(f);
+	if (key < 0)
+		errno = ENOENT;
+	return key;
+}

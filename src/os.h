@@ -35,6 +35,13 @@ void mpk_os_name_region(void *addr, size_t len, const char *name);
  * with exactly PROT_READ|PROT_WRITE.  -1/errno if /proc cannot be read. */
 int mpk_os_range_is_private_anon_rw(const void *addr, size_t len);
 
+/* The protection of [addr, addr+len) if wholly mapped with one protection;
+ * -1 with ENOMEM (a hole) or EINVAL (mixed), or the error reading /proc. */
+int mpk_os_range_prot(const void *addr, size_t len);
+
+/* The protection key of the mapping holding addr (smaps), -1/ENOENT. */
+int mpk_os_vma_pkey(const void *addr);
+
 /* Test-only fault injection (see os.c); tests declare it themselves. */
 enum { MPK_OS_FAIL_MPROTECT = 0, MPK_OS_FAIL_PKEY_ALLOC = 1 };
 void mpk__test_fail(int kind, int nth, int err);

@@ -48,6 +48,7 @@ struct mpk_region *mpk__region_add(struct mpk_domain *d, void *start, size_t len
 	r->domain = d;
 	r->owned = false;
 	r->sealed = false;
+	r->exec = false;
 	r->next = d->regions;
 	d->regions = r;
 	__atomic_store_n(&r->start, (uintptr_t)start, __ATOMIC_RELEASE);

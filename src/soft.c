@@ -87,14 +87,14 @@ static int apply(struct mpk_domain *d, int prot)
 	if (prot == d->prot || d->key >= 0) /* a keyed domain's pages stay RW */
 		return 0;
 	for (r = d->regions; r; r = r->next)
-		if (mpk_os_mprotect((void *)r->start, r->len, prot))
+		if (mpk_os_mprotect((void *)r->start, r->len, mpk__region_prot(r, prot, 0)))
 			goto undo;
-	d->prot = prot;
+	__atomic_store_n(&d->prot, prot, __ATOMIC_RELEASE); /* code.c reads it in its fault hook */
 	return 0;
 undo:;
 	int err = errno;
 	for (done = d->regions; done != r; done = done->next)
-		mpk_os_mprotect((void *)done->start, done->len, d->prot);
+		mpk_os_mprotect((void *)done->start, done->len, mpk__region_prot(done, d->prot, 0));
 	errno = err;
 	return -1;
 }

@@ -26,6 +26,10 @@ static void usage(FILE *f)
 		"  scan [--json] FILE... | --pid PID\n"
 		"                  WRPKRU and XRSTOR gadgets in executable code, with\n"
 		"                  their symbols; exit 1 if one lies outside mpkit\n"
+		"  watch -- PROG [ARGS]  run PROG with watchpoints: MPKIT_WATCH=SYMBOL[:LEN]\n"
+		"                  or ADDR+LEN (comma-separated, /r to report reads too),\n"
+		"                  MPKIT_WATCH_OUT=FILE; each access is reported with its\n"
+		"                  instruction and a backtrace (docs/watch.md)\n"
 		"\n"
 		"environment:\n"
 		"  MPKIT_BACKEND=hw|soft|auto   backend choice (default auto)\n"
@@ -75,6 +79,7 @@ static int cmd_info(int argc, char **argv)
 		printf("  \"keys_free\": %d,\n", in.keys_free);
 		printf("  \"key_budget\": %d,\n", in.key_budget);
 		printf("  \"exec_only\": %s,\n", in.exec_only ? "true" : "false");
+		printf("  \"jit_code\": \"%s\",\n", in.backend == MPK_BACKEND_HW ? "key" : "mprotect");
 		if (in.pkru_valid)
 			printf("  \"pkru\": \"0x%08x\",\n", in.pkru);
 		else
@@ -92,6 +97,10 @@ static int cmd_info(int argc, char **argv)
 		printf("  keys free now:               %d\n", in.keys_free);
 		printf("  key budget:                  %d\n", in.key_budget);
 		printf("  execute-only memory:         %s\n", yes(in.exec_only));
+		/* What mpk_code_alloc() gives: docs/code.md. */
+		printf("  JIT code (mpk_code_alloc):   %s\n", in.backend == MPK_BACKEND_HW
+		       ? "rwx, writable by the thread holding the window (key)"
+		       : "mprotect flipping r-x <-> rw-, process-wide");
 		if (in.pkru_valid)
 			printf("  PKRU of this thread:         0x%08x\n", in.pkru);
 		if (error)
@@ -130,6 +139,43 @@ static int cmd_bench(char **argv)
 	return 1;
 }
 
+/*
+ * `mpkit watch -- PROG ARGS`: PROG with libmpkit-watch.so preloaded; the
+ * helper is found from MPKIT_WATCH_LIB, else next to this binary, else in
+ * ../lib (installed).
+ */
+static int cmd_watch(char **argv)
+{
+	char self[PATH_MAX], path[PATH_MAX + 64];
+	const char *lib = getenv("MPKIT_WATCH_LIB");
+
+	if (!argv[1] || strcmp(argv[1], "--") || !argv[2]) {
+		fprintf(stderr, "usage: MPKIT_WATCH=SPEC mpkit watch -- PROG [ARGS]\n");
+		return 2;
+	}
+	if (!lib || !*lib) {
+		ssize_t n = readlink("/proc/self/exe", self, sizeof(self) - 1);
+		self[n > 0 ? n : 0] = 0;
+		char *slash = strrchr(self, '/');
+		if (slash)
+			*slash = 0;
+		snprintf(path, sizeof(path), "%s/libmpkit-watch.so", slash ? self : ".");
+		if (access(path, R_OK))
+			snprintf(path, sizeof(path), "%s/../lib/libmpkit-watch.so", slash ? self : ".");
+		lib = path;
+	}
+	if (access(lib, R_OK)) {
+		fprintf(stderr, "mpkit watch: %s not found (build it with `make`)\n", lib);
+		return 1;
+	}
+	if (!getenv("MPKIT_WATCH"))
+		fprintf(stderr, "mpkit watch: MPKIT_WATCH is not set: nothing is watched\n");
+	setenv("LD_PRELOAD", lib, 1);
+	execvp(argv[2], argv + 2);
+	fprintf(stderr, "mpkit watch: cannot run %s: %s\n", argv[2], strerror(errno));
+	return 1;
+}
+
 int main(int argc, char **argv)
 {
 	if (argc < 2) {
@@ -150,6 +196,8 @@ int main(int argc, char **argv)
 		return mpk_cmd_scan(argc - 1, argv + 1);
 	if (!strcmp(argv[1], "bench"))
 		return cmd_bench(argv + 1);
+	if (!strcmp(argv[1], "watch"))
+		return cmd_watch(argv + 1);
 	fprintf(stderr, "mpkit: unknown command '%s' (try mpkit --help)\n", argv[1]);
 	return 2;
 }

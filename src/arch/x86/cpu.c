@@ -108,6 +108,32 @@ bool mpk_arch_fault_is_write(const void *ucontext)
 	return uc->uc_mcontext.gregs[REG_ERR] & 2;
 }
 
+bool mpk_arch_fault_is_fetch(const void *ucontext)
+{
+	const ucontext_t *uc = ucontext;
+	/* Error code bit 4: instruction fetch. */
+	return uc->uc_mcontext.gregs[REG_ERR] & 16;
+}
+
+#define EFLAGS_TF 0x100
+
+/* sigreturn restores TF from the frame: the thread traps after one
+ * instruction. */
+void mpk_arch_frame_step(void *ucontext, bool on)
+{
+	ucontext_t *uc = ucontext;
+	if (on)
+		uc->uc_mcontext.gregs[REG_EFL] |= EFLAGS_TF;
+	else
+		uc->uc_mcontext.gregs[REG_EFL] &= ~(greg_t)EFLAGS_TF;
+}
+
+void *mpk_arch_frame_ip(const void *ucontext)
+{
+	const ucontext_t *uc = ucontext;
+	return (void *)uc->uc_mcontext.gregs[REG_RIP];
+}
+
 /* [start, WRPKRU] of every mpk_arch_reg_update() copy, from the linker;
  * weak so that a program without one still links. */
 struct restart_range {

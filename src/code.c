@@ -1,0 +1,129 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Code memory.  JIT code (mpk_code_alloc): pages mapped read, write and
+ * execute whose key makes them read-only to every thread but the one that
+ * opens the domain to write; x86 keys never govern instruction fetch, so
+ * every thread runs the code meanwhile.  Without a key (soft, or a virtual
+ * domain) the pages flip by mprotect() between read+execute and read+write,
+ * never both; a thread that runs into the write window waits for it in the
+ * fault hook below.  Execute-only memory (mpk_exec_only): PROT_EXEC alone,
+ * which the kernel builds from a key of its own.
+ */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <stdint.h>
+#include <sys/mman.h>
+#include <time.h>
+
+#include "internal.h"
+#include "os.h"
+
+int mpk__region_prot(const struct mpk_region *r, int prot, int key)
+{
+	if (!r->exec)
+		return prot;
+	if (key > 0)
+		return prot | PROT_EXEC; /* the key alone decides who writes */
+	if (prot & PROT_WRITE)
+		return PROT_READ | PROT_WRITE;
+	return prot ? prot | PROT_EXEC : PROT_NONE;
+}
+
+bool mpk__code_fault(siginfo_t *si, void *uc)
+{
+	if (si->si_code != SEGV_ACCERR || !mpk_arch_fault_is_fetch(uc))
+		return false;
+	struct mpk_region *r = mpk__region_lookup(si->si_addr);
+	if (!r || !r->exec)
+		return false;
+	struct mpk_domain *d = r->domain;
+	/* A writer holds the window, or just closed it: run the code once it
+	 * is executable.  Not the writer itself (it would wait for itself),
+	 * nor code no thread may read: those are real faults. */
+	if (!mpk__domain_ok(d) || __atomic_load_n(&d->prot, __ATOMIC_ACQUIRE) == PROT_NONE ||
+	    mpk__soft_get(d) == MPK_RW)
+		return false;
+	/* Sleep rather than spin: the writer needs the CPU to close it. */
+	struct timespec ts = { 0, 20000 };
+	while (__atomic_load_n(&d->prot, __ATOMIC_ACQUIRE) & PROT_WRITE)
+		nanosleep(&ts, NULL);
+	return true;
+}
+
+MPK_EXPORT void *mpk_code_alloc(mpk_domain *d, size_t len)
+{
+	if (mpk__ensure_init())
+		return NULL;
+	void *p = mpk__alloc_region(d, len, MPK__REGION_EXEC);
+	if (p && mpk__fault_handler_ensure()) {
+		int err = errno;
+		mpk_free(d, p);
+		errno = err;
+		return NULL;
+	}
+	return p;
+}
+
+/* The key the kernel gave execute-only memory here, -1 before the first. */
+static int exec_key = -1;
+
+MPK_EXPORT int mpk_exec_only(void *addr, size_t len)
+{
+	size_t page = mpk_os_page_size();
+	int rc = -1, err = EINVAL;
+
+	if (mpk__ensure_init())
+		return -1;
+	if (!addr || !len || ((uintptr_t)addr & (page - 1)) ||
+	    len > UINTPTR_MAX - (uintptr_t)addr - page) {
+		errno = EINVAL;
+		return -1;
+	}
+	len = (len + page - 1) & ~(page - 1);
+	if (mpk_g.backend != MPK_BACKEND_HW) {
+		/* Without keys PROT_EXEC implies read on x86: refuse rather
+		 * than hand back memory that only looks execute-only. */
+		errno = ENOTSUP;
+		return -1;
+	}
+	pthread_mutex_lock(&mpk_g.lock);
+	if (mpk__range_overlaps(addr, len))
+		goto out; /* domain memory keeps its domain's key */
+	int old = mpk_os_range_prot(addr, len);
+	if (old < 0) {
+		err = errno;
+		goto out;
+	}
+	for (;;) {
+		if (mpk_os_mprotect(addr, len, PROT_EXEC)) {
+			err = errno;
+			break;
+		}
+		int k = mpk_os_vma_pkey(addr);
+		if (k > 0) {
+			__atomic_store_n(&exec_key, k, __ATOMIC_RELAXED);
+			rc = 0;
+			break;
+		}
+		/* k 0: the kernel found no key for it (mpkit holds them all)
+		 * and left the pages readable: give it one, or undo. */
+		if (k < 0 || mpk__key_give_back()) {
+			err = errno;
+			mpk_os_mprotect(addr, len, old);
+			break;
+		}
+	}
+out:
+	pthread_mutex_unlock(&mpk_g.lock);
+	if (rc)
+		errno = err;
+	return rc;
+}
+
+MPK_EXPORT int mpk_exec_only_key(void)
+{
+	int k = __atomic_load_n(&exec_key, __ATOMIC_RELAXED);
+	if (k < 0)
+		errno = ENOENT;
+	return k;
+}

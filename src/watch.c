@@ -1,0 +1,394 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Watchpoints from protection.  The pages of a watched range are closed to
+ * every thread: on hw by the key of a pinned domain of mpkit's own (writes
+ * denied, or all access for read watches), else by mprotect().  An access
+ * there faults; if it falls inside a range it is reported; then the
+ * faulting thread gets the page for one instruction (its PKRU in the
+ * signal frame on hw, for it alone; the page on soft, for every thread),
+ * the trap flag stops it after that instruction, and the SIGTRAP handler
+ * closes the page again.  The tables are fixed arrays, read without a lock
+ * by the handlers and changed under one by mpk_watch()/mpk_unwatch().
+ */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <execinfo.h>
+#include <signal.h>
+#include <stdint.h>
+#include <string.h>
+#include <sys/mman.h>
+
+#include "internal.h"
+#include "os.h"
+
+#define WATCH_MAX 64
+#define WATCH_PAGES 256
+#define STEP_MAX 4  /* pages one instruction may open (movs, push to a watched page...) */
+#define FRAMES 32
+
+enum { MODE_OFF = 0, MODE_WRITES = 1, MODE_ALL = 2 };
+
+struct watch {
+	uintptr_t addr; /* 0: free; published last, cleared first */
+	size_t len;
+	unsigned flags;
+	mpk_watch_fn fn;
+	void *arg;
+};
+
+struct wpage {
+	uintptr_t page; /* 0: free */
+	int orig;       /* protection before it was watched */
+	int mode;       /* MODE_*: how it is closed now */
+	int open;       /* soft: threads stepping through it */
+};
+
+static struct watch watches[WATCH_MAX];
+static struct wpage pages[WATCH_PAGES];
+static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
+/* [MODE_WRITES - 1]: every thread reads; [MODE_ALL - 1]: no access. */
+static mpk_domain *dom[2];
+static int dom_key[2] = { -1, -1 };
+static struct sigaction old_trap;
+static bool trap_installed;
+
+/* What this thread opened for the instruction it is stepping. */
+struct opened {
+	int key;        /* >= 0: PKRU bits restored; else page index */
+	int page;
+	mpk_reg_t bits;
+};
+static __thread struct opened t_open[STEP_MAX] __attribute__((tls_model("initial-exec")));
+static __thread int t_nopen __attribute__((tls_model("initial-exec")));
+
+static bool hw(void)
+{
+	return mpk_g.backend == MPK_BACKEND_HW;
+}
+
+static int page_find(uintptr_t pg)
+{
+	for (int i = 0; i < WATCH_PAGES; i++)
+		if (__atomic_load_n(&pages[i].page, __ATOMIC_ACQUIRE) == pg)
+			return i;
+	return -1;
+}
+
+/* The protection a closed page has where no key closes it. */
+static int closed_prot(const struct wpage *p, int mode)
+{
+	if (mode == MODE_ALL)
+		return PROT_NONE;
+	return mode == MODE_WRITES ? p->orig & ~PROT_WRITE : p->orig;
+}
+
+/* Close page i the way mode says (or give it back as it was: MODE_OFF). */
+static int page_apply(int i, int mode)
+{
+	struct wpage *p = &pages[i];
+	size_t ps = mpk_os_page_size();
+	int key = mode ? dom_key[mode - 1] : 0, rc;
+
+	if (!hw())
+		rc = mpk_os_mprotect((void *)p->page, ps, closed_prot(p, mode));
+	else if (key > 0)
+		rc = mpk_os_pkey_mprotect((void *)p->page, ps, p->orig, key);
+	else
+		rc = mpk_os_pkey_mprotect((void *)p->page, ps, closed_prot(p, mode), 0);
+	if (!rc)
+		__atomic_store_n(&p->mode, mode, __ATOMIC_RELEASE);
+	return rc;
+}
+
+/* The mode page pg needs for the watches now published. */
+static int page_want(uintptr_t pg)
+{
+	size_t ps = mpk_os_page_size();
+	int mode = MODE_OFF;
+
+	for (int i = 0; i < WATCH_MAX; i++) {
+		struct watch *w = &watches[i];
+		if (!w->addr || w->addr >= pg + ps || w->addr + w->len <= pg)
+			continue;
+		mode = (w->flags & MPK_WATCH_READ) ? MODE_ALL : (mode ? mode : MODE_WRITES);
+	}
+	return mode;
+}
+
+/* Bring every page of [lo, hi) to what the watches want; pages no longer
+ * watched are given back and their slots freed.  0, or -1 at the first
+ * failure. */
+static int pages_sync(uintptr_t lo, uintptr_t hi)
+{
+	size_t ps = mpk_os_page_size();
+
+	for (uintptr_t pg = lo; pg < hi; pg += ps) {
+		int i = page_find(pg);
+		if (i < 0)
+			continue;
+		int want = page_want(pg);
+		if (want != pages[i].mode && page_apply(i, want))
+			return -1;
+		if (want == MODE_OFF)
+			__atomic_store_n(&pages[i].page, 0, __ATOMIC_RELEASE);
+	}
+	return 0;
+}
+
+/* The domain closing pages in mode (made on first use, pinned to its key). */
+static int domain_ready(int mode)
+{
+	static const char *const names[2] = { "mpk-watch", "mpk-watch-read" };
+
+	if (dom[mode - 1])
+		return 0;
+	mpk_domain *d = mpk_domain_create(names[mode - 1], mode == MODE_ALL ? MPK_NONE : MPK_READ,
+					  MPK_DOMAIN_SHARED);
+	if (!d)
+		return -1;
+	pthread_mutex_lock(&mpk_g.lock);
+	d->pinned = true;
+	dom_key[mode - 1] = d->key; /* keyless (no key free): mprotect() it is */
+	pthread_mutex_unlock(&mpk_g.lock);
+	dom[mode - 1] = d;
+	return 0;
+}
+
+static void on_trap(int sig, siginfo_t *si, void *uc);
+
+static int trap_ready(void)
+{
+	struct sigaction sa;
+
+	if (trap_installed)
+		return 0;
+	memset(&sa, 0, sizeof(sa));
+	sa.sa_sigaction = on_trap;
+	sa.sa_flags = SA_SIGINFO | SA_ONSTACK;
+	sigemptyset(&sa.sa_mask);
+	sigaddset(&sa.sa_mask, MPK_SIGNAL); /* as the SIGSEGV handler: see fault.c */
+	if (sigaction(SIGTRAP, &sa, &old_trap))
+		return -1;
+	trap_installed = true;
+	return 0;
+}
+
+/* Slots for the pages of [lo, hi) not yet watched, each with its
+ * protection now (read and write, or EINVAL); none taken on failure. */
+static int pages_take(uintptr_t lo, uintptr_t hi)
+{
+	size_t ps = mpk_os_page_size();
+	int taken[WATCH_PAGES], n = 0, err = ENOSPC;
+
+	for (uintptr_t pg = lo; pg < hi; pg += ps) {
+		if (page_find(pg) >= 0)
+			continue;
+		int i = 0;
+		while (i < WATCH_PAGES && (pages[i].page || pages[i].open))
+			i++;
+		int prot = i < WATCH_PAGES ? mpk_os_range_prot((void *)pg, ps) : -1;
+		if (prot < 0 || (prot & (PROT_READ | PROT_WRITE)) != (PROT_READ | PROT_WRITE)) {
+			if (i < WATCH_PAGES)
+				err = prot < 0 ? errno : EINVAL;
+			while (n)
+				pages[taken[--n]].page = 0;
+			errno = err;
+			return -1;
+		}
+		pages[i].orig = prot;
+		pages[i].mode = MODE_OFF;
+		__atomic_store_n(&pages[i].page, pg, __ATOMIC_RELEASE);
+		taken[n++] = i;
+	}
+	return 0;
+}
+
+MPK_EXPORT int mpk_watch(void *addr, size_t len, unsigned flags, mpk_watch_fn fn, void *arg)
+{
+	size_t ps = mpk_os_page_size();
+	uintptr_t a = (uintptr_t)addr;
+	int id = -1;
+
+	if (mpk__ensure_init())
+		return -1;
+	if (!addr || !len || len > UINTPTR_MAX - a - ps || !fn || !flags ||
+	    (flags & ~(unsigned)(MPK_WATCH_READ | MPK_WATCH_WRITE))) {
+		errno = EINVAL;
+		return -1;
+	}
+	uintptr_t lo = a & ~(ps - 1), hi = (a + len + ps - 1) & ~(ps - 1);
+	pthread_mutex_lock(&lock);
+	pthread_mutex_lock(&mpk_g.lock);
+	bool domain_memory = mpk__range_overlaps((void *)lo, hi - lo);
+	pthread_mutex_unlock(&mpk_g.lock);
+	int err = EINVAL;
+	if (domain_memory)
+		goto out;
+	int mode = (flags & MPK_WATCH_READ) ? MODE_ALL : MODE_WRITES;
+	if (domain_ready(mode) || mpk__fault_handler_ensure() || trap_ready()) {
+		err = errno;
+		goto out;
+	}
+	for (id = 0; id < WATCH_MAX && watches[id].addr; id++)
+		;
+	if (id == WATCH_MAX) {
+		err = ENOSPC;
+		goto fail;
+	}
+	if (pages_take(lo, hi)) {
+		err = errno;
+		goto fail;
+	}
+	struct watch *w = &watches[id];
+	w->len = len;
+	w->flags = flags;
+	w->fn = fn;
+	w->arg = arg;
+	__atomic_store_n(&w->addr, a, __ATOMIC_RELEASE);
+	if (!pages_sync(lo, hi))
+		goto out;
+	err = errno;
+	__atomic_store_n(&w->addr, 0, __ATOMIC_RELEASE);
+	pages_sync(lo, hi); /* back as it was */
+fail:
+	id = -1;
+out:
+	pthread_mutex_unlock(&lock);
+	if (id < 0)
+		errno = err;
+	return id;
+}
+
+MPK_EXPORT int mpk_unwatch(int id)
+{
+	size_t ps = mpk_os_page_size();
+	int rc = -1;
+
+	pthread_mutex_lock(&lock);
+	if (id < 0 || id >= WATCH_MAX || !watches[id].addr) {
+		errno = EINVAL;
+		goto out;
+	}
+	struct watch *w = &watches[id];
+	uintptr_t a = w->addr, lo = a & ~(ps - 1), hi = (a + w->len + ps - 1) & ~(ps - 1);
+	__atomic_store_n(&w->addr, 0, __ATOMIC_RELEASE);
+	if (pages_sync(lo, hi)) {
+		int err = errno;
+		__atomic_store_n(&w->addr, a, __ATOMIC_RELEASE);
+		pages_sync(lo, hi);
+		errno = err;
+		goto out;
+	}
+	rc = 0;
+out:
+	pthread_mutex_unlock(&lock);
+	return rc;
+}
+
+/* ---- signal context ---- */
+
+static void report(uintptr_t a, bool write, void *uc)
+{
+	void *frames[FRAMES];
+	int n = -1;
+
+	for (int i = 0; i < WATCH_MAX; i++) {
+		struct watch *w = &watches[i];
+		uintptr_t s = __atomic_load_n(&w->addr, __ATOMIC_ACQUIRE);
+		if (!s || a < s || a - s >= w->len ||
+		    !(w->flags & (write ? MPK_WATCH_WRITE : MPK_WATCH_READ)))
+			continue;
+		void *ip = mpk_arch_frame_ip(uc);
+		if (n < 0) {
+			/* From the faulting instruction outward: drop the
+			 * handler's own frames when the unwinder shows it. */
+			n = backtrace(frames, FRAMES);
+			int k = 0;
+			while (k < n && frames[k] != ip)
+				k++;
+			if (k == n)
+				k = 0, frames[0] = ip;
+			memmove(frames, frames + k, (size_t)(n - k) * sizeof(void *));
+			n -= k;
+		}
+		struct mpk_watch_hit h = {
+			.id = i, .addr = (void *)a, .offset = a - s, .write = write,
+			.ip = ip, .tid = mpk_os_gettid(), .frames = frames, .nframes = n,
+		};
+		w->fn(&h, w->arg);
+	}
+}
+
+bool mpk__watch_fault(siginfo_t *si, void *uc)
+{
+	size_t ps = mpk_os_page_size();
+	uintptr_t a = (uintptr_t)si->si_addr;
+	int key = -1, pi = page_find(a & ~(ps - 1));
+	mpk_reg_t reg = 0;
+
+	if (si->si_code == SEGV_PKUERR) {
+		key = (int)si->si_pkey;
+		if (key <= 0 || (key != dom_key[0] && key != dom_key[1]))
+			return false;
+	} else if (si->si_code != SEGV_ACCERR || pi < 0 || mpk_arch_fault_is_fetch(uc) ||
+		   __atomic_load_n(&pages[pi].mode, __ATOMIC_ACQUIRE) == MODE_OFF) {
+		return false;
+	}
+	if (t_nopen == STEP_MAX || (hw() && !mpk_arch_frame_reg_get(uc, &reg)))
+		return false; /* cannot be: report it as a fault */
+	if (hw())
+		mpk_arch_reg_write(reg); /* the callback runs with the thread's rights */
+	report(a, mpk_arch_fault_is_write(uc), uc);
+	struct opened *o = &t_open[t_nopen++];
+	o->key = key;
+	o->page = pi;
+	if (key >= 0) {
+		o->bits = reg & mpk_arch_key_mask(key);
+		mpk_arch_frame_reg_set(uc, reg & ~mpk_arch_key_mask(key));
+	} else {
+		__atomic_add_fetch(&pages[pi].open, 1, __ATOMIC_ACQ_REL);
+		mpk_os_mprotect((void *)pages[pi].page, ps, pages[pi].orig);
+	}
+	mpk_arch_frame_step(uc, true);
+	return true;
+}
+
+static void chain_trap(int sig, siginfo_t *si, void *uc)
+{
+	if (old_trap.sa_flags & SA_SIGINFO) {
+		old_trap.sa_sigaction(sig, si, uc);
+	} else if (old_trap.sa_handler != SIG_DFL && old_trap.sa_handler != SIG_IGN) {
+		old_trap.sa_handler(sig);
+	} else if (old_trap.sa_handler == SIG_DFL) {
+		signal(SIGTRAP, SIG_DFL);
+		raise(SIGTRAP);
+	}
+}
+
+static void on_trap(int sig, siginfo_t *si, void *uc)
+{
+	size_t ps = mpk_os_page_size();
+	int saved = errno;
+
+	if (!t_nopen) {
+		chain_trap(sig, si, uc);
+		errno = saved;
+		return;
+	}
+	while (t_nopen) {
+		struct opened *o = &t_open[--t_nopen];
+		if (o->key >= 0) {
+			mpk_reg_t reg;
+			if (mpk_arch_frame_reg_get(uc, &reg))
+				mpk_arch_frame_reg_set(uc, (reg & ~mpk_arch_key_mask(o->key)) | o->bits);
+			continue;
+		}
+		struct wpage *p = &pages[o->page];
+		if (__atomic_sub_fetch(&p->open, 1, __ATOMIC_ACQ_REL) == 0) {
+			int mode = __atomic_load_n(&p->mode, __ATOMIC_ACQUIRE);
+			mpk_os_mprotect((void *)p->page, ps, closed_prot(p, mode));
+		}
+	}
+	mpk_arch_frame_step(uc, false);
+	errno = saved;
+}
