@@ -60,6 +60,8 @@ ifeq ($(SODIUM_OK),yes)
 BENCH_CPPFLAGS := -DMPKIT_BENCH_SODIUM $(shell pkg-config --cflags libsodium)
 BENCH_LIBS     := $(shell pkg-config --libs libsodium)
 endif
+SODIUM_CFLAGS := $(shell pkg-config --cflags libsodium 2>/dev/null)
+SODIUM_LIBS   := $(shell pkg-config --libs libsodium 2>/dev/null)
 BENCH_SRC := bench/engine.c bench/machine.c bench/report.c bench/plot.c
 BENCH_OBJ := $(BENCH_SRC:%.c=$(B)/obj/%.o)
 
@@ -115,7 +117,29 @@ $(B)/examples/%: $(B)/obj/examples/%.o $(B)/libmpkit.a
 	@mkdir -p $(@D)
 	$(CC) $(LDFLAGS) -rdynamic $^ -o $@
 
-tests: $(TEST_BIN) $(B)/tests/t_installed
+tests: $(TEST_BIN) $(B)/tests/t_installed $(EX_TEST_BIN)
+
+# ---- the use-case examples (docs/examples.md) ----
+# Each is built under $(B)/examples/NAME/ and copied to $(B)/tests/ex/,
+# where its test (tests/t_ex_NAME.c) runs it and the VM harness packs it.
+
+ifeq ($(SODIUM_OK),yes)
+KEYD_BIN := $(B)/examples/keyd/keyd $(B)/examples/keyd/attack
+endif
+EX_TEST_BIN := $(patsubst $(B)/examples/%,$(B)/tests/ex/%,$(KEYD_BIN))
+EX_TEST_BIN := $(foreach f,$(EX_TEST_BIN),$(dir $(patsubst %/,%,$(dir $(f))))$(notdir $(f)))
+
+$(B)/obj/examples/keyd/%.o $(B)/obj/tests/t_ex_keyd.o: CFLAGS += $(SODIUM_CFLAGS)
+$(B)/examples/keyd/%: $(B)/obj/examples/keyd/%.o $(B)/libmpkit.a
+	@mkdir -p $(@D)
+	$(CC) $(LDFLAGS) -rdynamic $^ $(SODIUM_LIBS) -o $@
+$(B)/tests/t_ex_keyd: $(B)/obj/tests/t_ex_keyd.o $(B)/libmpkit.a
+	@mkdir -p $(@D)
+	$(CC) $(LDFLAGS) $^ $(SODIUM_LIBS) -o $@
+
+$(B)/tests/ex/%: $(B)/examples/keyd/%
+	@mkdir -p $(@D)
+	cp $< $@
 
 # ---- install, and a test program built against the installed copy ----
 
@@ -158,6 +182,10 @@ $(B)/tests/t_installed: tests/installed/t_installed.c $(B)/libmpkit.so $(B)/libm
 demo: $(B)/examples/demo
 	$(B)/examples/demo
 
+# The use cases, each as its test tells it (the programs' output included).
+example-keyd: $(B)/tests/t_ex_keyd $(EX_TEST_BIN)
+	$(B)/tests/t_ex_keyd
+
 # Not a test: prints a table of timings (never compared against limits).
 BENCH_OUT := $(B)/bench
 bench: $(B)/mpkit $(B)/mpkit-bench
@@ -198,7 +226,7 @@ check-vm: all tests
 clean:
 	rm -rf build mpkit.pc
 
-.PHONY: all tests install demo bench bench-alloc check check-native check-vm clean
+.PHONY: all tests install demo example-keyd bench bench-alloc check check-native check-vm clean
 .SECONDARY:
 
 -include $(shell find $(BUILD) -name '*.d' 2>/dev/null)
