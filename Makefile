@@ -62,6 +62,14 @@ BENCH_LIBS     := $(shell pkg-config --libs libsodium)
 endif
 SODIUM_CFLAGS := $(shell pkg-config --cflags libsodium 2>/dev/null)
 SODIUM_LIBS   := $(shell pkg-config --libs libsodium 2>/dev/null)
+
+# The use-case examples (docs/examples.md) need libsodium and SQLite; the
+# copies in $(B)/tests/ex/ are what their tests run (and the VM packs).
+SQLITE_OK     := $(shell pkg-config --exists sqlite3 2>/dev/null && echo yes)
+SQLITE_CFLAGS := $(shell pkg-config --cflags sqlite3 2>/dev/null)
+SQLITE_LIBS   := $(shell pkg-config --libs sqlite3 2>/dev/null)
+EX_TEST_BIN   := $(if $(SODIUM_OK),$(B)/tests/ex/keyd $(B)/tests/ex/attack) \
+                 $(if $(SQLITE_OK),$(B)/tests/ex/sqlite-guard $(B)/mpkit-bench-sqlite)
 BENCH_SRC := bench/engine.c bench/machine.c bench/report.c bench/plot.c
 BENCH_OBJ := $(BENCH_SRC:%.c=$(B)/obj/%.o)
 
@@ -123,12 +131,6 @@ tests: $(TEST_BIN) $(B)/tests/t_installed $(EX_TEST_BIN)
 # Each is built under $(B)/examples/NAME/ and copied to $(B)/tests/ex/,
 # where its test (tests/t_ex_NAME.c) runs it and the VM harness packs it.
 
-ifeq ($(SODIUM_OK),yes)
-KEYD_BIN := $(B)/examples/keyd/keyd $(B)/examples/keyd/attack
-endif
-EX_TEST_BIN := $(patsubst $(B)/examples/%,$(B)/tests/ex/%,$(KEYD_BIN))
-EX_TEST_BIN := $(foreach f,$(EX_TEST_BIN),$(dir $(patsubst %/,%,$(dir $(f))))$(notdir $(f)))
-
 $(B)/obj/examples/keyd/%.o $(B)/obj/tests/t_ex_keyd.o: CFLAGS += $(SODIUM_CFLAGS)
 $(B)/examples/keyd/%: $(B)/obj/examples/keyd/%.o $(B)/libmpkit.a
 	@mkdir -p $(@D)
@@ -140,6 +142,19 @@ $(B)/tests/t_ex_keyd: $(B)/obj/tests/t_ex_keyd.o $(B)/libmpkit.a
 $(B)/tests/ex/%: $(B)/examples/keyd/%
 	@mkdir -p $(@D)
 	cp $< $@
+
+# SQLite (libsqlite3-dev): its allocator in an mpk_heap.
+SQLG_OBJ := $(B)/obj/examples/sqlite-guard/guard.o $(B)/obj/examples/sqlite-guard/workload.o
+$(B)/obj/examples/sqlite-guard/%.o $(B)/obj/bench/sqlite_guard.o: CFLAGS += $(SQLITE_CFLAGS) -Iexamples/sqlite-guard
+$(B)/examples/sqlite-guard/sqlite-guard: $(B)/obj/examples/sqlite-guard/main.o $(SQLG_OBJ) $(B)/libmpkit.a
+	@mkdir -p $(@D)
+	$(CC) $(LDFLAGS) -rdynamic $^ $(SQLITE_LIBS) -o $@
+$(B)/tests/ex/sqlite-guard: $(B)/examples/sqlite-guard/sqlite-guard
+	@mkdir -p $(@D)
+	cp $< $@
+# Its throughput with and without the guard (`make bench-sqlite`).
+$(B)/mpkit-bench-sqlite: $(B)/obj/bench/sqlite_guard.o $(SQLG_OBJ) $(B)/libmpkit.a
+	$(CC) $(LDFLAGS) $^ $(SQLITE_LIBS) -o $@
 
 # ---- install, and a test program built against the installed copy ----
 
@@ -185,6 +200,8 @@ demo: $(B)/examples/demo
 # The use cases, each as its test tells it (the programs' output included).
 example-keyd: $(B)/tests/t_ex_keyd $(EX_TEST_BIN)
 	$(B)/tests/t_ex_keyd
+example-sqlite-guard: $(B)/tests/t_ex_sqlite_guard $(EX_TEST_BIN)
+	$(B)/tests/t_ex_sqlite_guard
 
 # Not a test: prints a table of timings (never compared against limits).
 BENCH_OUT := $(B)/bench
@@ -196,6 +213,10 @@ bench: $(B)/mpkit $(B)/mpkit-bench
 # Not a test either: heap and vault figures with ratios; BENCH_ALLOC_ARGS=--quick.
 bench-alloc: $(B)/mpkit-bench-alloc
 	$(B)/mpkit-bench-alloc $(BENCH_ALLOC_ARGS)
+
+# SQLite's workload with its memory guarded and not, side by side.
+bench-sqlite: $(B)/mpkit-bench-sqlite
+	$(B)/mpkit-bench-sqlite $(BENCH_SQLITE_ARGS)
 
 # The VM suite exits 77 when QEMU, busybox or the kernel cannot be had: a
 # skip here, a failure with MPKIT_VM_REQUIRED=1 (CI).  The two suites'
@@ -226,7 +247,7 @@ check-vm: all tests
 clean:
 	rm -rf build mpkit.pc
 
-.PHONY: all tests install demo example-keyd bench bench-alloc check check-native check-vm clean
+.PHONY: all tests install demo example-keyd example-sqlite-guard bench-sqlite bench bench-alloc check check-native check-vm clean
 .SECONDARY:
 
 -include $(shell find $(BUILD) -name '*.d' 2>/dev/null)

@@ -111,16 +111,25 @@ static inline void t_ex_show(const char *who, const char *text)
 	t_ex_show_some(who, text, 1000);
 }
 
-/* Run argv to the end; its status, its stdout in *out (malloc()ed). */
-static inline int t_ex_run(char *const argv[], char **out)
+/* Run argv to the end; its status, its stdout in *out and, if err is not
+ * NULL, its stderr in *err (malloc()ed; stderr is shown, at most 20 lines). */
+static inline int t_ex_run(char *const argv[], char **out, char **err)
 {
-	char *f = t_ex_tmp("out");
-	int rc = t_ex_wait(t_ex_spawn(argv, f, NULL));
+	char *f = t_ex_tmp("out"), *g = err ? t_ex_tmp("err") : NULL;
+	const char *who = strrchr(argv[0], '/') + 1;
+	int rc = t_ex_wait(t_ex_spawn(argv, f, g));
 
 	*out = t_ex_slurp(f, NULL);
 	unlink(f);
 	free(f);
-	t_ex_show(strrchr(argv[0], '/') + 1, *out);
+	t_ex_show(who, *out);
+	if (g) {
+		*err = t_ex_slurp(g, NULL);
+		unlink(g);
+		free(g);
+		printf("  %s stderr:\n", who);
+		t_ex_show_some(who, *err, 20);
+	}
 	return rc;
 }
 

@@ -80,7 +80,7 @@ static int leaked(const char *dump)
 static int attack(struct daemon *d, const char *dump, char **out)
 {
 	char *argv[] = { (char *)t_ex_path("attack"), "--dump", (char *)dump, d->port, NULL };
-	return t_ex_run(argv, out);
+	return t_ex_run(argv, out, NULL);
 }
 
 static void plain_build(void)
@@ -124,7 +124,7 @@ static void vault_build(void)
 
 	/* The same daemon serves on: load with attacks mixed in. */
 	load[9] = d.port;
-	CHECK(t_ex_run(load, &out) == 0);
+	CHECK(t_ex_run(load, &out, NULL) == 0);
 	char *p = strstr(out, "threads: ");
 	CHECK(p && sscanf(p, "threads: %d good (%*d signatures, %*d encryptions): %d correct,"
 			     " %d wrong, %d lost", &good, &correct, &wrong, &lost) == 4);
