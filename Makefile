@@ -69,7 +69,8 @@ SQLITE_OK     := $(shell pkg-config --exists sqlite3 2>/dev/null && echo yes)
 SQLITE_CFLAGS := $(shell pkg-config --cflags sqlite3 2>/dev/null)
 SQLITE_LIBS   := $(shell pkg-config --libs sqlite3 2>/dev/null)
 EX_TEST_BIN   := $(if $(SODIUM_OK),$(B)/tests/ex/keyd $(B)/tests/ex/attack) \
-                 $(if $(SQLITE_OK),$(B)/tests/ex/sqlite-guard $(B)/mpkit-bench-sqlite)
+                 $(if $(SQLITE_OK),$(B)/tests/ex/sqlite-guard $(B)/mpkit-bench-sqlite) \
+                 $(B)/tests/ex/pstore
 BENCH_SRC := bench/engine.c bench/machine.c bench/report.c bench/plot.c
 BENCH_OBJ := $(BENCH_SRC:%.c=$(B)/obj/%.o)
 
@@ -152,6 +153,13 @@ $(B)/examples/sqlite-guard/sqlite-guard: $(B)/obj/examples/sqlite-guard/main.o $
 $(B)/tests/ex/sqlite-guard: $(B)/examples/sqlite-guard/sqlite-guard
 	@mkdir -p $(@D)
 	cp $< $@
+# A store in a file mapped into a domain (mpk_map_file()).
+$(B)/examples/pstore/pstore: $(B)/obj/examples/pstore/main.o $(B)/obj/examples/pstore/store.o $(B)/libmpkit.a
+	@mkdir -p $(@D)
+	$(CC) $(LDFLAGS) -rdynamic $^ -o $@
+$(B)/tests/ex/pstore: $(B)/examples/pstore/pstore
+	@mkdir -p $(@D)
+	cp $< $@
 # Its throughput with and without the guard (`make bench-sqlite`).
 $(B)/mpkit-bench-sqlite: $(B)/obj/bench/sqlite_guard.o $(SQLG_OBJ) $(B)/libmpkit.a
 	$(CC) $(LDFLAGS) $^ $(SQLITE_LIBS) -o $@
@@ -202,6 +210,8 @@ example-keyd: $(B)/tests/t_ex_keyd $(EX_TEST_BIN)
 	$(B)/tests/t_ex_keyd
 example-sqlite-guard: $(B)/tests/t_ex_sqlite_guard $(EX_TEST_BIN)
 	$(B)/tests/t_ex_sqlite_guard
+example-pstore: $(B)/tests/t_ex_pstore $(EX_TEST_BIN)
+	$(B)/tests/t_ex_pstore
 
 # Not a test: prints a table of timings (never compared against limits).
 BENCH_OUT := $(B)/bench
@@ -247,7 +257,7 @@ check-vm: all tests
 clean:
 	rm -rf build mpkit.pc
 
-.PHONY: all tests install demo example-keyd example-sqlite-guard bench-sqlite bench bench-alloc check check-native check-vm clean
+.PHONY: all tests install demo example-keyd example-sqlite-guard example-pstore bench-sqlite bench bench-alloc check check-native check-vm clean
 .SECONDARY:
 
 -include $(shell find $(BUILD) -name '*.d' 2>/dev/null)
