@@ -61,7 +61,8 @@ static long call(int fd, int op, const void *payload, unsigned len, unsigned cha
 	keyd_put16(req + 1, len);
 	if (len > KEYD_MAX_PAYLOAD)
 		return -1;
-	memcpy(req + 3, payload, len);
+	if (len)
+		memcpy(req + 3, payload, len);
 	if (keyd_io(fd, req, 3 + len, 1))
 		return -1;
 	if (keyd_io(fd, hdr, 5, 0) || hdr[0])

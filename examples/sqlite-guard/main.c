@@ -25,11 +25,15 @@
 #include "guard.h"
 #include "workload.h"
 
+/* The child's own exit codes; anything else (a signal, a sanitizer's
+ * exit) is a crash. */
+enum { CHILD_INTACT = 10, CHILD_CORRUPTED = 11, CHILD_ERROR = 13 };
+
 static int child(bool guard, struct workload *w)
 {
 	alarm(120); /* a corrupted B-tree may loop */
 	if (guard_setup(guard ? GUARD_ON : GUARD_TRACKED) || workload_run(w))
-		return 3;
+		return CHILD_ERROR;
 	if (guard)
 		printf("sqlite-guard: guarded (domain \"sqlite\", backend %s):",
 		       mpk_backend_name(mpk_backend()));
@@ -41,7 +45,7 @@ static int child(bool guard, struct workload *w)
 	       w->bytes);
 	printf("sqlite-guard: integrity_check: %s; %ld rows, %ld differ from the shadow copy\n",
 	       w->integrity, w->rows, w->differ);
-	return w->integrity_ok && !w->differ ? 0 : 1;
+	return w->integrity_ok && !w->differ ? CHILD_INTACT : CHILD_CORRUPTED;
 }
 
 int main(int argc, char **argv)
@@ -75,14 +79,20 @@ int main(int argc, char **argv)
 	int status;
 	if (pid < 0 || waitpid(pid, &status, 0) != pid)
 		return 3;
-	if (WIFSIGNALED(status)) {
-		printf("sqlite-guard: the workload crashed: %s\n", strsignal(WTERMSIG(status)));
-		return 2;
-	}
-	int rc = WEXITSTATUS(status);
-	if (rc == 1)
-		printf("sqlite-guard: the database was corrupted\n");
-	else if (rc == 0)
+	int rc = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+	switch (rc) {
+	case CHILD_INTACT:
 		printf("sqlite-guard: the database came through intact\n");
-	return rc;
+		return 0;
+	case CHILD_CORRUPTED:
+		printf("sqlite-guard: the database was corrupted\n");
+		return 1;
+	case CHILD_ERROR:
+		return 3;
+	}
+	if (WIFSIGNALED(status))
+		printf("sqlite-guard: the workload crashed: %s\n", strsignal(WTERMSIG(status)));
+	else
+		printf("sqlite-guard: the workload crashed (exit status %d)\n", rc);
+	return 2;
 }
