@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * examples/sqlite-guard: 5,000 wild writes into SQLite's memory during a
- * 20,000-statement workload.  Guarded, every one faults and is reported
+ * examples/sqlite-guard: 2,000 wild writes into SQLite's memory during a
+ * 6,000-statement workload.  Guarded, every one faults and is reported
  * (naming domain "sqlite"), integrity_check says ok and every row matches
  * the shadow copy; unguarded, the same writes corrupt the database or
  * crash the workload.
@@ -28,9 +28,9 @@ static void parse(const char *out)
 int main(void)
 {
 	char *out, *err;
-	char *guarded[] = { (char *)t_ex_path("sqlite-guard"), "--ops", "20000", "--writes",
-			    "5000", "--seed", "7", NULL };
-	char *plain[] = { guarded[0], "--no-guard", "--ops", "20000", "--writes", "5000",
+	char *guarded[] = { (char *)t_ex_path("sqlite-guard"), "--ops", "6000", "--writes",
+			    "2000", "--seed", "7", NULL };
+	char *plain[] = { guarded[0], "--no-guard", "--ops", "6000", "--writes", "2000",
 			  "--seed", "7", NULL };
 
 	setvbuf(stdout, NULL, _IOLBF, 0);
@@ -39,8 +39,8 @@ int main(void)
 	printf("== guarded\n");
 	CHECK(t_ex_run(guarded, &out, &err) == 0);
 	parse(out);
-	CHECK(fired == 5000 && faulted == fired);
-	CHECK(!strcmp(integrity, "ok") && rows > 1000 && differ == 0);
+	CHECK(fired == 2000 && faulted == fired);
+	CHECK(!strcmp(integrity, "ok") && rows > 500 && differ == 0);
 	CHECK(strstr(err, "write of domain \"sqlite\"") != NULL);
 	CHECK(strstr(err, hw ? "SEGV_PKUERR" : "SEGV_ACCERR") != NULL);
 	printf("guarded: %ld wild writes, %ld faulted and reported; integrity_check %s;"

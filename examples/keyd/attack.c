@@ -49,28 +49,45 @@ static int dial(void)
 	return fd;
 }
 
-/* One request and its reply (data into out, at most cap bytes).  Returns
- * the reply's length, or -1 when the connection broke (cut by the daemon). */
-static long call(int fd, int op, const void *payload, unsigned len, unsigned char *out,
-		 size_t cap)
+/* Append a request to buf at *at (room for 3 + KEYD_MAX_PAYLOAD). */
+static void put_request(unsigned char *buf, size_t *at, int op, const void *payload,
+			unsigned len)
 {
-	unsigned char hdr[5], req[3 + KEYD_MAX_PAYLOAD];
-
-	/* One write: a request in two would wait for a delayed ACK. */
-	req[0] = (unsigned char)op;
-	keyd_put16(req + 1, len);
-	if (len > KEYD_MAX_PAYLOAD)
-		return -1;
+	buf[*at] = (unsigned char)op;
+	keyd_put16(buf + *at + 1, len);
 	if (len)
-		memcpy(req + 3, payload, len);
-	if (keyd_io(fd, req, 3 + len, 1))
-		return -1;
+		memcpy(buf + *at + 3, payload, len);
+	*at += 3 + len;
+}
+
+/* Read one reply (data into out, at most cap bytes): its length, or -1
+ * when the connection broke (cut by the daemon). */
+static long get_reply(int fd, unsigned char *out, size_t cap)
+{
+	unsigned char hdr[5];
+
 	if (keyd_io(fd, hdr, 5, 0) || hdr[0])
 		return -1;
 	uint32_t n = keyd_get32(hdr + 1);
 	if (n > cap || keyd_io(fd, out, n, 0))
 		return -1;
 	return n;
+}
+
+/* One request and its reply. */
+static long call(int fd, int op, const void *payload, unsigned len, unsigned char *out,
+		 size_t cap)
+{
+	unsigned char req[3 + KEYD_MAX_PAYLOAD];
+	size_t at = 0;
+
+	if (len > KEYD_MAX_PAYLOAD)
+		return -1;
+	/* One write: a request in two would wait for a delayed ACK. */
+	put_request(req, &at, op, payload, len);
+	if (keyd_io(fd, req, at, 1))
+		return -1;
+	return get_reply(fd, out, cap);
 }
 
 static int get_pubkey(void)
@@ -182,37 +199,70 @@ struct load {
 	size_t over;
 };
 
-static bool good_request(int fd, int i, unsigned char *buf, size_t cap, struct load *l)
-{
-	unsigned char msg[256], plain[256];
-	unsigned len = 16 + (unsigned)i % 200;
-	int op = i % 10 == 0 ? 'S' : 'X';
+/* A good request, sent in batches of BATCH: one write, then the replies
+ * (fewer round trips; the daemon answers in order). */
+#define BATCH 16
 
-	randombytes_buf(msg, len);
-	long n = call(fd, op, msg, len, buf, cap);
-	if (n < 0)
-		return false;
-	bool ok;
-	if (op == 'S') {
+struct pending {
+	int op;
+	unsigned len;
+	unsigned char msg[216];
+};
+
+static void make_request(struct pending *p, int i)
+{
+	p->len = 16 + (unsigned)i % 200;
+	p->op = i % 50 == 0 ? 'S' : 'X'; /* signing costs most */
+	randombytes_buf(p->msg, p->len);
+}
+
+static bool reply_ok(const struct pending *p, const unsigned char *buf, long n,
+		     struct load *l)
+{
+	unsigned char plain[256];
+	size_t nb = crypto_secretbox_NONCEBYTES;
+
+	if (p->op == 'S') {
 		l->sigs++;
-		ok = n == 64 && crypto_sign_verify_detached(buf, msg, len, pubkey) == 0;
-	} else {
-		l->boxes++;
-		size_t nb = crypto_secretbox_NONCEBYTES;
-		ok = (size_t)n == nb + crypto_secretbox_MACBYTES + len &&
-		     crypto_secretbox_open_easy(plain, buf + nb, (size_t)n - nb, buf,
-						box_key) == 0 &&
-		     !memcmp(plain, msg, len);
+		return n == 64 && crypto_sign_verify_detached(buf, p->msg, p->len, pubkey) == 0;
 	}
-	ok ? l->correct++ : l->wrong++;
-	return true;
+	l->boxes++;
+	return (size_t)n == nb + crypto_secretbox_MACBYTES + p->len &&
+	       crypto_secretbox_open_easy(plain, buf + nb, (size_t)n - nb, buf, box_key) == 0 &&
+	       !memcmp(plain, p->msg, p->len);
+}
+
+/* Send the batch and check its replies; a reply that does not come is
+ * lost (and the connection is made again). */
+static void flush(int *fd, struct pending *p, int np, unsigned char *buf, struct load *l)
+{
+	static __thread unsigned char req[BATCH * (3 + sizeof(p->msg))];
+	size_t at = 0;
+	int k = 0;
+
+	for (int j = 0; j < np; j++)
+		put_request(req, &at, p[j].op, p[j].msg, p[j].len);
+	if (*fd >= 0 && !keyd_io(*fd, req, at, 1))
+		for (; k < np; k++) {
+			long n = get_reply(*fd, buf, KEYD_MAX_REPLY);
+			if (n < 0)
+				break;
+			reply_ok(&p[k], buf, n, l) ? l->correct++ : l->wrong++;
+		}
+	if (k < np) {
+		l->lost += np - k;
+		if (*fd >= 0)
+			close(*fd);
+		*fd = dial(); /* go on with a new connection */
+	}
 }
 
 static void *load_thread(void *arg)
 {
 	struct load *total = arg, l = { 0 };
 	unsigned char *buf = malloc(KEYD_MAX_REPLY), sk[64];
-	int fd = dial();
+	struct pending pend[BATCH];
+	int fd = dial(), np = 0;
 
 	for (int i = 0; buf && i < total->requests; i++) {
 		if (i % total->every == total->every - 1) {
@@ -228,13 +278,14 @@ static void *load_thread(void *arg)
 			continue;
 		}
 		l.good++;
-		if (fd < 0 || !good_request(fd, i, buf, KEYD_MAX_REPLY, &l)) {
-			l.lost++;
-			if (fd >= 0)
-				close(fd);
-			fd = dial(); /* go on with a new connection */
+		make_request(&pend[np++], i);
+		if (np == BATCH) {
+			flush(&fd, pend, np, buf, &l);
+			np = 0;
 		}
 	}
+	if (np)
+		flush(&fd, pend, np, buf, &l);
 	if (fd >= 0)
 		close(fd);
 	free(buf);

@@ -30,6 +30,7 @@
 #include <arpa/inet.h>
 #include <errno.h>
 #include <netinet/in.h>
+#include <netinet/tcp.h>
 #include <pthread.h>
 #include <setjmp.h>
 #include <signal.h>
@@ -300,6 +301,10 @@ static void accept_loop(int lfd)
 		int fd = accept4(lfd, NULL, NULL, SOCK_CLOEXEC);
 		if (fd < 0)
 			continue; /* EINTR from SIGTERM, or a client gone */
+		/* Replies go out at once, even while an earlier one is not
+		 * acknowledged (clients send requests in batches). */
+		int one = 1;
+		setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
 		struct conn *c = calloc(1, sizeof(*c));
 		pthread_mutex_lock(&slot_lock);
 		int slot = slots_used == ~0u ? -1 : __builtin_ctz(~slots_used);

@@ -8,7 +8,7 @@
  *
  * N times (default 100): a child opens FILE, commits records and, being
  * buggy, fires stray writes at random places of the mapped file between
- * commits; the parent SIGKILLs it at a random moment (0-20 ms), then
+ * commits; the parent SIGKILLs it at a random moment (0-10 ms), then
  * reopens the file and checks every byte: each committed record (every one
  * the child reported, at least) with its checksum and contents, and
  * nothing but zeros outside the records.  Guarded, every stray write
@@ -33,7 +33,7 @@
 
 /* What a child tells its parent, one write() each (atomic on a pipe). */
 struct msg {
-	char what; /* 'C' committed, 'W' a stray write fired, 'F' it faulted */
+	char what; /* 'R' open, 'C' committed, 'W' a stray write fired, 'F' it faulted */
 	uint64_t seq;
 };
 
@@ -73,6 +73,7 @@ static void child(const char *path, bool guard, unsigned seed)
 	if (store_open(&st, path, guard, false) ||
 	    (guard && mpk_fault_handler_install(on_fault, NULL)))
 		_exit(2);
+	tell('R', 0); /* the kill's clock starts now */
 	for (;;) {
 		uint64_t n = st.head->n;
 		store_expected(n, &r);
@@ -101,7 +102,7 @@ static int life(const char *path, bool guard, unsigned *seed, struct totals *t)
 	if (pipe(fd))
 		return -1;
 	unsigned cseed = (unsigned)rand_r(seed);
-	int delay_us = rand_r(seed) % 20000;
+	int delay_us = rand_r(seed) % 10000;
 	fflush(NULL);
 	pid_t pid = fork();
 	if (pid == 0) {
@@ -111,13 +112,13 @@ static int life(const char *path, bool guard, unsigned *seed, struct totals *t)
 	}
 	close(fd[1]);
 	struct timespec t0, now;
-	clock_gettime(CLOCK_MONOTONIC, &t0);
-	bool killed = false;
+	bool killed = false, ready = false;
 	for (;;) {
 		struct msg m[256];
 		clock_gettime(CLOCK_MONOTONIC, &now);
-		long us = (now.tv_sec - t0.tv_sec) * 1000000L + (now.tv_nsec - t0.tv_nsec) / 1000;
-		if (!killed && us >= delay_us) {
+		long us = !ready ? 0 : (now.tv_sec - t0.tv_sec) * 1000000L +
+					       (now.tv_nsec - t0.tv_nsec) / 1000;
+		if (ready && !killed && us >= delay_us) {
 			kill(pid, SIGKILL); /* wherever it is */
 			killed = true;
 		}
@@ -128,6 +129,10 @@ static int life(const char *path, bool guard, unsigned *seed, struct totals *t)
 		if (k <= 0)
 			break;
 		for (size_t i = 0; i < (size_t)k / sizeof(m[0]); i++) {
+			if (m[i].what == 'R' && !ready) {
+				ready = true; /* its working life starts */
+				clock_gettime(CLOCK_MONOTONIC, &t0);
+			}
 			if (m[i].what == 'C')
 				committed = (long)m[i].seq, t->committed++;
 			t->fired += m[i].what == 'W';
@@ -147,14 +152,19 @@ static int life(const char *path, bool guard, unsigned *seed, struct totals *t)
 
 	struct store ro;
 	struct store_check c;
-	if (store_open(&ro, path, false, true))
+	if (store_open(&ro, path, false, true)) {
+		perror(path);
 		return -1;
+	}
 	store_check(&ro, &c);
 	store_close(&ro);
 	t->bad += c.bad;
 	t->stray += c.stray;
 	t->torn += c.torn;
 	t->last_n = c.n;
+	if (c.bad || c.stray)
+		printf("pstore: damage after life %lu: first at file offset %zu (n = %llu)\n",
+		       t->crashes + t->exits, c.first, (unsigned long long)c.n);
 	/* Every record the child reported committed must be there. */
 	if (committed >= 0 && c.n <= (uint64_t)committed)
 		t->bad++;
@@ -184,7 +194,15 @@ int main(int argc, char **argv)
 		return 2;
 	}
 	const char *path = argv[argc - 1];
-	unlink(path); /* a fresh store */
+	/* A fresh store, made before the first life, so that a kill cannot
+	 * fall before the file has its size and header. */
+	struct store fresh;
+	unlink(path);
+	if (store_open(&fresh, path, false, false)) {
+		perror(path);
+		return 2;
+	}
+	store_close(&fresh);
 	struct totals t = { 0 };
 	unsigned long dirty = 0;
 	for (unsigned long n = 0; n < crashes; n++) {

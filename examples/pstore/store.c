@@ -128,6 +128,19 @@ static bool zero(const void *p, size_t n)
 	return true;
 }
 
+/* Count [p, p+n) as damaged unless it is all zero; remember the first. */
+static void note(struct store_check *c, const unsigned char *base, const void *p, size_t n)
+{
+	const unsigned char *b = p;
+
+	for (size_t i = 0; i < n; i++)
+		if (b[i]) {
+			if (!c->stray++ && !c->bad)
+				c->first = (size_t)(b + i - base);
+			return;
+		}
+}
+
 void store_check(const struct store *s, struct store_check *c)
 {
 	struct store_rec want;
@@ -139,26 +152,27 @@ void store_check(const struct store *s, struct store_check *c)
 		c->n = 0;
 		return;
 	}
-	if (!zero(s->base + sizeof(*s->head), HEAD_PAGE - sizeof(*s->head)))
-		c->stray++;
+	note(c, s->base, s->base + sizeof(*s->head), HEAD_PAGE - sizeof(*s->head));
 	for (uint64_t i = 0; i < c->n; i++) {
 		store_expected(i, &want);
 		if (memcmp(&s->recs[i], &want, sizeof(want)) || rec_sum(&s->recs[i]) != want.sum)
-			c->bad++;
+			if (!c->bad++ && !c->stray)
+				c->first = (size_t)((unsigned char *)&s->recs[i] - s->base);
 	}
 	if (c->n < s->cap) {
-		/* Record n: empty, or a prefix of what it would have been. */
+		/* Record n: empty, or torn by a kill in mid-commit: each byte
+		 * is 0 or what it would have been (stores land in no
+		 * particular order: memcpy() is not a byte loop). */
 		const unsigned char *got = (const void *)&s->recs[c->n];
-		size_t j = 0;
+		const unsigned char *w = (const void *)&want;
 		store_expected(c->n, &want);
-		while (j < sizeof(want) && got[j] == ((unsigned char *)&want)[j])
-			j++;
-		c->torn = j > 0 && !zero(got, sizeof(want));
-		if (!zero(got + j, sizeof(want) - j))
-			c->stray++;
+		for (size_t j = 0; j < sizeof(want); j++)
+			if (got[j] && got[j] != w[j] && !c->stray++)
+				c->first = (size_t)(got + j - s->base);
+		c->torn = !zero(got, sizeof(want));
 	}
 	for (uint64_t i = c->n + 1; i < s->cap; i++)
-		c->stray += !zero(&s->recs[i], sizeof(s->recs[i]));
+		note(c, s->base, &s->recs[i], sizeof(s->recs[i]));
 	size_t used = HEAD_PAGE + s->cap * sizeof(struct store_rec);
-	c->stray += !zero(s->base + used, STORE_SIZE - used);
+	note(c, s->base, s->base + used, STORE_SIZE - used);
 }

@@ -53,6 +53,7 @@ struct store_check {
 	uint64_t bad;        /* committed records that fail their checksum or data */
 	uint64_t stray;      /* bytes outside records that are not what they must be */
 	bool torn;           /* record n was being written when the writer died */
+	size_t first;        /* file offset of the first damage, if any */
 };
 
 /* Check every byte of the file. */
