@@ -61,6 +61,17 @@ ifeq ($(SODIUM_OK),yes)
 BENCH_CPPFLAGS := -DMPKIT_BENCH_SODIUM $(shell pkg-config --cflags libsodium)
 BENCH_LIBS     := $(shell pkg-config --libs libsodium)
 endif
+SODIUM_CFLAGS := $(shell pkg-config --cflags libsodium 2>/dev/null)
+SODIUM_LIBS   := $(shell pkg-config --libs libsodium 2>/dev/null)
+
+# The use-case examples (docs/examples.md) need libsodium and SQLite; the
+# copies in $(B)/tests/ex/ are what their tests run (and the VM packs).
+SQLITE_OK     := $(shell pkg-config --exists sqlite3 2>/dev/null && echo yes)
+SQLITE_CFLAGS := $(shell pkg-config --cflags sqlite3 2>/dev/null)
+SQLITE_LIBS   := $(shell pkg-config --libs sqlite3 2>/dev/null)
+EX_TEST_BIN   := $(if $(SODIUM_OK),$(B)/tests/ex/keyd $(B)/tests/ex/attack) \
+                 $(if $(SQLITE_OK),$(B)/tests/ex/sqlite-guard $(B)/mpkit-bench-sqlite) \
+                 $(B)/tests/ex/pstore
 BENCH_SRC := bench/engine.c bench/machine.c bench/report.c bench/plot.c
 BENCH_OBJ := $(BENCH_SRC:%.c=$(B)/obj/%.o)
 
@@ -157,7 +168,43 @@ $(B)/tests/watch-target: tests/helpers/watch_target.c
 	@mkdir -p $(@D)
 	$(CC) $(PRELOAD_CFLAGS) -rdynamic $< -o $@
 
-tests: $(TEST_BIN) $(TEST_FILES) $(B)/tests/t_installed
+tests: $(TEST_BIN) $(TEST_FILES) $(B)/tests/t_installed $(EX_TEST_BIN)
+
+# ---- the use-case examples (docs/examples.md) ----
+# Each is built under $(B)/examples/NAME/ and copied to $(B)/tests/ex/,
+# where its test (tests/t_ex_NAME.c) runs it and the VM harness packs it.
+
+$(B)/obj/examples/keyd/%.o $(B)/obj/tests/t_ex_keyd.o: CFLAGS += $(SODIUM_CFLAGS)
+$(B)/examples/keyd/%: $(B)/obj/examples/keyd/%.o $(B)/libmpkit.a
+	@mkdir -p $(@D)
+	$(CC) $(LDFLAGS) -rdynamic $^ $(SODIUM_LIBS) -o $@
+$(B)/tests/t_ex_keyd: $(B)/obj/tests/t_ex_keyd.o $(B)/libmpkit.a
+	@mkdir -p $(@D)
+	$(CC) $(LDFLAGS) $^ $(SODIUM_LIBS) -o $@
+
+$(B)/tests/ex/%: $(B)/examples/keyd/%
+	@mkdir -p $(@D)
+	cp $< $@
+
+# SQLite (libsqlite3-dev): its allocator in an mpk_heap.
+SQLG_OBJ := $(B)/obj/examples/sqlite-guard/guard.o $(B)/obj/examples/sqlite-guard/workload.o
+$(B)/obj/examples/sqlite-guard/%.o $(B)/obj/bench/sqlite_guard.o: CFLAGS += $(SQLITE_CFLAGS) -Iexamples/sqlite-guard
+$(B)/examples/sqlite-guard/sqlite-guard: $(B)/obj/examples/sqlite-guard/main.o $(SQLG_OBJ) $(B)/libmpkit.a
+	@mkdir -p $(@D)
+	$(CC) $(LDFLAGS) -rdynamic $^ $(SQLITE_LIBS) -o $@
+$(B)/tests/ex/sqlite-guard: $(B)/examples/sqlite-guard/sqlite-guard
+	@mkdir -p $(@D)
+	cp $< $@
+# A store in a file mapped into a domain (mpk_map_file()).
+$(B)/examples/pstore/pstore: $(B)/obj/examples/pstore/main.o $(B)/obj/examples/pstore/store.o $(B)/libmpkit.a
+	@mkdir -p $(@D)
+	$(CC) $(LDFLAGS) -rdynamic $^ -o $@
+$(B)/tests/ex/pstore: $(B)/examples/pstore/pstore
+	@mkdir -p $(@D)
+	cp $< $@
+# Its throughput with and without the guard (`make bench-sqlite`).
+$(B)/mpkit-bench-sqlite: $(B)/obj/bench/sqlite_guard.o $(SQLG_OBJ) $(B)/libmpkit.a
+	$(CC) $(LDFLAGS) $^ $(SQLITE_LIBS) -o $@
 
 # ---- install, and a test program built against the installed copy ----
 
@@ -201,6 +248,14 @@ $(B)/tests/t_installed: tests/installed/t_installed.c $(B)/libmpkit.so $(B)/libm
 demo: $(B)/examples/demo
 	$(B)/examples/demo
 
+# The use cases, each as its test tells it (the programs' output included).
+example-keyd: $(B)/tests/t_ex_keyd $(EX_TEST_BIN)
+	$(B)/tests/t_ex_keyd
+example-sqlite-guard: $(B)/tests/t_ex_sqlite_guard $(EX_TEST_BIN)
+	$(B)/tests/t_ex_sqlite_guard
+example-pstore: $(B)/tests/t_ex_pstore $(EX_TEST_BIN)
+	$(B)/tests/t_ex_pstore
+
 # Not a test: prints a table of timings (never compared against limits).
 BENCH_OUT := $(B)/bench
 bench: $(B)/mpkit $(B)/mpkit-bench
@@ -215,6 +270,9 @@ bench-alloc: $(B)/mpkit-bench-alloc
 # Not a test: JIT patch+run and watched writes against mprotect.
 bench-code: $(B)/mpkit-bench-code
 	$(B)/mpkit-bench-code $(BENCH_CODE_ARGS)
+# SQLite's workload with its memory guarded and not, side by side.
+bench-sqlite: $(B)/mpkit-bench-sqlite
+	$(B)/mpkit-bench-sqlite $(BENCH_SQLITE_ARGS)
 
 # The VM suite exits 77 when QEMU, busybox or the kernel cannot be had: a
 # skip here, a failure with MPKIT_VM_REQUIRED=1 (CI).  The two suites'
@@ -246,6 +304,7 @@ clean:
 	rm -rf build mpkit.pc
 
 .PHONY: all tests install demo bench bench-alloc bench-code check check-native check-vm clean
+.PHONY: all tests install demo example-keyd example-sqlite-guard example-pstore bench-sqlite bench bench-alloc check check-native check-vm clean
 .SECONDARY:
 
 -include $(shell find $(BUILD) -name '*.d' 2>/dev/null)

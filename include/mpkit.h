@@ -178,6 +178,20 @@ int mpk_free(mpk_domain *d, void *addr);
  */
 int mpk_adopt(mpk_domain *d, void *addr, size_t len);
 
+/*
+ * Map len bytes of the file open on fd, from offset (a multiple of the page
+ * size), shared (MAP_SHARED) and read/write as far as domain d's rights
+ * allow: stores reach the file, as with mmap(); msync() it for
+ * durability.  The mapping belongs to d: mpk_free() or destroying the
+ * domain unmaps it.  A regular file must hold offset + len bytes already
+ * (ftruncate() first): pages past its end would raise SIGBUS.
+ * Errors: EINVAL (bad domain, len 0 or absurd, offset negative or not
+ * aligned, the file too short), EBADF (fd not open), EACCES (fd not open
+ * for reading and writing), ENODEV (a file that cannot be mapped), ENOMEM;
+ * nothing is mapped then.
+ */
+void *mpk_map_file(mpk_domain *d, int fd, off_t offset, size_t len);
+
 /* ---- rights of the calling thread ---------------------------------------
  *
  * On hw, for a domain holding a key, these touch the calling thread's PKRU

@@ -4,6 +4,7 @@
 #include <errno.h>
 #include <stdint.h>
 #include <sys/mman.h>
+#include <sys/stat.h>
 
 #include "internal.h"
 #include "os.h"
@@ -144,6 +145,53 @@ out:
 	if (rc)
 		errno = err;
 	return rc;
+}
+
+MPK_EXPORT void *mpk_map_file(mpk_domain *d, int fd, off_t offset, size_t len)
+{
+	size_t page = mpk_os_page_size();
+	struct mpk_region *r;
+	struct stat st;
+	void *p = NULL;
+	int err = EINVAL;
+
+	if (mpk__ensure_init())
+		return NULL;
+	if (!mpk__domain_ok(d) || len == 0 || len > PTRDIFF_MAX - page || offset < 0 ||
+	    (offset & (off_t)(page - 1))) {
+		errno = EINVAL;
+		return NULL;
+	}
+	if (fd < 0 || fstat(fd, &st)) {
+		errno = EBADF;
+		return NULL;
+	}
+	/* Pages past the end of a file raise SIGBUS, not a fault of ours. */
+	if (S_ISREG(st.st_mode) && ((uintmax_t)offset > (uintmax_t)st.st_size ||
+				    len > (uintmax_t)st.st_size - (uintmax_t)offset)) {
+		errno = EINVAL;
+		return NULL;
+	}
+	len = (len + page - 1) & ~(page - 1);
+	pthread_mutex_lock(&mpk_g.lock);
+	p = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_SHARED, fd, offset);
+	if (p == MAP_FAILED) {
+		err = errno; /* EACCES: fd not open read-write, ENODEV... */
+		p = NULL;
+		goto out;
+	}
+	if (protect_new(d, p, len) || !(r = mpk__region_add(d, p, len))) {
+		err = errno;
+		mpk_os_unmap(p, len);
+		p = NULL;
+		goto out;
+	}
+	r->owned = false; /* the caller's: mpk_free() unmaps it */
+out:
+	pthread_mutex_unlock(&mpk_g.lock);
+	if (!p)
+		errno = err;
+	return p;
 }
 
 int mpk__adopt_fresh(struct mpk_domain *d, void *addr, size_t len)

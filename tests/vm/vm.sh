@@ -316,6 +316,8 @@ mount -t proc proc /proc
 mount -t sysfs sysfs /sys
 mount -t devtmpfs devtmpfs /dev
 mount -t tmpfs tmpfs /tmp
+# Loopback up: the keyd example's test talks TCP on 127.0.0.1.
+ip link set lo up 2>/dev/null || ifconfig lo 127.0.0.1 up
 # If the kernel found no /dev/console before devtmpfs was mounted, init
 # started without stdio: (re)attach it to the serial console.
 exec </dev/console >/dev/console 2>&1
