@@ -7,14 +7,16 @@
  *
  * The program (x86-64; any other AUDIT_ARCH, the i386 entry through
  * int 0x80 included, and any x32 number is denied):
- *   denied from anyone: process_vm_readv/writev, ptrace, io_uring_setup/
+ *   denied from anyone: process_vm_writev, ptrace, io_uring_setup/
  *     enter/register, process_madvise, remap_file_pages, userfaultfd;
  *     madvise MADV_DODUMP and MADV_KEEPONFORK; PROT_EXEC in mmap, mprotect
  *     and pkey_mprotect (no new code after lockdown);
  *   with MPK_LOCK_NO_OPEN, open/creat/openat/openat2/open_by_handle_at;
  *   with MPK_LOCK_FREEZE_KEYS, pkey_alloc and pkey_free, from mpkit too;
  *   from mpkit's site (mpk_arch_syscall_ip): the rest is allowed;
- *   from anywhere else: pkey_alloc, pkey_free, pkey_mprotect and mremap
+ *   from anywhere else: process_vm_readv (mpkit reads its own stacks
+ *     with it, to find nested signal frames), pkey_alloc, pkey_free,
+ *     pkey_mprotect and mremap
  *     with MREMAP_FIXED, shmat with SHM_REMAP denied; mprotect, munmap,
  *     madvise, mremap and mmap with MAP_FIXED(_NOREPLACE) denied when
  *     [arg0, arg0 + arg1) touches a domain memory range.
@@ -215,13 +217,14 @@ int mpk__bpf_build(struct sock_filter *out, size_t *len, const struct mpk_range 
 {
 	static const uint32_t opens[] = { SYS_open, SYS_creat, SYS_openat, 437 /* openat2 */,
 					  SYS_open_by_handle_at };
-	static const uint32_t keys[] = { SYS_pkey_alloc, SYS_pkey_free, SYS_pkey_mprotect };
+	static const uint32_t keys[] = { SYS_process_vm_readv, SYS_pkey_alloc, SYS_pkey_free,
+					 SYS_pkey_mprotect };
 	static const uint32_t key_moves[] = { SYS_pkey_alloc, SYS_pkey_free };
 	static const uint32_t exec[] = { SYS_mmap, SYS_mprotect, SYS_pkey_mprotect };
 	static const uint32_t ranged[] = { SYS_mprotect, SYS_munmap, SYS_madvise };
 	const bool kill = !(flags & MPK_LOCK_ERRNO);
 	static const uint32_t always[] = {
-		SYS_process_vm_readv, SYS_process_vm_writev, SYS_ptrace, 425 /* io_uring_setup */,
+		SYS_process_vm_writev, SYS_ptrace, 425 /* io_uring_setup */,
 		426 /* io_uring_enter */, 427 /* io_uring_register */, 440 /* process_madvise */,
 		SYS_remap_file_pages, SYS_userfaultfd,
 	};

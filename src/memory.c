@@ -180,7 +180,7 @@ MPK_EXPORT void *mpk_map_file(mpk_domain *d, int fd, off_t offset, size_t len)
 		p = NULL;
 		goto out;
 	}
-	if (protect_new(d, p, len) || !(r = mpk__region_add(d, p, len))) {
+	if (protect_new(d, p, len, false) || !(r = mpk__region_add(d, p, len))) {
 		err = errno;
 		mpk_os_unmap(p, len);
 		p = NULL;
