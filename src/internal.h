@@ -21,13 +21,14 @@
 #define MPK_NAME_MAX 63
 
 /* A mapping owned by a domain.  Slots live in chunks that are never freed,
- * so the fault handler can scan them without a lock: start is published
- * last (release) and cleared first. */
+ * so the fault handler can read them without a lock: start is published
+ * (release) before the region enters the table and cleared first; len and
+ * domain are written atomically before it (region.c). */
 struct mpk_region {
 	uintptr_t start; /* 0: free slot; atomic */
-	size_t len;
-	struct mpk_domain *domain;
-	struct mpk_region *next; /* in the domain's list; under mpk_g.lock */
+	size_t len;      /* atomic for readers */
+	struct mpk_domain *domain; /* atomic for readers */
+	struct mpk_region *next, **pprev; /* in the domain's list; under mpk_g.lock */
 	bool owned;              /* a heap's or vault's: mpk_free() refuses it */
 };
 
@@ -96,8 +97,13 @@ extern int (*mpk__domain_detach)(struct mpk_domain *d);
 struct mpk_region *mpk__region_add(struct mpk_domain *d, void *start, size_t len);
 void mpk__region_del(struct mpk_region *r);
 struct mpk_region *mpk__region_lookup(const void *addr); /* signal-safe */
+/* d's region starting at start, or NULL; O(1). */
+struct mpk_region *mpk__region_find(struct mpk_domain *d, const void *start);
 bool mpk__range_overlaps(const void *addr, size_t len);
 void mpk__domain_unmap_all(struct mpk_domain *d);
+/* Unmap a region's memory (after mpk__region_del): back into its window's
+ * reservation, or munmap() for an adopted range. */
+void mpk__region_release(void *start, size_t len);
 
 /* memory.c: put fresh memory mpkit just mapped (private anonymous, any
  * protection) into d: mpk_adopt() without the /proc checks.  On failure it

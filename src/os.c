@@ -105,29 +105,6 @@ void *mpk_os_map(size_t len, int prot)
 	return p == MAP_FAILED ? NULL : p;
 }
 
-/* A mapping with an unmapped page on each side.  Adjacent anonymous
- * mappings with the same flags merge into one VMA; then every mprotect of
- * one of them splits the VMA and the next merges it back, which doubles
- * the cost of a soft-backend switch on small regions (make bench shows
- * it).  The holes keep two domains' regions apart where the kernel cannot
- * name anonymous mappings. */
-void *mpk_os_map_apart(size_t len, int prot)
-{
-	size_t page = mpk_os_page_size();
-	char *p;
-
-	if (len > SIZE_MAX - 2 * page) {
-		errno = ENOMEM;
-		return NULL;
-	}
-	p = mpk_os_map(len + 2 * page, prot);
-	if (!p)
-		return NULL;
-	munmap(p, page);
-	munmap(p + page + len, page);
-	return p + page;
-}
-
 int mpk_os_unmap(void *addr, size_t len)
 {
 	return munmap(addr, len);

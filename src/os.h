@@ -15,7 +15,6 @@ int mpk_os_pkey_free(int key);
 int mpk_os_pkey_mprotect(void *addr, size_t len, int prot, int key);
 int mpk_os_mprotect(void *addr, size_t len, int prot);
 void *mpk_os_map(size_t len, int prot);
-void *mpk_os_map_apart(size_t len, int prot);
 int mpk_os_unmap(void *addr, size_t len);
 /* Raw mlock()/munlock(): sanitizers make the libc ones no-ops. */
 int mpk_os_mlock(const void *addr, size_t len);
