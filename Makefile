@@ -63,7 +63,7 @@ endif
 BENCH_SRC := bench/engine.c bench/machine.c bench/report.c bench/plot.c
 BENCH_OBJ := $(BENCH_SRC:%.c=$(B)/obj/%.o)
 
-all: $(B)/libmpkit.a $(B)/libmpkit.so $(B)/mpkit $(B)/mpkit-bench $(B)/mpkit-bench-alloc $(B)/mpkit-bench-threads
+all: $(B)/libmpkit.a $(B)/libmpkit.so $(B)/mpkit $(B)/mpkit-bench $(B)/mpkit-bench-alloc $(B)/mpkit-bench-threads $(B)/mpkit-bench-scale
 
 $(B)/obj/%.o: %.c
 	@mkdir -p $(@D)
@@ -100,6 +100,10 @@ $(B)/mpkit-bench-alloc: $(B)/obj/bench/alloc.o $(B)/libmpkit.a
 # Rights changes for one thread and for all (mpk_set_all) against mprotect.
 $(B)/mpkit-bench-threads: $(B)/obj/bench/threads.o $(B)/libmpkit.a
 	$(CC) $(LDFLAGS) $^ -pthread -o $@
+
+# Lookups, faults, no-change sets, save/restore at scale (`make bench-scale`).
+$(B)/mpkit-bench-scale: $(B)/obj/bench/scale.o $(BENCH_OBJ) $(B)/libmpkit.a
+	$(CC) $(LDFLAGS) $^ $(BENCH_LIBS) -lm -pthread -o $@
 
 # The VM smoke test of the benchmark engine: tiny sizes, both backends.
 $(B)/tests/t_bench_smoke: $(B)/obj/tests/t_bench_smoke.o $(BENCH_OBJ) $(B)/libmpkit.a
@@ -165,6 +169,10 @@ bench: $(B)/mpkit $(B)/mpkit-bench
 	$(B)/mpkit bench --csv $(BENCH_OUT)/results.csv --json $(BENCH_OUT)/results.json \
 		--plot $(BENCH_OUT)/results.svg $(BENCH_ARGS)
 
+# Not a test: the scale table (lookups, faults, threads, save/restore).
+bench-scale: $(B)/mpkit-bench-scale
+	$(B)/mpkit-bench-scale
+
 # Not a test either: heap and vault figures with ratios; BENCH_ALLOC_ARGS=--quick.
 bench-alloc: $(B)/mpkit-bench-alloc
 	$(B)/mpkit-bench-alloc $(BENCH_ALLOC_ARGS)
@@ -198,7 +206,7 @@ check-vm: all tests
 clean:
 	rm -rf build mpkit.pc
 
-.PHONY: all tests install demo bench bench-alloc check check-native check-vm clean
+.PHONY: all tests install demo bench bench-scale bench-alloc check check-native check-vm clean
 .SECONDARY:
 
 -include $(shell find $(BUILD) -name '*.d' 2>/dev/null)

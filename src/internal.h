@@ -48,7 +48,8 @@ struct mpk_domain {
 	 * threads not yet born.  readers/writers count current entries only;
 	 * base always counts in the union (see soft.c). */
 	int base;
-	uint64_t gen;
+	uint64_t gen;  /* atomic: the no-change check reads it without the lock */
+	int base_pub;  /* base, stored (release) once its protection is in place */
 	uint64_t lru; /* mpk_g.tick when last used; atomic, relaxed */
 	int holds; /* heaps and vaults built on it: destroy says EBUSY */
 	struct mpk_domain *dead_next; /* quarantine after destroy */
@@ -119,6 +120,9 @@ int mpk__free_owned(struct mpk_domain *d, void *addr);
 
 /* soft.c: rights through mprotect() (callers hold mpk_g.lock) */
 int mpk__soft_get(const struct mpk_domain *d);
+/* Without the lock (soft backend): whether the calling thread holds
+ * exactly rights to d already, so that setting them changes nothing. */
+bool mpk__soft_holds(const struct mpk_domain *d, int rights);
 int mpk__soft_set_locked(struct mpk_domain *d, int rights);
 void mpk__soft_forget(struct mpk_domain *d); /* on destroy */
 int mpk__soft_prot(const struct mpk_domain *d);
