@@ -36,7 +36,7 @@ DEPFLAGS = -MMD -MP
 
 ARCH := $(shell uname -m)
 ifeq ($(ARCH),x86_64)
-ARCH_SRC := src/arch/x86/cpu.c
+ARCH_SRC := src/arch/x86/cpu.c src/arch/x86/frames.c
 else
 ARCH_SRC := src/arch/none/cpu.c
 endif

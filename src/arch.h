@@ -39,6 +39,20 @@ bool mpk_arch_frame_reg_set(void *ucontext, mpk_reg_t reg);
  */
 void mpk_arch_frame_restart(void *ucontext);
 
+/*
+ * The signal frames a thread is nested in, innermost first: frames[0] is
+ * ucontext (the frame of the signal now being handled), frames[1] the
+ * frame of the handler that signal interrupted, if it interrupted one, and
+ * so on out to the frame whose sigreturn gives the thread's own code its
+ * registers back.  Returns how many (1..max).  Async-signal-safe.
+ */
+int mpk_arch_frame_chain(void *ucontext, void **frames, int max);
+/* The same for the calling thread, outside any frame of its own: the
+ * frames of the handlers it is running, innermost first (0 when it runs
+ * none).  sig: a signal whose handler came from the C library (for the
+ * restorer address every frame starts with). */
+int mpk_arch_self_frames(int sig, void **frames, int max);
+
 /* Whether a SIGSEGV was raised by a write (from the page-fault error code). */
 bool mpk_arch_fault_is_write(const void *ucontext);
 

@@ -27,10 +27,16 @@
  * signal blocked and pending this long cannot answer. */
 #define BLOCKED_GRACE_NS (100ull * 1000 * 1000)
 
+/* Signal frames a thread may be nested in that a broadcast edits. */
+#define FRAMES_MAX 8
+
 struct target {
 	pid_t tid;
 	int state;     /* 0 sent, 1 done, 2 failed (no XSAVE image); atomic */
-	mpk_reg_t old; /* the register before the edit (for an undo) */
+	int nold;
+	/* Each frame's register before the edit, outermost (the thread's own
+	 * code) first, for an undo. */
+	mpk_reg_t old[FRAMES_MAX];
 };
 
 static pthread_mutex_t bc_lock = PTHREAD_MUTEX_INITIALIZER;
@@ -46,6 +52,46 @@ static struct {
 	size_t n, cap;
 } req;
 
+/*
+ * Edit every frame the thread is nested in, not only the innermost: a
+ * thread caught inside a signal handler gets the handler's register from
+ * the innermost frame and its own code's from the outermost, at the
+ * handler's sigreturn.  What the thread holds is the outermost one.
+ */
+static int edit(struct target *t, void *uc)
+{
+	void *fr[FRAMES_MAX];
+	mpk_reg_t reg[FRAMES_MAX];
+	int nf = mpk_arch_frame_chain(uc, fr, FRAMES_MAX);
+
+	for (int j = 0; j < nf; j++)
+		if (!mpk_arch_frame_reg_get(fr[j], &reg[j]))
+			return 2;
+	mpk_reg_t bits = req.undo ? 0 : req.fn ? req.fn(req.arg) & req.clear : req.set;
+	for (int j = 0; j < nf; j++) {
+		int k = nf - 1 - j; /* from the outermost */
+		mpk_reg_t want;
+		if (req.undo) /* unless the thread has set other bits since */
+			want = (reg[j] & req.clear) == req.set && k < t->nold
+				       ? (reg[j] & ~req.clear) | (t->old[k] & req.clear)
+				       : reg[j];
+		else
+			want = (reg[j] & ~req.clear) | bits;
+		mpk_arch_frame_reg_set(fr[j], want); /* cannot fail: get did not */
+		/* A rights change cut short here must not write back what
+		 * it read before this edit. */
+		mpk_arch_frame_restart(fr[j]);
+		if (!req.undo)
+			t->old[k] = reg[j];
+	}
+	if (!req.undo) {
+		t->nold = nf;
+		__atomic_and_fetch(&req.seen_and, reg[nf - 1], __ATOMIC_RELAXED);
+		__atomic_or_fetch(&req.seen_or, reg[nf - 1], __ATOMIC_RELAXED);
+	}
+	return 1;
+}
+
 static void on_signal(int sig, siginfo_t *si, void *uc)
 {
 	(void)sig;
@@ -58,27 +104,7 @@ static void on_signal(int sig, siginfo_t *si, void *uc)
 	for (size_t i = 0; t && i < n; i++) {
 		if (t[i].tid != self || __atomic_load_n(&t[i].state, __ATOMIC_ACQUIRE))
 			continue;
-		mpk_reg_t reg, want;
-		int state = 2;
-		if (!mpk_arch_frame_reg_get(uc, &reg))
-			goto answer;
-		if (req.undo) /* unless the thread has set other bits since */
-			want = (reg & req.clear) == req.set ? (reg & ~req.clear) | (t[i].old & req.clear) : reg;
-		else
-			want = (reg & ~req.clear) | (req.fn ? req.fn(req.arg) & req.clear : req.set);
-		if (mpk_arch_frame_reg_set(uc, want)) {
-			if (!req.undo) {
-				t[i].old = reg;
-				__atomic_and_fetch(&req.seen_and, reg, __ATOMIC_RELAXED);
-				__atomic_or_fetch(&req.seen_or, reg, __ATOMIC_RELAXED);
-			}
-			/* A rights change cut short here must not write
-			 * back what it read before this edit. */
-			mpk_arch_frame_restart(uc);
-			state = 1;
-		}
-answer:
-		__atomic_store_n(&t[i].state, state, __ATOMIC_RELEASE);
+		__atomic_store_n(&t[i].state, edit(&t[i], uc), __ATOMIC_RELEASE);
 	}
 	errno = saved;
 }
@@ -246,7 +272,7 @@ static void undo(pid_t self, mpk_reg_t mine)
 
 	for (size_t i = 0; i < req.n; i++)
 		if (__atomic_load_n(&req.t[i].state, __ATOMIC_ACQUIRE) == 1)
-			req.t[n++] = (struct target){ .tid = req.t[i].tid, .old = req.t[i].old };
+			req.t[n] = req.t[i], req.t[n++].state = 0;
 	__atomic_store_n(&req.n, 0, __ATOMIC_RELEASE);
 	req.undo = true;
 	for (size_t i = 0; i < n; i++) {
@@ -258,6 +284,27 @@ static void undo(pid_t self, mpk_reg_t mine)
 	req.undo = false;
 	if ((mpk_arch_reg_read() & req.clear) == req.set)
 		mpk_arch_reg_update(req.clear, mine & req.clear);
+}
+
+/*
+ * The caller too may be inside a signal handler (mpkit called from one):
+ * edit the frames its handlers return to, as edit() does for the others.
+ * Returns the register its own code holds, before the edit (mine, when
+ * it runs no handler).
+ */
+static mpk_reg_t edit_self(mpk_reg_t clear, mpk_reg_t bits, mpk_reg_t mine)
+{
+	void *fr[FRAMES_MAX];
+	int nf = mpk_arch_self_frames(MPK_SIGNAL, fr, FRAMES_MAX);
+	mpk_reg_t reg;
+
+	for (int j = 0; j < nf; j++)
+		if (mpk_arch_frame_reg_get(fr[j], &reg)) {
+			mpk_arch_frame_reg_set(fr[j], (reg & ~clear) | bits);
+			mpk_arch_frame_restart(fr[j]);
+			mine = reg;
+		}
+	return mine;
 }
 
 int mpk__broadcast(mpk_reg_t clear, mpk_reg_t set)
@@ -280,13 +327,15 @@ int mpk__broadcast_ex(struct mpk_bcast *b)
 		pthread_mutex_unlock(&bc_lock);
 		return -1;
 	}
-	mpk_reg_t mine = mpk_arch_reg_update(b->clear, b->fn ? b->fn(b->arg) & b->clear : b->set);
+	mpk_reg_t bits = b->fn ? b->fn(b->arg) & b->clear : b->set;
+	mpk_reg_t mine = mpk_arch_reg_update(b->clear, bits);
+	mpk_reg_t own = edit_self(b->clear, bits, mine);
 	req.clear = b->clear;
 	req.set = b->set;
 	req.fn = b->fn;
 	req.arg = b->arg;
-	req.seen_and = mine;
-	req.seen_or = mine;
+	req.seen_and = own;
+	req.seen_or = own;
 	__atomic_store_n(&req.n, 0, __ATOMIC_RELEASE);
 	/* Rounds until a scan finds no thread that was not signalled. */
 	do {

@@ -96,13 +96,30 @@ static void key_put(int key)
 
 /* ---- virtual domains: keys are a cache (docs/virtual-domains.md) ---- */
 
+struct evict_arg {
+	struct mpk_domain *a;
+	int key, rights;
+	bool failed; /* some thread could not record its rights; atomic */
+};
+
+/* In each thread (signal context) and the caller: hold ea->rights to the
+ * now keyless domain, and close its old key. */
+static mpk_reg_t evict_hold(const void *arg)
+{
+	struct evict_arg *ea = (struct evict_arg *)arg;
+
+	if (!mpk__soft_hold_signal(ea->a, ea->rights))
+		__atomic_store_n(&ea->failed, true, __ATOMIC_RELEASE);
+	return mpk_arch_key_bits(ea->key, MPK_NONE);
+}
+
 /*
  * Evict a from its key k, exactly: unpublish the key (later calls on a take
  * the slow path and wait for the lock), collect every thread's bits for k
  * (the broadcast also rewinds a thread caught inside its restartable
  * sequence, which then sees no key); only if all threads hold the same
- * rights r, move a's pages to key 0 with protection r, make r a's soft
- * base, and close k everywhere.  Returns k, held with no owner and closed
+ * rights r, move a's pages to key 0 with protection r, and close k
+ * everywhere, each thread recording that it holds r to a (soft.c).  Returns k, held with no owner and closed
  * in every thread, or -1 with a unchanged (or, if only the final close
  * failed, soft and k kept as a spare).
  */
@@ -113,6 +130,7 @@ static int evict(struct mpk_domain *a)
 	struct mpk_bcast b = { 0 };
 	struct mpk_region *r, *done;
 
+	mpk__soft_evict_prepare();
 	__atomic_store_n(&a->key, -1, __ATOMIC_SEQ_CST);
 	if (mpk__broadcast_ex(&b) || ((b.seen_and ^ b.seen_or) & mask))
 		goto keep;
@@ -123,7 +141,14 @@ static int evict(struct mpk_domain *a)
 			goto undo;
 	mpk__soft_evicted(a, rights);
 	mpk_g.key_owner[k] = NULL;
-	if (mpk__broadcast(mask, mpk_arch_key_bits(k, MPK_NONE))) {
+	/* Closing k, every thread records that it holds rights to a now,
+	 * so that the protection follows their later changes exactly. */
+	struct evict_arg ea = { .a = a, .key = k, .rights = rights };
+	struct mpk_bcast close = { .clear = mask, .fn = evict_hold, .arg = &ea };
+	int rc = mpk__broadcast_ex(&close);
+	if (rc || __atomic_load_n(&ea.failed, __ATOMIC_ACQUIRE))
+		mpk__soft_evicted_loose(a, rights);
+	if (rc) {
 		mpk_g.key_spare[k] = true; /* revoked before any reuse */
 		return -1;
 	}

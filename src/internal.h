@@ -138,9 +138,18 @@ struct mpk_rights_soft {
  * is 0, else malloc()ed.  -1/ENOMEM. */
 int mpk__soft_save_locked(struct mpk_rights_soft **e, uint32_t *n);
 /* Key changes: d got a key (its soft state no longer counts), or d lost it
- * while every thread held rights (its base now, pages at prot(rights)). */
+ * while every thread held rights: pages at prot(rights), no holder
+ * counted and base none; then each thread (in the broadcast that closes
+ * the key: signal context) records and counts its own rights with
+ * mpk__soft_hold_signal(), false if it could not (no memory).  If some
+ * thread was not recorded, mpk__soft_evicted_loose() makes rights the base
+ * (counted for good: looser, but nobody loses access).  prepare: before
+ * that broadcast, outside signal context. */
 void mpk__soft_keyed(struct mpk_domain *d);
+void mpk__soft_evict_prepare(void);
 void mpk__soft_evicted(struct mpk_domain *d, int rights);
+bool mpk__soft_hold_signal(struct mpk_domain *d, int rights);
+void mpk__soft_evicted_loose(struct mpk_domain *d, int rights);
 int mpk__prot_of_rights(int rights);
 
 /* domain.c: win a key for keyless d (hw, lock held): a free one, else the

@@ -35,9 +35,19 @@ struct held {
 	int rights;
 };
 
-/* initial-exec: the fault handler reads these in signal context. */
+/* initial-exec: the fault handler reads these in signal context.  Tables
+ * are mmap()ed, so that a thread can grow its own in signal context too
+ * (an eviction records every thread's rights there, see
+ * mpk__soft_hold_signal). */
 static __thread struct held *t_held __attribute__((tls_model("initial-exec")));
 static __thread uint32_t t_cap __attribute__((tls_model("initial-exec")));
+/* Tables replaced in signal context: the interrupted code may still read
+ * the old one, so it is unmapped later, in ordinary context. */
+#define RETIRED_MAX 4
+static __thread struct { struct held *p; uint32_t cap; } t_retired[RETIRED_MAX]
+	__attribute__((tls_model("initial-exec")));
+/* Set once the thread's exit handler ran: it holds nothing from then on. */
+static __thread bool t_exiting __attribute__((tls_model("initial-exec")));
 
 static pthread_key_t exit_key;
 static pthread_once_t exit_once = PTHREAD_ONCE_INIT;
@@ -113,12 +123,14 @@ undo:;
 	return -1;
 }
 
+/* Counts change under mpk_g.lock; in signal context too (the thread that
+ * holds the lock waits for the handler), hence atomic. */
 static void count(struct mpk_domain *d, int rights, int delta)
 {
 	if (rights == MPK_RW)
-		d->writers += delta;
+		__atomic_add_fetch(&d->writers, delta, __ATOMIC_RELAXED);
 	else if (rights == MPK_READ)
-		d->readers += delta;
+		__atomic_add_fetch(&d->readers, delta, __ATOMIC_RELAXED);
 }
 
 static void thread_exit(void *arg);
@@ -128,26 +140,55 @@ static void make_exit_key(void)
 	pthread_key_create(&exit_key, thread_exit);
 }
 
-/* Room for slot in this thread's table. */
-static int reserve(uint32_t slot)
+static size_t table_bytes(uint32_t cap)
 {
+	return ((size_t)cap * sizeof(struct held) + 4095) & ~(size_t)4095;
+}
+
+static void table_unmap(struct held *p, uint32_t cap)
+{
+	if (p)
+		munmap(p, table_bytes(cap));
+}
+
+/* Room for slot in this thread's table; async-signal-safe (mmap only) when
+ * in_signal, else it also unmaps the tables retired in signal context. */
+static int reserve(uint32_t slot, bool in_signal)
+{
+	if (!in_signal)
+		for (int i = 0; i < RETIRED_MAX; i++) {
+			table_unmap(t_retired[i].p, t_retired[i].cap);
+			t_retired[i].p = NULL;
+		}
 	if (slot < t_cap)
 		return 0;
 	uint32_t cap = t_cap ? t_cap : 16;
 	while (cap <= slot)
 		cap *= 2;
-	struct held *n = calloc(cap, sizeof(*n));
-	if (!n)
+	struct held *n = mmap(NULL, table_bytes(cap), PROT_READ | PROT_WRITE,
+			      MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	if (n == MAP_FAILED)
 		return -1;
 	if (t_held)
 		memcpy(n, t_held, t_cap * sizeof(*n));
 	struct held *old = t_held;
-	/* Publish the larger table before freeing the old one: the fault
+	uint32_t old_cap = t_cap;
+	/* Publish the larger table before dropping the old one: the fault
 	 * handler may read t_held at any moment on this thread. */
 	__atomic_store_n(&t_held, n, __ATOMIC_RELEASE);
 	__atomic_store_n(&t_cap, cap, __ATOMIC_RELEASE);
-	free(old);
-	pthread_once(&exit_once, make_exit_key);
+	if (!in_signal) {
+		table_unmap(old, old_cap);
+		pthread_once(&exit_once, make_exit_key);
+	} else if (old) {
+		int i = 0;
+		while (i < RETIRED_MAX && t_retired[i].p)
+			i++;
+		if (i < RETIRED_MAX) /* else leaked: four growths in handlers */
+			t_retired[i].p = old, t_retired[i].cap = old_cap;
+	}
+	/* glibc and musl store a low key's value in the thread descriptor:
+	 * no lock, no allocation, so this is safe in a handler too. */
 	pthread_setspecific(exit_key, (void *)1);
 	return 0;
 }
@@ -161,7 +202,7 @@ int mpk__soft_set_locked(struct mpk_domain *d, int rights)
 
 	if ((h ? h->rights : d->base) == rights)
 		return 0; /* holds them already (its own, or the base) */
-	if (reserve(d->slot))
+	if (reserve(d->slot, false))
 		return -1;
 	count(d, counted, -1);
 	count(d, rights, +1);
@@ -231,12 +272,37 @@ void mpk__soft_keyed(struct mpk_domain *d)
 	d->prot = PROT_READ | PROT_WRITE;
 }
 
+void mpk__soft_evict_prepare(void)
+{
+	pthread_once(&exit_once, make_exit_key);
+}
+
 void mpk__soft_evicted(struct mpk_domain *d, int rights)
 {
-	d->readers = d->writers = 0;
-	d->base = rights;
-	d->prot = mpk__prot_of_rights(rights);
+	/* Nobody holds anything yet: mpk__soft_hold_signal() then counts
+	 * each thread in, with the rights it held under the key. */
 	next_gen(d);
+	d->readers = d->writers = 0;
+	d->base = MPK_NONE;
+	d->prot = mpk__prot_of_rights(rights);
+	publish(d);
+}
+
+bool mpk__soft_hold_signal(struct mpk_domain *d, int rights)
+{
+	if (t_exiting)
+		return true; /* past its exit handler: holds nothing */
+	if (reserve(d->slot, true))
+		return false;
+	t_held[d->slot] = (struct held){ .uid = d->uid, .gen = d->gen, .rights = rights };
+	count(d, rights, +1);
+	return true;
+}
+
+void mpk__soft_evicted_loose(struct mpk_domain *d, int rights)
+{
+	d->base = rights;
+	publish(d);
 }
 
 void mpk__soft_forget(struct mpk_domain *d)
@@ -265,9 +331,13 @@ static void thread_exit(void *arg)
 			apply(d, mpk__soft_prot(d));
 		}
 	}
+	t_exiting = true;
 	pthread_mutex_unlock(&mpk_g.lock);
 	struct held *old = t_held;
+	uint32_t old_cap = t_cap;
 	t_cap = 0;
 	t_held = NULL;
-	free(old);
+	table_unmap(old, old_cap);
+	for (int i = 0; i < RETIRED_MAX; i++)
+		table_unmap(t_retired[i].p, t_retired[i].cap);
 }
