@@ -289,8 +289,9 @@ static void add_target(pid_t tid, struct mpk_thread *ent)
 	req.t[req.n_fill++] = (struct target){ .tid = tid, .state = SENT, .ent = ent };
 }
 
-/* Registered threads not yet targeted by broadcast number gen. */
-static void collect_registry(pid_t self, uint64_t gen)
+/* Registered threads not yet targeted by broadcast number gen (after a
+ * scan, threads it found register as they answer: not twice). */
+static void collect_registry(pid_t self, uint64_t gen, bool scanned)
 {
 	for (struct mpk_thread *e = mpk__thread_next(NULL); e && req.n_fill < req.cap;
 	     e = mpk__thread_next(e)) {
@@ -299,7 +300,8 @@ static void collect_registry(pid_t self, uint64_t gen)
 			continue;
 		e->bc_gen = gen;
 		e->bc_tid = tid;
-		add_target(tid, e);
+		if (!scanned || !known(req.t, req.n_fill, tid))
+			add_target(tid, e);
 	}
 }
 
@@ -332,13 +334,14 @@ static int collect_scan(pid_t self, int tasks)
 static int reach_all(pid_t self)
 {
 	static uint64_t gen;
+	bool scanned = false;
 
 	gen++;
 	for (;;) {
 		size_t from = req.n;
 		if (reserve((size_t)mpk__threads_claimed() + 8))
 			return -1;
-		collect_registry(self, gen);
+		collect_registry(self, gen, scanned);
 		if (req.n_fill == from) {
 			int tasks = kernel_threads();
 			if (tasks < 0 || tasks <= mpk__threads_claimed())
@@ -346,6 +349,7 @@ static int reach_all(pid_t self)
 			int added = collect_scan(self, tasks);
 			if (added <= 0)
 				return added;
+			scanned = true;
 		}
 		send_round(from, req.n_fill);
 		if (wait_round(from))
