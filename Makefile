@@ -42,7 +42,7 @@ ARCH_SRC := src/arch/none/cpu.c
 endif
 
 LIB_SRC := src/init.c src/os.c src/domain.c src/region.c src/memory.c \
-           src/rights.c src/soft.c src/broadcast.c src/fault.c $(ARCH_SRC) \
+           src/rights.c src/soft.c src/broadcast.c src/thread.c src/fork.c src/fault.c $(ARCH_SRC) \
            src/heap_meta.c src/heap_map.c src/heap_run.c src/heap_big.c src/heap.c \
            src/heap_misuse.c src/vault.c src/window.c
 LIB_OBJ := $(LIB_SRC:%.c=$(B)/obj/%.o)
@@ -63,7 +63,7 @@ endif
 BENCH_SRC := bench/engine.c bench/machine.c bench/report.c bench/plot.c
 BENCH_OBJ := $(BENCH_SRC:%.c=$(B)/obj/%.o)
 
-all: $(B)/libmpkit.a $(B)/libmpkit.so $(B)/mpkit $(B)/mpkit-bench $(B)/mpkit-bench-alloc $(B)/mpkit-bench-threads $(B)/mpkit-bench-scale
+all: $(B)/libmpkit.a $(B)/libmpkit.so $(B)/mpkit $(B)/mpkit-bench $(B)/mpkit-bench-alloc $(B)/mpkit-bench-threads $(B)/mpkit-bench-scale $(B)/mpkit-bench-broadcast
 
 $(B)/obj/%.o: %.c
 	@mkdir -p $(@D)
@@ -104,6 +104,10 @@ $(B)/mpkit-bench-threads: $(B)/obj/bench/threads.o $(B)/libmpkit.a
 # Lookups, faults, no-change sets, save/restore at scale (`make bench-scale`).
 $(B)/mpkit-bench-scale: $(B)/obj/bench/scale.o $(BENCH_OBJ) $(B)/libmpkit.a
 	$(CC) $(LDFLAGS) $^ $(BENCH_LIBS) -lm -pthread -o $@
+
+# One broadcast with 1..16 threads: time, signals and system calls.
+$(B)/mpkit-bench-broadcast: $(B)/obj/bench/broadcast.o $(B)/libmpkit.a
+	$(CC) $(LDFLAGS) $^ -pthread -o $@
 
 # The VM smoke test of the benchmark engine: tiny sizes, both backends.
 $(B)/tests/t_bench_smoke: $(B)/obj/tests/t_bench_smoke.o $(BENCH_OBJ) $(B)/libmpkit.a

@@ -247,6 +247,21 @@ static int new_window(size_t need, size_t page)
 	return 0;
 }
 
+void mpk__window_lock(void)
+{
+	pthread_mutex_lock(&lock);
+}
+
+void mpk__window_unlock(void)
+{
+	pthread_mutex_unlock(&lock);
+}
+
+void mpk__window_child(void)
+{
+	pthread_mutex_init(&lock, NULL);
+}
+
 /* ---- carving ---- */
 
 void *mpk__window_carve(size_t len, size_t align)

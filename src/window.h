@@ -86,6 +86,9 @@ uint64_t mpk__ranges_gen(void);
 struct mpk_domain;
 int mpk__region_register(struct mpk_domain *d, void *p, size_t len, bool add);
 
+/* fork.c: the window lock is a leaf, taken last before fork(). */
+void mpk__window_lock(void), mpk__window_unlock(void), mpk__window_child(void);
+
 /* ---- for region.c: the per-window table and the adopted list ---- */
 
 struct mpk_region;
