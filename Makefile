@@ -42,10 +42,10 @@ ARCH_SRC := src/arch/none/cpu.c
 endif
 
 LIB_SRC := src/init.c src/os.c src/domain.c src/region.c src/memory.c \
-           src/rights.c src/soft.c src/broadcast.c src/fault.c $(ARCH_SRC) \
+           src/rights.c src/soft.c src/broadcast.c src/thread.c src/fork.c src/fault.c $(ARCH_SRC) \
            src/heap_meta.c src/heap_map.c src/heap_run.c src/heap_big.c src/heap.c \
            src/heap_misuse.c src/vault.c src/scan.c \
-           src/lockdown.c src/lockdown_bpf.c src/landlock.c src/code.c src/watch.c
+           src/lockdown.c src/lockdown_bpf.c src/landlock.c src/code.c src/watch.c src/window.c
 LIB_OBJ := $(LIB_SRC:%.c=$(B)/obj/%.o)
 PIC_OBJ := $(LIB_SRC:%.c=$(B)/pic/%.o)
 
@@ -75,7 +75,7 @@ EX_TEST_BIN   := $(if $(SODIUM_OK),$(B)/tests/ex/keyd $(B)/tests/ex/attack) \
 BENCH_SRC := bench/engine.c bench/machine.c bench/report.c bench/plot.c
 BENCH_OBJ := $(BENCH_SRC:%.c=$(B)/obj/%.o)
 
-all: $(B)/libmpkit.a $(B)/libmpkit.so $(B)/mpkit $(B)/mpkit-bench $(B)/mpkit-bench-alloc $(B)/mpkit-bench-threads \
+all: $(B)/libmpkit.a $(B)/libmpkit.so $(B)/mpkit $(B)/mpkit-bench $(B)/mpkit-bench-alloc $(B)/mpkit-bench-threads $(B)/mpkit-bench-scale $(B)/mpkit-bench-broadcast \
      $(B)/mpkit-bench-lockdown \
      $(B)/libmpkit-watch.so $(B)/mpkit-bench-code $(B)/examples/jit
 
@@ -120,6 +120,14 @@ $(B)/mpkit-bench-threads: $(B)/obj/bench/threads.o $(B)/libmpkit.a
 # What mpk_lockdown() costs: its own time, and the MPK_WITH loop before/after.
 $(B)/mpkit-bench-lockdown: $(B)/obj/bench/lockdown.o $(BENCH_OBJ) $(B)/libmpkit.a
 	$(CC) $(LDFLAGS) $^ $(BENCH_LIBS) -lm -o $@
+
+# Lookups, faults, no-change sets, save/restore at scale (`make bench-scale`).
+$(B)/mpkit-bench-scale: $(B)/obj/bench/scale.o $(BENCH_OBJ) $(B)/libmpkit.a
+	$(CC) $(LDFLAGS) $^ $(BENCH_LIBS) -lm -pthread -o $@
+
+# One broadcast with 1..16 threads: time, signals and system calls.
+$(B)/mpkit-bench-broadcast: $(B)/obj/bench/broadcast.o $(B)/libmpkit.a
+	$(CC) $(LDFLAGS) $^ -pthread -o $@
 
 # The VM smoke test of the benchmark engine: tiny sizes, both backends.
 $(B)/tests/t_bench_smoke: $(B)/obj/tests/t_bench_smoke.o $(BENCH_OBJ) $(B)/libmpkit.a
@@ -263,6 +271,10 @@ bench: $(B)/mpkit $(B)/mpkit-bench
 	$(B)/mpkit bench --csv $(BENCH_OUT)/results.csv --json $(BENCH_OUT)/results.json \
 		--plot $(BENCH_OUT)/results.svg $(BENCH_ARGS)
 
+# Not a test: the scale table (lookups, faults, threads, save/restore).
+bench-scale: $(B)/mpkit-bench-scale
+	$(B)/mpkit-bench-scale
+
 # Not a test either: heap and vault figures with ratios; BENCH_ALLOC_ARGS=--quick.
 bench-alloc: $(B)/mpkit-bench-alloc
 	$(B)/mpkit-bench-alloc $(BENCH_ALLOC_ARGS)
@@ -303,8 +315,7 @@ check-vm: all tests
 clean:
 	rm -rf build mpkit.pc
 
-.PHONY: all tests install demo bench bench-alloc bench-code check check-native check-vm clean
-.PHONY: all tests install demo example-keyd example-sqlite-guard example-pstore bench-sqlite bench bench-alloc check check-native check-vm clean
+.PHONY: all tests install demo example-keyd example-sqlite-guard example-pstore bench bench-alloc bench-code bench-sqlite bench-scale check check-native check-vm clean
 .SECONDARY:
 
 -include $(shell find $(BUILD) -name '*.d' 2>/dev/null)

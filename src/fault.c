@@ -139,16 +139,17 @@ static void chain(int sig, siginfo_t *si, void *uc)
 
 static bool describe(siginfo_t *si, void *uc, struct mpk_fault *f)
 {
-	struct mpk_region *r = mpk__region_lookup(si->si_addr);
-	struct mpk_domain *d = r ? r->domain : NULL;
+	struct mpk_region *r;
+	struct mpk_domain *d;
 	mpk_reg_t reg;
 
-	if (si->si_code == SEGV_PKUERR) {
-		if (!d)
-			d = mpk__domain_by_key(si->si_pkey);
-	} else if (si->si_code != SEGV_ACCERR) {
+	/* Not ours (a NULL pointer is SEGV_MAPERR): no lookup at all. */
+	if (si->si_code != SEGV_PKUERR && si->si_code != SEGV_ACCERR)
 		return false;
-	}
+	r = mpk__region_lookup(si->si_addr);
+	d = r ? __atomic_load_n(&r->domain, __ATOMIC_ACQUIRE) : NULL;
+	if (!d && si->si_code == SEGV_PKUERR)
+		d = mpk__domain_by_key(si->si_pkey);
 	if (!d || !mpk__domain_ok(d))
 		return false;
 	memset(f, 0, sizeof(*f));
@@ -157,7 +158,7 @@ static bool describe(siginfo_t *si, void *uc, struct mpk_fault *f)
 	f->addr = si->si_addr;
 	if (r) {
 		f->region = (void *)__atomic_load_n(&r->start, __ATOMIC_ACQUIRE);
-		f->region_len = r->len;
+		f->region_len = __atomic_load_n(&r->len, __ATOMIC_RELAXED);
 		f->offset = (uintptr_t)si->si_addr - (uintptr_t)f->region;
 	}
 	f->write = mpk_arch_fault_is_write(uc);

@@ -15,6 +15,7 @@
 
 #include "heap.h"
 #include "os.h"
+#include "window.h"
 
 static struct big *tab; /* in the metadata area */
 static size_t cap, used, live;
@@ -103,42 +104,29 @@ static uintptr_t round_up(uintptr_t x, size_t a)
 	return (x + a - 1) & ~(uintptr_t)(a - 1);
 }
 
-/* A guarded block: reserve, trim to guard + data + guard, adopt the data. */
+/* A guarded block: a window region, whose reserved neighbours are the
+ * guards; the block ends at its end (overflow faults) or, guarded below,
+ * starts at its start (underflow faults). */
 static int map_guarded(struct heap *h, size_t size, size_t align, struct big *b)
 {
-	size_t page = mpk__page(), data = round_up(size, page);
-	size_t len = data + 2 * page + (align > page ? align : 0);
-	uintptr_t map = (uintptr_t)mpk_os_map(len, PROT_NONE), start, end, p;
+	size_t page = mpk__page();
+	bool below = h->flags & MPK_HEAP_GUARDED_BELOW;
+	size_t data = round_up(size + (!below && align > page ? align : 0), page);
+	uintptr_t start = (uintptr_t)mpk__window_map(data, below ? align : page, PROT_NONE);
 
-	if (!map) {
+	if (!start) {
 		errno = ENOMEM;
 		return -1;
 	}
-	if (h->flags & MPK_HEAP_GUARDED_BELOW) {
-		start = round_up(map + page, align > page ? align : page);
-		end = start + data;
-		p = start;
-	} else {
-		end = map + len - page;
-		p = (end - size) & ~(uintptr_t)(align - 1);
-		start = p & ~(uintptr_t)(page - 1);
-	}
-	/* Keep one guard page on each side, give back the rest. */
-	if (start - page > map)
-		mpk_os_unmap((void *)map, start - page - map);
-	if (end + page < map + len)
-		mpk_os_unmap((void *)(end + page), map + len - end - page);
-	if (mpk__adopt_fresh(h->domain, (void *)start, end - start)) {
+	if (mpk__adopt_fresh(h->domain, (void *)start, data)) {
 		int err = errno;
-		mpk_os_unmap((void *)(start - page), end - start + 2 * page);
+		mpk__window_unmap((void *)start, data);
 		errno = err;
 		return -1;
 	}
-	b->p = p;
-	b->map = start - page;
-	b->maplen = end - start + 2 * page;
-	b->region = start;
-	b->reglen = end - start;
+	b->p = below ? start : (start + data - size) & ~(uintptr_t)(align - 1);
+	b->map = b->region = start;
+	b->maplen = b->reglen = data;
 	return 0;
 }
 
@@ -200,14 +188,8 @@ void mpk__big_unmap(struct heap *h, const struct big *b)
 {
 	if (h->flags & HEAP_SECRET)
 		mpk_os_munlock((void *)b->region, b->reglen);
-	/* The region first (mpkit unmaps it), then each guard: unmapping the
-	 * whole reservation could hit a mapping made in between. */
+	/* Its guards are the window's reserved pages: they stay. */
 	mpk__free_owned(h->domain, (void *)b->region);
-	if (b->map != b->region) {
-		mpk_os_unmap((void *)b->map, b->region - b->map);
-		uintptr_t end = b->region + b->reglen;
-		mpk_os_unmap((void *)end, b->map + b->maplen - end);
-	}
 }
 
 void mpk__bigs_release(struct heap *h)

@@ -8,6 +8,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <sys/types.h>
 
 #include "mpkit.h"
 #include "arch.h"
@@ -21,13 +22,14 @@
 #define MPK_NAME_MAX 63
 
 /* A mapping owned by a domain.  Slots live in chunks that are never freed,
- * so the fault handler can scan them without a lock: start is published
- * last (release) and cleared first. */
+ * so the fault handler can read them without a lock: start is published
+ * (release) before the region enters the table and cleared first; len and
+ * domain are written atomically before it (region.c). */
 struct mpk_region {
 	uintptr_t start; /* 0: free slot; atomic */
-	size_t len;
-	struct mpk_domain *domain;
-	struct mpk_region *next; /* in the domain's list; under mpk_g.lock */
+	size_t len;      /* atomic for readers */
+	struct mpk_domain *domain; /* atomic for readers */
+	struct mpk_region *next, **pprev; /* in the domain's list; under mpk_g.lock */
 	bool owned;              /* a heap's or vault's: mpk_free() refuses it */
 	bool sealed;             /* mseal()ed by mpk_lockdown(): never unmapped */
 	bool exec;               /* code (mpk_code_alloc): see mpk__region_prot() */
@@ -49,7 +51,8 @@ struct mpk_domain {
 	 * threads not yet born.  readers/writers count current entries only;
 	 * base always counts in the union (see soft.c). */
 	int base;
-	uint64_t gen;
+	uint64_t gen;  /* atomic: the no-change check reads it without the lock */
+	int base_pub;  /* base, stored (release) once its protection is in place */
 	uint64_t lru; /* mpk_g.tick when last used; atomic, relaxed */
 	int holds; /* heaps and vaults built on it: destroy says EBUSY */
 	bool sealed; /* has sealed regions: keeps its key, never destroyed */
@@ -73,6 +76,9 @@ struct mpk_global {
 	struct mpk_domain *dead_head, *dead_tail;
 	int ndead;
 	uint64_t broadcasts, faults;
+	/* broadcast.c's own cost, for tests and benchmarks: signals sent,
+	 * system calls made by the broadcasting thread, /proc scans. */
+	uint64_t bc_signals, bc_syscalls, bc_scans;
 	uint64_t tick; /* advanced by slow-path calls: the LRU clock */
 };
 
@@ -100,10 +106,15 @@ extern int (*mpk__domain_detach)(struct mpk_domain *d);
 struct mpk_region *mpk__region_add(struct mpk_domain *d, void *start, size_t len);
 void mpk__region_del(struct mpk_region *r);
 struct mpk_region *mpk__region_lookup(const void *addr); /* signal-safe */
+/* d's region starting at start, or NULL; O(1). */
+struct mpk_region *mpk__region_find(struct mpk_domain *d, const void *start);
 bool mpk__range_overlaps(const void *addr, size_t len);
 void mpk__domain_unmap_all(struct mpk_domain *d);
 /* Every region, in no order (lock held): fn(region, arg). */
 void mpk__regions_each(void (*fn)(struct mpk_region *r, void *arg), void *arg);
+/* Unmap a region's memory (after mpk__region_del): back into its window's
+ * reservation, or munmap() for an adopted range. */
+void mpk__region_release(void *start, size_t len);
 
 /* memory.c: put fresh memory mpkit just mapped (private anonymous, any
  * protection) into d: mpk_adopt() without the /proc checks.  On failure it
@@ -141,6 +152,9 @@ int mpk__key_give_back(void);
 
 /* soft.c: rights through mprotect() (callers hold mpk_g.lock) */
 int mpk__soft_get(const struct mpk_domain *d);
+/* Without the lock (soft backend): whether the calling thread holds
+ * exactly rights to d already, so that setting them changes nothing. */
+bool mpk__soft_holds(const struct mpk_domain *d, int rights);
 int mpk__soft_set_locked(struct mpk_domain *d, int rights);
 void mpk__soft_forget(struct mpk_domain *d); /* on destroy */
 int mpk__soft_prot(const struct mpk_domain *d);
@@ -192,6 +206,54 @@ struct mpk_bcast {
 	bool undo_on_fail;
 };
 int mpk__broadcast_ex(struct mpk_bcast *b);
+/* Benchmarks on machines without keys: run the protocol on any backend,
+ * the frame edit replaced by a no-op (on 1, off 0).  Not exported. */
+void mpk__broadcast_stub(int on);
+/* Signals sent, system calls made by broadcasting threads, /proc scans. */
+void mpk__broadcast_counters(uint64_t c[3]);
+
+/*
+ * thread.c: the threads mpkit has seen.  A thread registers on its first
+ * call through mpk__ensure_init() (not from the hw fast path) or when it
+ * answers a broadcast (from the handler); its pthread key destructor gives
+ * the entry back.  Entries are never freed: tid 0 is a free one.
+ */
+struct mpk_thread {
+	pid_t tid; /* atomic */
+	/* broadcast.c, under its lock: the broadcast that last targeted
+	 * this entry, and under which tid. */
+	pid_t bc_tid;
+	uint64_t bc_gen;
+};
+void mpk__thread_register(void);         /* not in signal context */
+bool mpk__thread_register_signal(void);  /* signal-safe: existing free entries only */
+int mpk__threads_reserve(size_t n);      /* n free entries for handlers; -1/ENOMEM */
+struct mpk_thread *mpk__thread_next(struct mpk_thread *t); /* NULL starts; lock-free */
+void mpk__thread_gone(struct mpk_thread *t, pid_t tid);   /* tid died unregistered */
+int mpk__threads_claimed(void);
+pid_t mpk__thread_self_tid(void); /* 0 if unregistered; signal-safe */
+void mpk__threads_lock(void), mpk__threads_unlock(void), mpk__threads_child(void);
+
+/*
+ * fork.c: fork() while other threads are inside mpkit.  The core's fork
+ * handlers take its locks (mpk_g.lock, the broadcast lock, the registry's,
+ * then the window lock) in prepare, release them in the parent, make them (and
+ * the registry, which keeps only the forking thread, and the broadcast
+ * state) anew in the child.  A layer above with locks of its own that it
+ * holds while calling into the core (heaps, vaults) registers its three
+ * handlers here, once, before its first lock is taken:
+ *
+ *	mpk__atfork_register(my_prepare, my_parent, my_child);
+ *
+ * Order: every layer's prepare runs in the order registered, all before the
+ * core's prepare (their locks come before the core's); parent and child
+ * handlers run in the reverse order, all after the core's.  Handlers run
+ * with no mpkit lock held by the core yet (prepare) or with the core's
+ * locks usable again (parent, child).  -1/ENOMEM when the table is full.
+ */
+int mpk__atfork_register(void (*prepare)(void), void (*parent)(void), void (*child)(void));
+void mpk__atfork_init(void); /* from do_init: pthread_atfork once */
+void mpk__broadcast_lock(void), mpk__broadcast_unlock(void), mpk__broadcast_child(void);
 
 /* rights.c */
 static inline bool mpk__rights_ok(int rights)

@@ -44,12 +44,13 @@ static void add_range(uintptr_t lo, uintptr_t hi, void *arg)
 		rs->overflow = true;
 		return;
 	}
-	rs->r[rs->n++] = (struct mpk_range){ lo, hi };
+	rs->r[rs->n++] = (struct mpk_range){ .lo = lo, .hi = hi };
 }
 
-static void add_region(struct mpk_region *r, void *arg)
+static int add_window_range(const struct mpk_range *g, void *arg)
 {
-	add_range(r->start, r->start + r->len, arg);
+	add_range(g->lo, g->hi, arg);
+	return 0;
 }
 
 static int by_lo(const void *a, const void *b)
@@ -59,10 +60,12 @@ static int by_lo(const void *a, const void *b)
 }
 
 /*
- * Domain memory: every region of every domain (heap chunks, vaults and big
- * blocks are regions too) and the heap metadata area.  Neighbours closer
- * than three pages merge: what lies between is one of mpkit's guard holes.
- * (To be replaced by the reserved window's ranges, which are few.)
+ * Domain memory: the reserved windows whole (every region of every domain,
+ * heap chunks, vaults and big blocks included, is carved from them, so
+ * memory allocated after lockdown is covered too), the adopted ranges and
+ * the heap metadata area.  Neighbours closer than three pages merge: what
+ * lies between is one of mpkit's guard holes.  A window added after
+ * lockdown (past the first 64 GiB of domain memory) is not covered.
  */
 static int domain_ranges(struct ranges *rs)
 {
@@ -70,7 +73,7 @@ static int domain_ranges(struct ranges *rs)
 
 	rs->n = 0;
 	rs->overflow = false;
-	mpk__regions_each(add_region, rs);
+	mpk__ranges_each(add_window_range, rs);
 	mpk__meta_ranges_each(add_range, rs);
 	if (rs->overflow) {
 		errno = E2BIG;

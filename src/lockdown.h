@@ -13,9 +13,7 @@
 /* Domain ranges the filter can hold: 15 instructions each. */
 #define MPK_LOCK_MAX_RANGES 200
 
-struct mpk_range {
-	uintptr_t lo, hi;
-};
+#include "window.h" /* struct mpk_range */
 
 /* The filter for these ranges into out (*len: room in, length out);
  * 0, or -1/E2BIG when it does not fit. */

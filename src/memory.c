@@ -8,6 +8,7 @@
 
 #include "internal.h"
 #include "os.h"
+#include "window.h"
 
 /* Give a fresh mapping the domain's protection: its key (hw), or the
  * union of every thread's rights (soft). */
@@ -37,13 +38,13 @@ void *mpk__alloc_region(struct mpk_domain *d, size_t len, unsigned flags)
 		return NULL;
 	}
 	len = (len + page - 1) & ~(page - 1);
-	pthread_mutex_lock(&mpk_g.lock);
-	p = mpk_os_map_apart(len, PROT_READ | PROT_WRITE);
+	p = mpk__window_map(len, 0, PROT_READ | PROT_WRITE);
 	if (!p)
-		goto fail;
-	if (protect_new(d, p, len, flags & MPK__REGION_EXEC) || !(r = mpk__region_add(d, p, len))) {
-		int err = errno;
-		mpk_os_unmap(p, len);
+		return NULL;
+	pthread_mutex_lock(&mpk_g.lock);
+	if (!mpk__domain_ok(d) || protect_new(d, p, len, flags & MPK__REGION_EXEC) || !(r = mpk__region_add(d, p, len))) {
+		int err = mpk__domain_ok(d) ? errno : EINVAL;
+		mpk__window_unmap(p, len);
 		errno = err;
 		p = NULL;
 		goto fail;
@@ -67,14 +68,14 @@ static int free_region(struct mpk_domain *d, void *addr, bool owned)
 		return -1;
 	}
 	pthread_mutex_lock(&mpk_g.lock);
-	for (r = d->regions; r; r = r->next)
-		if (r->start == (uintptr_t)addr && r->owned == owned)
-			break;
+	r = mpk__region_find(d, addr);
+	if (r && r->owned != owned)
+		r = NULL;
 	bool sealed = r && r->sealed;
 	if (r && !sealed) {
 		size_t len = r->len;
 		mpk__region_del(r);
-		mpk_os_unmap(addr, len);
+		mpk__region_release(addr, len);
 	}
 	pthread_mutex_unlock(&mpk_g.lock);
 	if (!r || sealed) {

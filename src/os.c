@@ -8,7 +8,9 @@
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/prctl.h>
+#include <linux/futex.h>
 #include <sys/syscall.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "arch.h"
@@ -137,36 +139,19 @@ int mpk_os_mprotect(void *addr, size_t len, int prot)
 
 void *mpk_os_map(size_t len, int prot)
 {
-	void *p;
-
-	if (!__atomic_load_n(&mpk_os_locked, __ATOMIC_ACQUIRE))
-		p = mmap(NULL, len, prot, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-	else
-		p = (void *)sys_mem(SYS_mmap, 0, (long)len, prot, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-	return p == MAP_FAILED ? NULL : p;
+	return mpk_os_map_at(NULL, len, prot, 0);
 }
 
-/* A mapping with an unmapped page on each side.  Adjacent anonymous
- * mappings with the same flags merge into one VMA; then every mprotect of
- * one of them splits the VMA and the next merges it back, which doubles
- * the cost of a soft-backend switch on small regions (make bench shows
- * it).  The holes keep two domains' regions apart where the kernel cannot
- * name anonymous mappings. */
-void *mpk_os_map_apart(size_t len, int prot)
+void *mpk_os_map_at(void *addr, size_t len, int prot, int flags)
 {
-	size_t page = mpk_os_page_size();
-	char *p;
+	void *p;
 
-	if (len > SIZE_MAX - 2 * page) {
-		errno = ENOMEM;
-		return NULL;
-	}
-	p = mpk_os_map(len + 2 * page, prot);
-	if (!p)
-		return NULL;
-	mpk_os_unmap(p, page);
-	mpk_os_unmap(p + page + len, page);
-	return p + page;
+	flags |= MAP_PRIVATE | MAP_ANONYMOUS;
+	if (!__atomic_load_n(&mpk_os_locked, __ATOMIC_ACQUIRE))
+		p = mmap(addr, len, prot, flags, -1, 0);
+	else
+		p = (void *)sys_mem(SYS_mmap, (long)addr, (long)len, prot, flags, -1, 0);
+	return p == MAP_FAILED ? NULL : p;
 }
 
 int mpk_os_unmap(void *addr, size_t len)
@@ -199,6 +184,17 @@ pid_t mpk_os_gettid(void)
 int mpk_os_tgkill(pid_t tgid, pid_t tid, int sig)
 {
 	return (int)syscall(SYS_tgkill, tgid, tid, sig);
+}
+
+int mpk_os_futex_wait(int *word, int val, long timeout_ns)
+{
+	struct timespec ts = { timeout_ns / 1000000000, timeout_ns % 1000000000 };
+	return (int)syscall(SYS_futex, word, FUTEX_WAIT_PRIVATE, val, &ts, NULL, 0);
+}
+
+int mpk_os_futex_wake(int *word)
+{
+	return (int)syscall(SYS_futex, word, FUTEX_WAKE_PRIVATE, 1, NULL, NULL, 0);
 }
 
 size_t mpk_os_page_size(void)

@@ -15,7 +15,10 @@ int mpk_os_pkey_free(int key);
 int mpk_os_pkey_mprotect(void *addr, size_t len, int prot, int key);
 int mpk_os_mprotect(void *addr, size_t len, int prot);
 void *mpk_os_map(size_t len, int prot);
-void *mpk_os_map_apart(size_t len, int prot);
+/* Private anonymous mmap() at addr with extra flags (MAP_FIXED...): the
+ * window's carving, which after mpk_lockdown() must come from mpkit's
+ * trusted system-call site.  NULL/errno. */
+void *mpk_os_map_at(void *addr, size_t len, int prot, int flags);
 int mpk_os_unmap(void *addr, size_t len);
 int mpk_os_madvise(void *addr, size_t len, int advice);
 /* Set by mpk_lockdown(): memory calls go through mpkit's trusted site. */
@@ -25,6 +28,11 @@ int mpk_os_mlock(const void *addr, size_t len);
 int mpk_os_munlock(const void *addr, size_t len);
 pid_t mpk_os_gettid(void);
 int mpk_os_tgkill(pid_t tgid, pid_t tid, int sig);
+/* Private futex: sleep while *word == val, at most timeout_ns (0 or -1 and
+ * errno, EAGAIN/ETIMEDOUT/EINTR included); wake one sleeper.  Both are
+ * async-signal-safe. */
+int mpk_os_futex_wait(int *word, int val, long timeout_ns);
+int mpk_os_futex_wake(int *word);
 size_t mpk_os_page_size(void);
 
 /* Give [addr, addr+len) the name "mpk:NAME" in /proc/PID/maps; best effort

@@ -56,6 +56,9 @@ static __attribute__((noinline, cold)) int set_slow(struct mpk_domain *d, int ri
 		errno = EINVAL;
 		return -1;
 	}
+	/* Soft, nothing to change: no lock, no tick (flat in threads). */
+	if (mpk_g.backend == MPK_BACKEND_SOFT && mpk__soft_holds(d, rights))
+		return 0;
 	pthread_mutex_lock(&mpk_g.lock);
 	/* Re-checked under the lock: a concurrent destroy may have won. */
 	int rc = mpk__domain_ok(d) ? set_locked(d, rights) : (errno = EINVAL, -1);

@@ -73,6 +73,30 @@ static struct held *current(const struct mpk_domain *d)
 	return NULL;
 }
 
+/* The base is published after apply() and before the generation moves: a
+ * thread that sees either the new generation or the new base finds the
+ * pages already as open as that base (set_all below). */
+static void publish(struct mpk_domain *d)
+{
+	__atomic_store_n(&d->base_pub, d->base, __ATOMIC_RELEASE);
+}
+
+static void next_gen(struct mpk_domain *d)
+{
+	publish(d);
+	__atomic_store_n(&d->gen, d->gen + 1, __ATOMIC_RELEASE);
+}
+
+bool mpk__soft_holds(const struct mpk_domain *d, int rights)
+{
+	uint64_t gen = __atomic_load_n(&d->gen, __ATOMIC_ACQUIRE);
+	uint32_t s = d->slot;
+
+	if (s < t_cap && t_held[s].uid == d->uid && t_held[s].gen == gen)
+		return t_held[s].rights == rights;
+	return __atomic_load_n(&d->base_pub, __ATOMIC_ACQUIRE) == rights;
+}
+
 int mpk__soft_get(const struct mpk_domain *d)
 {
 	struct held *h = current(d);
@@ -203,7 +227,7 @@ int mpk__soft_set_all_locked(struct mpk_domain *d, int rights)
 		d->writers = writers;
 		return -1;
 	}
-	d->gen++; /* every entry, this thread's too, is stale: all hold base */
+	next_gen(d); /* every entry, this thread's too, is stale: all hold base */
 	return 0;
 }
 
@@ -242,9 +266,9 @@ int mpk__prot_of_rights(int rights)
 
 void mpk__soft_keyed(struct mpk_domain *d)
 {
-	d->gen++; /* entries from the soft period are done with */
 	d->readers = d->writers = 0;
 	d->base = MPK_NONE;
+	next_gen(d); /* entries from the soft period are done with */
 	d->prot = PROT_READ | PROT_WRITE;
 }
 
@@ -257,10 +281,11 @@ void mpk__soft_evicted(struct mpk_domain *d, int rights)
 {
 	/* Nobody holds anything yet: mpk__soft_hold_signal() then counts
 	 * each thread in, with the rights it held under the key. */
-	d->gen++;
+	next_gen(d);
 	d->readers = d->writers = 0;
 	d->base = MPK_NONE;
 	d->prot = mpk__prot_of_rights(rights);
+	publish(d);
 }
 
 bool mpk__soft_hold_signal(struct mpk_domain *d, int rights)
@@ -277,6 +302,7 @@ bool mpk__soft_hold_signal(struct mpk_domain *d, int rights)
 void mpk__soft_evicted_loose(struct mpk_domain *d, int rights)
 {
 	d->base = rights;
+	publish(d);
 }
 
 void mpk__soft_forget(struct mpk_domain *d)
@@ -286,6 +312,7 @@ void mpk__soft_forget(struct mpk_domain *d)
 		t_held[d->slot].rights = MPK_NONE;
 	d->readers = d->writers = 0;
 	d->base = MPK_NONE;
+	publish(d);
 }
 
 static void thread_exit(void *arg)

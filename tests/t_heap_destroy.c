@@ -52,10 +52,10 @@ int main(void)
 
 	CHECK(mpk_heap_destroy(h) == 0);
 	CHECK(mpk_heap_destroy(g) == 0);
-	CHECK(!t_any_mapped(small, 32));
-	CHECK(!t_any_mapped(run, 40000));
-	CHECK(!t_any_mapped(big, 3 << 20));
-	CHECK(!t_any_mapped(gbase, gend + page - gbase));
+	CHECK(!t_any_usable(small, 32));
+	CHECK(!t_any_usable(run, 40000));
+	CHECK(!t_any_usable(big, 3 << 20));
+	CHECK(!t_any_usable(gbase, gend + page - gbase));
 	CHECK(t_intact(kept, 32, 4));
 	refused(h);
 	refused(g);

@@ -1,6 +1,7 @@
-/* Destroying a domain unmaps all its regions, allocated and adopted: the
- * ranges leave /proc/self/maps and no domain owns them; touching them is a
- * SEGV_MAPERR.  Other domains keep their memory, contents and rights. */
+/* Destroying a domain unmaps all its regions, allocated and adopted: no
+ * domain owns them; allocated ones go back to the window's PROT_NONE
+ * reservation (SEGV_ACCERR), adopted ones leave /proc/self/maps
+ * (SEGV_MAPERR).  Other domains keep their memory, contents and rights. */
 #include "t_state.h"
 
 int main(void)
@@ -25,14 +26,14 @@ int main(void)
 	CHECK(mpk_domain_destroy(d) == 0);
 
 	struct t_fault f = t_read_in_child(p + 2 * page);
-	CHECK(f.faulted && f.code == SEGV_MAPERR && f.where == p + 2 * page);
+	CHECK(f.faulted && f.code == SEGV_ACCERR && f.where == p + 2 * page);
 	f = t_write_in_child(q);
-	CHECK(f.faulted && f.code == SEGV_MAPERR && f.where == q);
+	CHECK(f.faulted && f.code == SEGV_ACCERR && f.where == q);
 	f = t_read_in_child(m + page);
 	CHECK(f.faulted && f.code == SEGV_MAPERR && f.where == m + page);
-	CHECK(!t_any_mapped(p, 3 * page));
-	CHECK(!t_any_mapped(q, page));
-	CHECK(!t_any_mapped(m, 2 * page));
+	CHECK(!t_any_usable(p, 3 * page));
+	CHECK(!t_any_usable(q, page));
+	CHECK(!t_any_usable(m, 2 * page));
 	CHECK_ERR(mpk_domain_of(p), ENOENT);
 	CHECK_ERR(mpk_domain_of(q), ENOENT);
 	CHECK_ERR(mpk_domain_of(m), ENOENT);
@@ -41,6 +42,6 @@ int main(void)
 	CHECK(t_intact(o, page, 15));
 	CHECK_RIGHTS(w, o, MPK_READ);
 	CHECK(mpk_domain_destroy(w) == 0);
-	CHECK(!t_any_mapped(o, page));
+	CHECK(!t_any_usable(o, page));
 	return t_done();
 }

@@ -1,6 +1,7 @@
 /* mpk_free() unmaps exactly the region given (allocated or adopted): the
- * address belongs to no domain and no mapping any more, touching it is a
- * SEGV_MAPERR, and the domain's other regions keep contents and rights. */
+ * address belongs to no domain; an allocated region is reserved PROT_NONE
+ * again (SEGV_ACCERR), an adopted one is no mapping any more (SEGV_MAPERR);
+ * the domain's other regions keep contents and rights. */
 #include "t_state.h"
 
 int main(void)
@@ -23,8 +24,8 @@ int main(void)
 	/* An allocated region. */
 	CHECK(mpk_free(d, p) == 0);
 	struct t_fault f = t_read_in_child(p + page);
-	CHECK(f.faulted && f.code == SEGV_MAPERR && f.where == p + page);
-	CHECK(!t_any_mapped(p, 2 * page));
+	CHECK(f.faulted && f.code == SEGV_ACCERR && f.where == p + page);
+	CHECK(!t_any_usable(p, 2 * page));
 	CHECK_ERR(mpk_domain_of(p), ENOENT);
 	CHECK_ERR(mpk_domain_of(p + 2 * page - 1), ENOENT);
 
@@ -32,7 +33,7 @@ int main(void)
 	CHECK(mpk_free(d, m) == 0);
 	f = t_read_in_child(m);
 	CHECK(f.faulted && f.code == SEGV_MAPERR && f.where == m);
-	CHECK(!t_any_mapped(m, 2 * page));
+	CHECK(!t_any_usable(m, 2 * page));
 	CHECK_ERR(mpk_domain_of(m + page), ENOENT);
 
 	/* The rest of the domain is as it was. */

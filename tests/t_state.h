@@ -129,6 +129,20 @@ static inline int t_any_mapped(const void *p, size_t len)
 	return 0;
 }
 
+/* Whether any byte of [p, p+len) is memory: mapped and not part of an
+ * mpkit window's reservation (PROT_NONE, named mpk:mpkit-window where the
+ * kernel names anonymous memory), where freed domain memory goes back. */
+static inline int t_any_usable(const void *p, size_t len)
+{
+	struct t_map m;
+	for (size_t off = 0; off < len; off += t_page())
+		if (t_map_of((const char *)p + off, &m) &&
+		    !(!strcmp(m.perms, "---p") &&
+		      (!m.name[0] || !strcmp(m.name, "[anon:mpk:mpkit-window]"))))
+			return 1;
+	return 0;
+}
+
 /* A fresh private anonymous read/write mapping of n pages. */
 static inline void *t_map_anon(size_t pages)
 {

@@ -32,8 +32,8 @@ int main(void)
 	CHECK(mpk_secret_free(c) == 0);
 
 	CHECK(mpk_domain_destroy(d) == 0);
-	CHECK(!t_any_mapped(a, 32));
-	CHECK(!t_any_mapped(b, 5000));
+	CHECK(!t_any_usable(a, 32));
+	CHECK(!t_any_usable(b, 5000));
 	CHECK(t_domains() == domains);
 	CHECK_ERR(mpk_domain_destroy(d), EINVAL);
 

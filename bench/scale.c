@@ -1,0 +1,188 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * mpkit at scale (`make bench-scale`): address lookups and fault + retry at
+ * 10 / 1,000 / 100,000 regions, a no-change mpk_set() at 1/2/4/8 threads,
+ * rights save + restore at 1/15/1,000 domains, and the fast path's
+ * instruction counts from the disassembly.  Regions past the few mapped
+ * ones are registered over carved window units (vm.max_map_count allows no
+ * 100,000 mappings); they are the same table entries.  A table, never a
+ * test: timings on a loaded 2-CPU machine vary by tens of percent.
+ */
+#define _GNU_SOURCE
+#include <pthread.h>
+#include <setjmp.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "bench.h"
+#include "mpkit.h"
+
+void *mpk__window_carve(size_t len, size_t align);
+void mpk__window_uncarve(void *p, size_t len);
+int mpk__region_register(mpk_domain *d, void *p, size_t len, bool add);
+
+static double now_ns(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts); /* CPU time: the machine is shared */
+	return ts.tv_sec * 1e9 + ts.tv_nsec;
+}
+
+static const int counts[3] = { 10, 1000, 100000 };
+static void *units[100000];
+static volatile long sink;
+
+/* n regions of bulk (rights never change, so soft never mprotects them). */
+static void regions(mpk_domain *bulk, int from, int to, bool add)
+{
+	size_t page = (size_t)sysconf(_SC_PAGESIZE);
+	for (int i = from; i < to; i++) {
+		if (add) {
+			units[i] = mpk__window_carve(page, 0);
+			if (!units[i] || mpk__region_register(bulk, units[i], page, true))
+				exit(1);
+		} else {
+			mpk__region_register(bulk, units[i], page, false);
+			mpk__window_uncarve(units[i], page);
+		}
+	}
+}
+
+static double lookup_ns(int n)
+{
+	enum { ITER = 2000000 };
+	unsigned x = 1;
+	double t0 = now_ns();
+	for (int i = 0; i < ITER; i++) {
+		x = x * 1103515245u + 12345u;
+		sink += (long)mpk_domain_of((char *)units[(x >> 8) % (unsigned)n] + 100);
+	}
+	return (now_ns() - t0) / ITER;
+}
+
+static int on_fault(const struct mpk_fault *f, void *arg)
+{
+	(void)arg;
+	mpk_set(f->domain, MPK_RW);
+	return MPK_FAULT_RETRY;
+}
+
+static double fault_us(mpk_domain *d, volatile char *p)
+{
+	enum { ITER = 2000 };
+	double t0 = now_ns();
+	for (int i = 0; i < ITER; i++) {
+		mpk_set(d, MPK_NONE);
+		p[0] = (char)i; /* faults; the callback opens; retried */
+	}
+	return (now_ns() - t0) / ITER / 1000;
+}
+
+static mpk_domain *nc_dom;
+static pthread_barrier_t bar;
+static double nc_res[8];
+
+static void *nochange(void *arg)
+{
+	enum { ITER = 2000000 };
+	int id = (int)(long)arg;
+	mpk_set(nc_dom, MPK_RW);
+	pthread_barrier_wait(&bar);
+	double t0 = now_ns();
+	for (int i = 0; i < ITER; i++)
+		mpk_set(nc_dom, MPK_RW);
+	nc_res[id] = (now_ns() - t0) / ITER;
+	return NULL;
+}
+
+static double nochange_ns(int threads)
+{
+	pthread_t t[8];
+	double sum = 0;
+	pthread_barrier_init(&bar, NULL, (unsigned)threads);
+	for (int i = 0; i < threads; i++)
+		pthread_create(&t[i], NULL, nochange, (void *)(long)i);
+	for (int i = 0; i < threads; i++)
+		pthread_join(t[i], NULL);
+	pthread_barrier_destroy(&bar);
+	for (int i = 0; i < threads; i++)
+		sum += nc_res[i];
+	return sum / threads;
+}
+
+static double saverestore_us(int ndom)
+{
+	enum { ITER = 2000 };
+	mpk_domain **d = calloc((size_t)ndom, sizeof(*d));
+	char name[32];
+	mpk_rights_t r;
+	for (int i = 0; i < ndom; i++) {
+		snprintf(name, sizeof(name), "sr%d", i);
+		d[i] = mpk_domain_create(name, i % 2 ? MPK_READ : MPK_NONE, 0);
+	}
+	double t0 = now_ns();
+	for (int i = 0; i < ITER; i++) {
+		mpk_rights_save(&r);
+		mpk_rights_restore(&r);
+		mpk_rights_dispose(&r);
+	}
+	double us = (now_ns() - t0) / ITER / 1000;
+	for (int i = 0; i < ndom; i++)
+		mpk_domain_destroy(d[i]);
+	free(d);
+	return us;
+}
+
+int main(int argc, char **argv)
+{
+	(void)argc;
+	double lk[3], ft[3], nc[4], sr[3];
+	static const int thr[4] = { 1, 2, 4, 8 }, doms[3] = { 1, 15, 1000 };
+
+	if (mpk_init())
+		return 1;
+	mpk_domain *bulk = mpk_domain_create("bulk", MPK_RW, 0);
+	mpk_domain *f = mpk_domain_create("fault", MPK_RW, 0);
+	volatile char *p = mpk_alloc(f, 1);
+	if (!bulk || !f || !p || mpk_fault_handler_install(on_fault, NULL))
+		return 1;
+	for (int c = 0, have = 0; c < 3; c++) {
+		regions(bulk, have, counts[c], true);
+		have = counts[c];
+		lk[c] = lookup_ns(have);
+		ft[c] = fault_us(f, p);
+	}
+	nc_dom = mpk_domain_create("nochange", MPK_RW, MPK_DOMAIN_SHARED);
+	for (int i = 0; i < 4; i++)
+		nc[i] = nochange_ns(thr[i]);
+	for (int i = 0; i < 3; i++)
+		sr[i] = saverestore_us(doms[i]);
+
+	printf("mpkit at scale, %s backend (timings in a VM under TCG mean nothing)\n\n",
+	       mpk_backend_name(mpk_backend()));
+	printf("%-30s %12s %12s %12s %10s\n", "", "10", "1,000", "100,000", "100k/10");
+	printf("%-30s %9.1f ns %9.1f ns %9.1f ns %9.2fx\n", "mpk_domain_of (regions)", lk[0], lk[1], lk[2], lk[2] / lk[0]);
+	printf("%-30s %9.2f us %9.2f us %9.2f us %9.2fx\n", "fault + retry (regions)", ft[0], ft[1], ft[2], ft[2] / ft[0]);
+	printf("\n%-30s %12s %12s %12s %12s %10s\n", "", "1", "2", "4", "8", "8/1");
+	printf("%-30s %9.1f ns %9.1f ns %9.1f ns %9.1f ns %9.2fx\n", "no-change mpk_set (threads)", nc[0], nc[1], nc[2], nc[3], nc[3] / nc[0]);
+	printf("\n%-30s %12s %12s %12s %10s\n", "", "1", "15", "1,000", "1000/1");
+	printf("%-30s %9.2f us %9.2f us %9.2f us %9.2fx\n", "save + restore (domains)", sr[0], sr[1], sr[2], sr[2] / sr[0]);
+	printf("\n%-30s %s\n", "broadcast per thread", "(the thread registry's row: branch threads)");
+
+	struct bench_fastpath fp;
+	memset(&fp, 0, sizeof(fp));
+	bench_fastpath_probe(&fp, argv[0], "mpkit-bench-scale");
+	printf("\nfast path (objdump of %s):\n", fp.ok ? fp.file : argv[0]);
+	if (!fp.ok)
+		printf("  %s\n", fp.why);
+	for (int i = 0; fp.ok && i < 3; i++)
+		if (fp.fn[i].found)
+			printf("  %-10s %3d instructions, %d branches, %d calls\n",
+			       fp.fn[i].name, fp.fn[i].insns, fp.fn[i].branches, fp.fn[i].calls);
+	regions(bulk, 0, counts[2], false);
+	return 0;
+}

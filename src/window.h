@@ -1,0 +1,100 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Where domain memory lives: the single source of truth.
+ *
+ * Every region mpkit maps for a domain (mpk_alloc, heap chunks and big
+ * blocks, vault memory) is carved out of a window: a large PROT_NONE,
+ * MAP_NORESERVE reservation, aligned to MPK_WINDOW_SIZE.  Windows are added
+ * (next to the last one where MAP_FIXED_NOREPLACE allows) when one is full
+ * and are never given back.  Each carved unit is its pages plus one guard
+ * page after them, and a window's first page is a guard, so neighbouring
+ * regions are always separate VMAs with reserved PROT_NONE pages between
+ * them (the reservation's VM_NORESERVE keeps them from merging).  The only
+ * domain memory outside the windows is what mpk_adopt() took in: those
+ * ranges are listed too.
+ *
+ * Readers (the fault handler, mpk_domain_of, the lockdown filter builder)
+ * take no lock: everything below marked signal-safe may run in a signal
+ * handler.  Windows only ever get added.
+ */
+#ifndef MPK_WINDOW_H
+#define MPK_WINDOW_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#define MPK_WINDOW_SHIFT 36 /* 64 GiB per window (more for one huge region) */
+#define MPK_WINDOW_SIZE ((uintptr_t)1 << MPK_WINDOW_SHIFT)
+#define MPK_WINDOW_MAX 256
+
+/*
+ * Map len bytes (a multiple of the page size) of fresh zeroed memory with
+ * protection prot inside a window, at an address aligned to align (a power
+ * of two; 0 or anything up to the page size means page-aligned), with
+ * reserved guard pages on both sides.  The memory is not yet a region of
+ * any domain (memory.c and region.c make it one).  NULL/ENOMEM.
+ */
+void *mpk__window_map(size_t len, size_t align, int prot);
+
+/* Give [p, p+len) from mpk__window_map() back: its pages are dropped and
+ * it is reserved PROT_NONE again, for a later map to reuse. */
+void mpk__window_unmap(void *p, size_t len);
+
+/* The address range of a window unit, reserved but not mapped (tests and
+ * the benchmark register many regions without spending VMAs: the kernel's
+ * vm.max_map_count is 65530 by default); mpk__window_uncarve() gives it
+ * back. */
+void *mpk__window_carve(size_t len, size_t align);
+void mpk__window_uncarve(void *p, size_t len);
+
+/* Bytes mapped in the windows now.  RLIMIT_AS counts the reservations
+ * whole and never what is mapped inside them, so tests that run out of
+ * domain memory cap it with mpk__window_test_cap() (0: no cap; test-only,
+ * not declared for the library's own use). */
+size_t mpk__window_mapped(void);
+void mpk__window_test_cap(size_t bytes);
+
+/* Whether addr is inside a window.  Signal-safe, one range check for an
+ * address below or above every window. */
+bool mpk__in_window(uintptr_t addr);
+
+/* Window index of addr (0 .. MPK_WINDOW_MAX-1), or -1.  Signal-safe. */
+int mpk__window_of(uintptr_t addr);
+
+/* A range of domain memory, for the lockdown filter and tools. */
+enum mpk_range_kind { MPK_RANGE_WINDOW = 1, MPK_RANGE_ADOPTED = 2 };
+struct mpk_range {
+	uintptr_t lo, hi; /* [lo, hi) */
+	enum mpk_range_kind kind;
+};
+
+/*
+ * Call fn for every window, then for every adopted range, in no particular
+ * order, until fn returns non-zero (which is returned).  Signal-safe: no
+ * lock, no allocation; a range added meanwhile may or may not be seen.
+ */
+int mpk__ranges_each(int (*fn)(const struct mpk_range *r, void *arg), void *arg);
+
+/* Bumped (release) each time a window or an adopted range is added or an
+ * adopted range removed: a filter built from mpk__ranges_each() is current
+ * while this has not changed.  Signal-safe. */
+uint64_t mpk__ranges_gen(void);
+
+/* Tests and the benchmark: make [p, p+len) (carved, not mapped) a region
+ * of d (add) or stop it being one, under mpk_g.lock.  0 or -1/errno. */
+struct mpk_domain;
+int mpk__region_register(struct mpk_domain *d, void *p, size_t len, bool add);
+
+/* fork.c: the window lock is a leaf, taken last before fork(). */
+void mpk__window_lock(void), mpk__window_unlock(void), mpk__window_child(void);
+
+/* ---- for region.c: the per-window table and the adopted list ---- */
+
+struct mpk_region;
+/* The window's first-level table (one word per 2 MiB granule) and its
+ * base and size, for window i; NULL if i is not a window.  Signal-safe. */
+uintptr_t *mpk__window_table(int i, uintptr_t *base, uintptr_t *size);
+void mpk__ranges_changed(void);
+
+#endif
