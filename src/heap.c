@@ -374,6 +374,16 @@ void *mpk__heap_alloc(struct heap *h, size_t size, size_t align, bool zero)
 	if (hdr && mpk__heap_reach(h->domain, MPK_RW, &s))
 		return NULL;
 	pthread_mutex_lock(&a->lock);
+	/* A forked child: its vault's pages are not locked (mlock is not
+	 * inherited); lock them before handing out a secret. */
+	if ((h->flags & HEAP_SECRET) &&
+	    h->lock_gen != __atomic_load_n(&mpk__fork_gen, __ATOMIC_RELAXED)) {
+		if (mpk__vault_relock(h)) {
+			pthread_mutex_unlock(&a->lock);
+			return NULL;
+		}
+		h->lock_gen = mpk__fork_gen;
+	}
 	if (big) {
 		struct big b;
 		if ((p = (uintptr_t)mpk__big_alloc(a, size, align, &b))) {
@@ -544,8 +554,10 @@ struct heap *mpk__heap_new(struct mpk_domain *d, unsigned flags)
 	int err;
 
 	pthread_once(&classes_once, classes_init);
+	mpk__heap_atfork();
 	if (mpk__domain_hold(d))
 		return NULL;
+	pthread_mutex_lock(&mpk__heaps_lock);
 	pthread_mutex_lock(&mpk__meta_lock);
 	if (mpk__meta_get())
 		goto fail;
@@ -557,6 +569,7 @@ struct heap *mpk__heap_new(struct mpk_domain *d, unsigned flags)
 		h->flags = flags;
 		h->domain = d;
 		h->key = mix(mpk__meta_key() ^ (uintptr_t)h);
+		h->lock_gen = __atomic_load_n(&mpk__fork_gen, __ATOMIC_RELAXED);
 		/* Vaults stay small (one arena: one set of locked slabs);
 		 * guarded blocks all go to arena 0 anyway. */
 		h->narenas = (flags & (HEAP_SECRET | HEAP_GUARDS)) ? 1 : narenas_default;
@@ -574,6 +587,7 @@ struct heap *mpk__heap_new(struct mpk_domain *d, unsigned flags)
 	mpk__meta_close(&s);
 	if (h) {
 		pthread_mutex_unlock(&mpk__meta_lock);
+		pthread_mutex_unlock(&mpk__heaps_lock);
 		return h;
 	}
 	errno = err;
@@ -584,6 +598,7 @@ put:
 fail:
 	err = errno;
 	pthread_mutex_unlock(&mpk__meta_lock);
+	pthread_mutex_unlock(&mpk__heaps_lock);
 	if (gone)
 		mpk_domain_destroy(gone);
 	mpk__domain_unhold(d);
@@ -597,14 +612,14 @@ void mpk__heap_delete(struct heap *h, mpk_scope *s)
 {
 	struct mpk_domain *d = h->domain;
 
-	pthread_mutex_lock(&mpk__meta_lock);
+	pthread_mutex_lock(&mpk__heaps_lock);
 	if (h->prev)
 		h->prev->next = h->next;
 	else
 		*mpk__meta_heaps() = h->next;
 	if (h->next)
 		h->next->prev = h->prev;
-	pthread_mutex_unlock(&mpk__meta_lock);
+	pthread_mutex_unlock(&mpk__heaps_lock);
 	for (unsigned i = 0; i < h->narenas; i++) {
 		struct arena *a = &h->arenas[i];
 		/* Take the lock once: a call still running there finishes. */

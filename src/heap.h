@@ -93,7 +93,8 @@ struct heap {
 	unsigned flags;
 	struct mpk_domain *domain;
 	uint64_t key;               /* header checksums */
-	struct heap *prev, *next;   /* the registry; under meta lock */
+	struct heap *prev, *next;   /* the registry; under heaps lock */
+	unsigned lock_gen;          /* vault: mpk__fork_gen its runs are locked in */
 	unsigned narenas;           /* big blocks all go to arena 0 */
 	struct arena arenas[ARENAS_MAX];
 };
@@ -112,7 +113,19 @@ struct big {
 
 /* ---- heap_meta.c: the metadata area and the global heap lock ---- */
 
-extern pthread_mutex_t mpk__meta_lock; /* registry, area, map, big table */
+/*
+ * Lock order (a thread holding one takes only later ones; the fork
+ * handlers take them all in this order, see heap_fork.c):
+ *   mpk__vault_lock -> mpk__heaps_lock -> arena locks (registry order)
+ *   -> mpk__meta_lock -> the core's mpk_g.lock.
+ * Heap calls take core locks inside their own (mpk_enter, mpk__alloc_owned,
+ * mpk_domain_create); the core never calls into the heap layer with its
+ * lock held.  The misuse handler's lock is a leaf, taken with no other.
+ */
+extern pthread_mutex_t mpk__heaps_lock; /* the registry */
+extern pthread_mutex_t mpk__meta_lock;  /* area, map, big table */
+extern pthread_mutex_t mpk__vault_lock; /* making and finding vaults */
+extern pthread_mutex_t mpk__misuse_lock;
 extern mpk_domain *mpk__meta_dom;      /* closed area: its domain */
 
 /* Open the metadata for this thread (a scope to close), 0 or -1/errno. */
@@ -151,7 +164,7 @@ void *mpk__meta_alloc(size_t len);
 void mpk__meta_free(void *p, size_t len);
 /* Whether p lies in the area (no lock, no access). */
 bool mpk__meta_contains(const void *p);
-struct heap **mpk__meta_heaps(void);  /* registry head */
+struct heap **mpk__meta_heaps(void);  /* registry head (heaps lock) */
 uint64_t mpk__meta_key(void);         /* per process, for checksums */
 /* The big-block table (under the lock). */
 struct big *mpk__big_find(uintptr_t p);
@@ -245,6 +258,17 @@ static inline void mpk__heap_leave(mpk_scope *s)
 		errno = err;
 	}
 }
+
+/* ---- heap_fork.c: locks around fork() ---- */
+
+/* Bumped in every forked child: mlock() is not inherited, so a vault whose
+ * lock_gen differs has unlocked runs. */
+extern unsigned mpk__fork_gen;
+void mpk__heap_atfork(void); /* registers the handlers, once */
+/* Lock a vault's runs in use and its big blocks again (in a child), under
+ * arena 0's lock: 0, or -1 with EPERM.  heap_run.c and heap_big.c. */
+int mpk__vault_relock(struct heap *h);
+int mpk__bigs_relock(struct heap *h);
 
 /* ---- heap_misuse.c ---- */
 

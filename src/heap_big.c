@@ -220,3 +220,15 @@ void mpk__bigs_release(struct heap *h)
 		}
 	pthread_mutex_unlock(&mpk__meta_lock);
 }
+
+int mpk__bigs_relock(struct heap *h)
+{
+	int rc = 0;
+
+	pthread_mutex_lock(&mpk__meta_lock);
+	for (size_t i = 0; i < cap && !rc; i++)
+		if (tab[i].state == BIG_LIVE && tab[i].heap == h)
+			rc = mpk__heap_lock_pages(h, (void *)tab[i].region, tab[i].reglen);
+	pthread_mutex_unlock(&mpk__meta_lock);
+	return rc;
+}

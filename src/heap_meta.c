@@ -30,6 +30,8 @@
 enum { MODE_AUTO, MODE_OPEN, MODE_CLOSED };
 
 pthread_mutex_t mpk__meta_lock = PTHREAD_MUTEX_INITIALIZER;
+pthread_mutex_t mpk__heaps_lock = PTHREAD_MUTEX_INITIALIZER;
+static struct heap *heaps; /* the registry, under mpk__heaps_lock */
 
 /* Closed: the "heap-meta" domain; atomic.  Apart, for the inline open. */
 mpk_domain *mpk__meta_dom;
@@ -40,7 +42,6 @@ static struct {
 	unsigned nranges;         /* atomic: read without the lock */
 	void *free[META_ORDERS];  /* links live in the (open) area */
 	uintptr_t bump, end;
-	struct heap *heaps;
 	int nheaps;
 	uint64_t key;
 } meta;
@@ -132,7 +133,7 @@ bool mpk__meta_contains(const void *p)
 
 struct heap **mpk__meta_heaps(void)
 {
-	return &meta.heaps;
+	return &heaps;
 }
 
 uint64_t mpk__meta_key(void)

@@ -281,3 +281,18 @@ void mpk__chunks_release(struct arena *a)
 	}
 	a->mapped = 0;
 }
+
+int mpk__vault_relock(struct heap *h)
+{
+	struct arena *a = &h->arenas[0]; /* a vault has one */
+	size_t page = mpk__page();
+
+	for (struct chunk *c = a->chunks; c; c = c->next)
+		for (unsigned pg = 0; pg < c->npages; pg += c->runs[pg].pages) {
+			struct run *r = &c->runs[pg];
+			if (r->kind != RUN_FREE &&
+			    mpk__heap_lock_pages(h, (void *)run_addr(c, r), r->pages * page))
+				return -1;
+		}
+	return mpk__bigs_relock(h);
+}

@@ -1,0 +1,78 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * fork() while other threads are inside heap or vault calls.  Only the
+ * forking thread lives on in the child, so a lock another thread held would
+ * stay held there for good.  As glibc's malloc does, the prepare handler
+ * takes every heap lock in the documented order (heap.h), the parent's
+ * handler releases them, and the child's makes them anew; a child also
+ * learns that mlock() was not inherited (mpk__fork_gen) and relocks its
+ * vaults before handing out a secret.
+ *
+ * The core's own locks, taken inside heap calls, come after ours: its fork
+ * handlers must run after our prepare and before our child handler, which
+ * holds since it registers them first (prepare handlers run in reverse
+ * order of registration, the others in order).
+ */
+#define _GNU_SOURCE
+#include <pthread.h>
+
+#include "heap.h"
+
+unsigned mpk__fork_gen;
+
+static void lock_all(void)
+{
+	pthread_mutex_lock(&mpk__vault_lock);
+	pthread_mutex_lock(&mpk__heaps_lock);
+	for (struct heap *h = *mpk__meta_heaps(); h; h = h->next)
+		for (unsigned i = 0; i < h->narenas; i++)
+			pthread_mutex_lock(&h->arenas[i].lock);
+	pthread_mutex_lock(&mpk__meta_lock);
+	pthread_mutex_lock(&mpk__misuse_lock);
+}
+
+/* Each lock, last taken first: unlocked in the parent, made anew in the
+ * child (glibc allows unlocking there, but a fresh one is what it does). */
+static void each_lock(void (*fn)(pthread_mutex_t *))
+{
+	fn(&mpk__misuse_lock);
+	fn(&mpk__meta_lock);
+	for (struct heap *h = *mpk__meta_heaps(); h; h = h->next)
+		for (unsigned i = h->narenas; i-- > 0;)
+			fn(&h->arenas[i].lock);
+	fn(&mpk__heaps_lock);
+	fn(&mpk__vault_lock);
+}
+
+static void unlock(pthread_mutex_t *m)
+{
+	pthread_mutex_unlock(m);
+}
+
+static void renew(pthread_mutex_t *m)
+{
+	pthread_mutex_init(m, NULL);
+}
+
+static void parent(void)
+{
+	each_lock(unlock);
+}
+
+static void child(void)
+{
+	__atomic_add_fetch(&mpk__fork_gen, 1, __ATOMIC_RELAXED);
+	each_lock(renew);
+}
+
+static void once(void)
+{
+	pthread_atfork(lock_all, parent, child);
+}
+
+void mpk__heap_atfork(void)
+{
+	static pthread_once_t done = PTHREAD_ONCE_INIT;
+
+	pthread_once(&done, once);
+}
