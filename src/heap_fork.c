@@ -20,13 +20,22 @@
 
 unsigned mpk__fork_gen;
 
+/* The registry and the arena locks are in the metadata, which prepare opens
+ * for the forking thread and parent and child close (the child inherits
+ * the forking thread's rights).  If it cannot be opened, the arena locks
+ * are not taken: a child may then hang as before, rather than fault. */
+static mpk_scope meta;
+static bool arenas_held;
+
 static void lock_all(void)
 {
 	pthread_mutex_lock(&mpk__vault_lock);
 	pthread_mutex_lock(&mpk__heaps_lock);
-	for (struct heap *h = *mpk__meta_heaps(); h; h = h->next)
-		for (unsigned i = 0; i < h->narenas; i++)
-			pthread_mutex_lock(&h->arenas[i].lock);
+	arenas_held = !mpk__meta_open(&meta);
+	if (arenas_held)
+		for (struct heap *h = *mpk__meta_heaps(); h; h = h->next)
+			for (unsigned i = 0; i < h->narenas; i++)
+				pthread_mutex_lock(&h->arenas[i].lock);
 	pthread_mutex_lock(&mpk__meta_lock);
 	pthread_mutex_lock(&mpk__misuse_lock);
 }
@@ -37,9 +46,11 @@ static void each_lock(void (*fn)(pthread_mutex_t *))
 {
 	fn(&mpk__misuse_lock);
 	fn(&mpk__meta_lock);
-	for (struct heap *h = *mpk__meta_heaps(); h; h = h->next)
-		for (unsigned i = h->narenas; i-- > 0;)
-			fn(&h->arenas[i].lock);
+	if (arenas_held)
+		for (struct heap *h = *mpk__meta_heaps(); h; h = h->next)
+			for (unsigned i = h->narenas; i-- > 0;)
+				fn(&h->arenas[i].lock);
+	mpk__meta_close(&meta);
 	fn(&mpk__heaps_lock);
 	fn(&mpk__vault_lock);
 }
