@@ -69,6 +69,9 @@ static void classes_init(void)
 		slab_blocks[c] = (uint16_t)(best * page / s > SLAB_BLOCKS_MAX ? SLAB_BLOCKS_MAX
 									    : best * page / s);
 		class_inv[c] = (uint32_t)(((1ull << 32) + s - 1) / s);
+		/* About 16 KiB of each class per thread, 4 to TC_MAX blocks. */
+		size_t lim = 16384 / s;
+		mpk__tc_lim[c] = (uint8_t)(lim < 4 ? 4 : lim > TC_MAX ? TC_MAX : lim);
 	}
 }
 
@@ -84,31 +87,12 @@ static inline uintptr_t round_up(uintptr_t x, size_t a)
 
 /* ---- headers ---- */
 
-struct hdr {
-	uint64_t size;
-	uint64_t check;
-};
-
-static inline uint64_t mix(uint64_t x)
-{
-	x ^= x >> 30;
-	x *= 0xbf58476d1ce4e5b9ull;
-	x ^= x >> 27;
-	x *= 0x94d049bb133111ebull;
-	return x ^ (x >> 31);
-}
-
-static inline uint64_t hdr_sum(const struct heap *h, uintptr_t p, size_t size, size_t off)
-{
-	return mix(h->key ^ p) ^ mix(~h->key + size * 0x9e3779b97f4a7c15ull + off);
-}
-
 static void hdr_put(const struct heap *h, uintptr_t p, size_t size, size_t off)
 {
 	struct hdr *hd = (struct hdr *)(p - HDR);
 
 	hd->size = size;
-	hd->check = hdr_sum(h, p, size, off);
+	hd->check = mpk__hdr_sum(h->key, p, size, off);
 }
 
 /* ---- slabs ---- */
@@ -267,9 +251,14 @@ static int locate(struct arena *ar, uintptr_t a, struct loc *l, struct chunk *c)
 	}
 	if (hdr) {
 		const struct hdr *hd = (const struct hdr *)(a - HDR);
-		if (hd->size > l->cap || hd->check != hdr_sum(h, a, hd->size, a - l->start))
+		if (hd->size > l->cap || hd->check != mpk__hdr_sum(h->key, a, hd->size, a - l->start)) {
+			/* Sitting in a thread's cache: freed already. */
+			if (hd->size <= l->cap &&
+			    hd->check == (mpk__hdr_sum(h->key, a, hd->size, a - l->start) ^ h->ckey))
+				return MPK_MISUSE_DOUBLE_FREE;
 			return l->kind == L_SLAB && a - l->start != HDR ? MPK_MISUSE_WILD
 									: MPK_MISUSE_CORRUPT;
+		}
 		l->size = hd->size;
 	} else if (l->kind != L_BIG) {
 		l->size = l->cap;
@@ -305,6 +294,133 @@ static struct arena *pick(struct heap *h)
 	if (!mine)
 		mine = __atomic_add_fetch(&next, 1, __ATOMIC_RELAXED) | 0x80000000u;
 	return &h->arenas[mine & (h->narenas - 1)]; /* a power of two */
+}
+
+/* ---- the thread caches' fast paths and batches ---- */
+
+/* A cached block for size, or NULL: none cached, not a small size, or
+ * the thread may not write the header (the slow path then opens). */
+static inline void *tc_malloc(struct tcache *tc, size_t size)
+{
+	if (unlikely(size - 1 >= SMALL_MAX - HDR))
+		return NULL; /* 0 too: the slow path makes it 1 */
+	unsigned cls = class_of16[(size + HDR + 15) >> 4];
+	unsigned n = tc->n[cls];
+	if (unlikely(!n) || unlikely(mpk__rights(tc->domain) != MPK_RW))
+		return NULL;
+	uintptr_t p = tc->slot[cls][n - 1] ^ tc->mkey;
+	if (unlikely((p & 15) || mpk__chunk_tag(p) != tc->uid)) {
+		/* A mangled entry was overwritten: drop the class's. */
+		tc->n[cls] = 0;
+		return NULL;
+	}
+	tc->n[cls] = (uint8_t)(n - 1);
+	struct hdr *hd = (struct hdr *)(p - HDR);
+	hd->size = size;
+	hd->check = mpk__hdr_sum(tc->key, p, size, HDR);
+	return (void *)p;
+}
+
+enum { TC_DONE, TC_NOT, TC_FULL };
+
+/* Put p in the cache if it is a live small block of the cache's heap at
+ * the usual offset, as its chunk tag and keyed header say; anything else
+ * (including every misuse) goes the slow way, which names it. */
+static inline int tc_free(struct tcache *tc, void *ptr)
+{
+	uintptr_t a = (uintptr_t)ptr;
+
+	if (unlikely((a & 15) || !(a & (CHUNK_SIZE - 1))) || mpk__chunk_tag(a) != tc->uid ||
+	    unlikely(mpk__rights(tc->domain) != MPK_RW))
+		return TC_NOT;
+	struct hdr *hd = (struct hdr *)(a - HDR);
+	uint64_t size = hd->size;
+	if (unlikely(size > SMALL_MAX - HDR) ||
+	    unlikely(hd->check != mpk__hdr_sum(tc->key, a, size, HDR)))
+		return TC_NOT;
+	unsigned cls = class_of16[(size + HDR + 15) >> 4];
+	unsigned n = tc->n[cls];
+	if (unlikely(n >= mpk__tc_lim[cls]))
+		return TC_FULL;
+	hd->check ^= tc->ckey;
+	tc->slot[cls][n] = a ^ tc->mkey;
+	tc->n[cls] = (uint8_t)(n + 1);
+	return TC_DONE;
+}
+
+static struct arena *pick(struct heap *h);
+
+int mpk__tc_refill(struct tcache *tc, unsigned cls)
+{
+	unsigned want = mpk__tc_lim[cls] / 2, got = 0;
+	struct arena *a = tc->arena;
+
+	if (!a)
+		a = tc->arena = pick(tc->heap);
+	pthread_mutex_lock(&a->lock);
+	while (got < want) {
+		uintptr_t b = slab_alloc(a, cls);
+		if (!b)
+			break;
+		/* Lowest address on top: handed out first. */
+		tc->slot[cls][want - 1 - got++] = (b + HDR) ^ tc->mkey;
+	}
+	a->blocks += got;
+	a->bytes += got * (size_t)(class_size[cls] - HDR);
+	pthread_mutex_unlock(&a->lock);
+	if (got < want)
+		memmove(tc->slot[cls], tc->slot[cls] + (want - got), got * sizeof(uintptr_t));
+	tc->n[cls] = (uint8_t)got;
+	return got ? 0 : -1;
+}
+
+void mpk__tc_flush(struct tcache *tc, unsigned cls, unsigned k)
+{
+	struct arena *held = NULL;
+
+	for (unsigned i = 0; i < k; i++) {
+		uintptr_t a = tc->slot[cls][i] ^ tc->mkey;
+		struct chunk *c = mpk__map_find(a);
+		if (!c || c->heap != tc->heap)
+			continue; /* an overwritten entry: leave it be */
+		if (c->arena != held) {
+			if (held)
+				pthread_mutex_unlock(&held->lock);
+			pthread_mutex_lock(&(held = c->arena)->lock);
+		}
+		struct run *r = &c->runs[c->owner[(a - c->base) >> mpk__heap_page_shift]];
+		uintptr_t rs = run_addr(c, r);
+		if (r->kind != RUN_SLAB)
+			continue;
+		unsigned idx = (unsigned)(((uint64_t)(a - HDR - rs) * class_inv[r->cls]) >> 32);
+		if (idx >= slab_blocks[r->cls] || ((r->bits[idx / 64] >> (idx % 64)) & 1))
+			continue;
+		held->blocks--;
+		held->bytes -= class_size[r->cls] - HDR;
+		slab_free(held, r, idx);
+	}
+	if (held)
+		pthread_mutex_unlock(&held->lock);
+	unsigned n = tc->n[cls];
+	memmove(tc->slot[cls], tc->slot[cls] + k, (n - k) * sizeof(uintptr_t));
+	tc->n[cls] = (uint8_t)(n - k);
+}
+
+/* The calling thread's cache for hp if it is current: the handle was
+ * checked when the cache was made, and no heap has gone since. */
+static inline struct tcache *tc_of(const mpk_heap *hp)
+{
+	struct tcache *tc = mpk__tc_last;
+
+	if (likely(tc && tc->heap == (const struct heap *)hp &&
+		   tc->epoch == __atomic_load_n(&mpk__heap_epoch, __ATOMIC_RELAXED)))
+		return tc;
+	return NULL;
+}
+
+static inline bool cacheable(const struct heap *h)
+{
+	return !(h->flags & (HEAP_SECRET | HEAP_GUARDS));
 }
 
 /* Whose block is p: a heap (live chunk or live big block), or NULL. */
@@ -568,7 +684,12 @@ struct heap *mpk__heap_new(struct mpk_domain *d, unsigned flags)
 		h->magic = HEAP_MAGIC;
 		h->flags = flags;
 		h->domain = d;
-		h->key = mix(mpk__meta_key() ^ (uintptr_t)h);
+		static uint32_t uids;
+		h->key = mpk__mix(mpk__meta_key() ^ (uintptr_t)h);
+		h->ckey = mpk__mix(h->key + 1) | 1;
+		if (!++uids)
+			uids++; /* 0 tags no chunk */
+		h->uid = uids; /* under the heaps lock */
 		h->lock_gen = __atomic_load_n(&mpk__fork_gen, __ATOMIC_RELAXED);
 		/* Vaults stay small (one arena: one set of locked slabs);
 		 * guarded blocks all go to arena 0 anyway. */
@@ -612,6 +733,7 @@ void mpk__heap_delete(struct heap *h, mpk_scope *s)
 {
 	struct mpk_domain *d = h->domain;
 
+	mpk__tc_forget(h);
 	pthread_mutex_lock(&mpk__heaps_lock);
 	if (h->prev)
 		h->prev->next = h->next;
@@ -667,6 +789,8 @@ static struct heap *begin_err(mpk_heap *hp, mpk_scope *s, int err)
 		errno = EINVAL;
 		return NULL;
 	}
+	if (s->domain)
+		__atomic_add_fetch(&h->meta_opens, 1, __ATOMIC_RELAXED);
 	return h;
 }
 
@@ -709,30 +833,48 @@ MPK_EXPORT mpk_domain *mpk_heap_domain(const mpk_heap *hp)
 	return d;
 }
 
-MPK_EXPORT void *mpk_heap_malloc(mpk_heap *hp, size_t size)
+/* malloc and calloc past their fast path: through the cache if they can. */
+static __attribute__((noinline)) void *alloc_slow(mpk_heap *hp, size_t size, bool zero, int err)
 {
 	mpk_scope s;
-	struct heap *h = begin(hp, &s);
+	struct heap *h = begin_err(hp, &s, err);
+	void *p = NULL;
 
 	if (!h)
 		return NULL;
-	void *p = mpk__heap_alloc(h, size, 16, false);
+	if (cacheable(h) && size - 1 < SMALL_MAX - HDR) {
+		struct tcache *tc = mpk__tc_attach(h);
+		unsigned cls = class_of16[(size + HDR + 15) >> 4];
+		if (tc && (tc->n[cls] || !mpk__tc_refill(tc, cls)) && (p = tc_malloc(tc, size)) &&
+		    zero)
+			memset(p, 0, size);
+	}
+	if (!p)
+		p = mpk__heap_alloc(h, size, 16, zero);
 	mpk__meta_close(&s);
 	return p;
 }
 
+MPK_EXPORT void *mpk_heap_malloc(mpk_heap *hp, size_t size)
+{
+	struct tcache *tc = tc_of(hp);
+	void *p;
+
+	if (likely(tc) && likely(p = tc_malloc(tc, size)))
+		return p;
+	return alloc_slow(hp, size, false, 0);
+}
+
 MPK_EXPORT void *mpk_heap_calloc(mpk_heap *hp, size_t n, size_t size)
 {
-	mpk_scope s;
+	struct tcache *tc = tc_of(hp);
 	size_t total;
 	bool over = __builtin_mul_overflow(n, size, &total);
-	struct heap *h = begin_err(hp, &s, over ? ENOMEM : 0);
+	void *p;
 
-	if (!h)
-		return NULL;
-	void *p = mpk__heap_alloc(h, total, 16, true);
-	mpk__meta_close(&s);
-	return p;
+	if (likely(tc && !over) && (p = tc_malloc(tc, total)))
+		return memset(p, 0, total);
+	return alloc_slow(hp, total, true, over ? ENOMEM : 0);
 }
 
 MPK_EXPORT void *mpk_heap_aligned_alloc(mpk_heap *hp, size_t align, size_t size)
@@ -748,15 +890,33 @@ MPK_EXPORT void *mpk_heap_aligned_alloc(mpk_heap *hp, size_t align, size_t size)
 	return p;
 }
 
-MPK_EXPORT int mpk_heap_free(mpk_heap *hp, void *p)
+/* free past its fast path: a full cache gives half back; blocks the
+ * cache does not take (and misuse) go through the arena. */
+static __attribute__((noinline)) int free_slow(mpk_heap *hp, void *p)
 {
 	struct mpk_misuse m;
 	mpk_scope s;
 	struct heap *h = begin(hp, &s);
+	int rc = -2;
 
 	if (!h)
 		return -1;
-	int rc = p ? mpk__heap_release(h, p, &m, "mpk_heap_free") : 0;
+	if (!p) {
+		rc = 0;
+	} else if (cacheable(h)) {
+		struct tcache *tc = mpk__tc_attach(h);
+		int k = tc ? tc_free(tc, p) : TC_NOT;
+		if (k == TC_FULL) {
+			const struct hdr *hd = (const struct hdr *)((uintptr_t)p - HDR);
+			unsigned cls = class_of16[(hd->size + HDR + 15) >> 4];
+			mpk__tc_flush(tc, cls, mpk__tc_lim[cls] / 2);
+			k = tc_free(tc, p);
+		}
+		if (k == TC_DONE)
+			rc = 0;
+	}
+	if (rc == -2)
+		rc = mpk__heap_release(h, p, &m, "mpk_heap_free");
 	mpk__meta_close(&s);
 	if (rc > 0) {
 		mpk__misuse(&m);
@@ -764,6 +924,15 @@ MPK_EXPORT int mpk_heap_free(mpk_heap *hp, void *p)
 		return -1;
 	}
 	return rc;
+}
+
+MPK_EXPORT int mpk_heap_free(mpk_heap *hp, void *p)
+{
+	struct tcache *tc = tc_of(hp);
+
+	if (likely(tc && p) && likely(tc_free(tc, p) == TC_DONE))
+		return 0;
+	return free_slow(hp, p);
 }
 
 MPK_EXPORT void *mpk_heap_realloc(mpk_heap *hp, void *p, size_t size)
@@ -824,6 +993,11 @@ MPK_EXPORT int mpk_heap_stats_get(mpk_heap *hp, struct mpk_heap_stats *st)
 	if (!h)
 		return -1;
 	memset(st, 0, sizeof(*st));
+	/* The caller's cached blocks count as free; other threads' as in use
+	 * until their caches give them back. */
+	struct tcache *tc = cacheable(h) ? mpk__tc_attach(h) : NULL;
+	if (tc)
+		mpk__tc_flush_all(tc);
 	for (unsigned i = 0; i < h->narenas; i++) {
 		struct arena *a = &h->arenas[i];
 		pthread_mutex_lock(&a->lock);
@@ -834,6 +1008,7 @@ MPK_EXPORT int mpk_heap_stats_get(mpk_heap *hp, struct mpk_heap_stats *st)
 	}
 	st->flags = h->flags;
 	st->meta_closed = mpk__meta_closed();
+	st->meta_opens = __atomic_load_n(&h->meta_opens, __ATOMIC_RELAXED);
 	mpk__meta_close(&s);
 	return 0;
 }

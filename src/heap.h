@@ -93,6 +93,9 @@ struct heap {
 	unsigned flags;
 	struct mpk_domain *domain;
 	uint64_t key;               /* header checksums */
+	uint64_t ckey;              /* ... of blocks in a thread cache */
+	uint32_t uid;               /* never 0, never reused: tags its chunks */
+	size_t meta_opens;          /* atomic: closed metadata opened, for stats */
 	struct heap *prev, *next;   /* the registry; under heaps lock */
 	unsigned lock_gen;          /* vault: mpk__fork_gen its runs are locked in */
 	unsigned narenas;           /* big blocks all go to arena 0 */
@@ -110,6 +113,30 @@ struct big {
 	size_t size;           /* requested */
 	uint32_t state;
 };
+
+/* ---- block headers (ordinary heaps) ---- */
+
+struct hdr {
+	uint64_t size;  /* requested */
+	uint64_t check; /* mpk__hdr_sum(); ^ the heap's ckey while cached */
+};
+
+static inline uint64_t mpk__mix(uint64_t x)
+{
+	x ^= x >> 30;
+	x *= 0xbf58476d1ce4e5b9ull;
+	x ^= x >> 27;
+	x *= 0x94d049bb133111ebull;
+	return x ^ (x >> 31);
+}
+
+/* Keyed per heap over the block's address, size and offset in its slot:
+ * an overflow that rewrites it, or a pointer into another heap, does not
+ * match without the key. */
+static inline uint64_t mpk__hdr_sum(uint64_t key, uintptr_t p, size_t size, size_t off)
+{
+	return mpk__mix((key ^ p) + size * 0x9e3779b97f4a7c15ull + (off * 2 + 1) * 0xd6e8feb86659fd93ull);
+}
 
 /* ---- heap_meta.c: the metadata area and the global heap lock ---- */
 
@@ -174,6 +201,24 @@ void mpk__big_reset(void);
 
 /* ---- heap_map.c: address -> chunk, lock-free lookup ---- */
 
+/* Chunks are CHUNK_SIZE-aligned.  Besides the map (in the metadata, so
+ * closed on hw), a table in open memory gives each 1 MiB granule the uid
+ * of the heap whose chunk it is, or 0: the fast paths, which do not open
+ * the metadata, read it before they touch a block's header.  Writers hold
+ * the meta lock; leaves are never freed. */
+#define TAG_L2 14
+extern uint32_t *mpk__tag_root[1u << (48 - CHUNK_SHIFT - TAG_L2)];
+static inline uint32_t mpk__chunk_tag(uintptr_t a)
+{
+	if (a >> 48)
+		return 0;
+	uint32_t *leaf = __atomic_load_n(&mpk__tag_root[a >> (CHUNK_SHIFT + TAG_L2)],
+					 __ATOMIC_ACQUIRE);
+	return leaf ? __atomic_load_n(&leaf[(a >> CHUNK_SHIFT) & ((1u << TAG_L2) - 1)],
+				      __ATOMIC_RELAXED)
+		    : 0;
+}
+
 int mpk__map_add(struct chunk *c); /* under the meta lock */
 void mpk__map_del(struct chunk *c);
 struct chunk *mpk__map_find(uintptr_t a);
@@ -228,11 +273,16 @@ bool mpk__heap_live(struct heap *h, const void *p);
 void mpk__misuse_fill(struct mpk_misuse *m, int kind, const char *call, const void *p,
 		      struct heap *h);
 
-/* Lock-free rights of the calling thread to d. */
+/* Lock-free rights of the calling thread to d.  The key is read once: an
+ * eviction may store -1 into it meanwhile, and moves keep every thread's
+ * access as it was, so the old key's bits still say what the thread may
+ * touch. */
 static inline int mpk__rights(const struct mpk_domain *d)
 {
-	if (d->key >= 0)
-		return mpk_arch_key_rights(mpk_arch_reg_read(), d->key);
+	int k = __atomic_load_n(&d->key, __ATOMIC_ACQUIRE);
+
+	if (k >= 0)
+		return mpk_arch_key_rights(mpk_arch_reg_read(), k);
 	return mpk__soft_get(d);
 }
 
@@ -258,6 +308,43 @@ static inline void mpk__heap_leave(mpk_scope *s)
 		errno = err;
 	}
 }
+
+/* ---- heap_cache.c: per-thread caches of small blocks ---- */
+
+/*
+ * Each thread keeps, per heap it uses (up to TC_HEAPS) and per size class,
+ * a stack of free small blocks of ordinary heaps, filled from and emptied
+ * into its arena in batches under the arena's lock, with the metadata open;
+ * between batches malloc and free touch only the cache and the block's
+ * header, never the metadata.  The cache is in open memory (a mapping per
+ * thread), so its entries are mangled with a per-cache key, as glibc's
+ * safe-linking does with tcache links, and a cached block's header check
+ * is flipped with the heap's ckey (a second free of it is a double free).
+ */
+#define TC_HEAPS 4
+#define TC_MAX 32
+struct tcache {
+	struct heap *heap;          /* NULL: unused */
+	uint32_t uid;               /* of the heap, checked on attach */
+	uint64_t epoch;             /* mpk__heap_epoch when last checked */
+	uint64_t key, ckey, mkey;   /* the heap's keys; mkey mangles slot[] */
+	struct mpk_domain *domain;
+	struct arena *arena;        /* refills come from there */
+	uint8_t n[NCLASSES];
+	uintptr_t slot[NCLASSES][TC_MAX]; /* user pointer ^ mkey */
+};
+/* Bumped when a heap goes: caches check their heap again. */
+extern uint64_t mpk__heap_epoch;
+extern __thread struct tcache *mpk__tc_last __attribute__((tls_model("initial-exec")));
+extern uint8_t mpk__tc_lim[NCLASSES]; /* entries per class */
+/* The calling thread's cache for h (metadata open, h checked), made if need
+ * be; NULL if none can be had. */
+struct tcache *mpk__tc_attach(struct heap *h);
+void mpk__tc_forget(struct heap *h); /* h goes: drop this thread's cache */
+void mpk__tc_flush_all(struct tcache *tc); /* every block back (metadata open) */
+/* heap.c: a batch in, the k oldest out (metadata open). */
+int mpk__tc_refill(struct tcache *tc, unsigned cls);
+void mpk__tc_flush(struct tcache *tc, unsigned cls, unsigned k);
 
 /* ---- heap_fork.c: locks around fork() ---- */
 

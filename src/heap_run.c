@@ -65,12 +65,49 @@ static void free_remove(struct arena *a, struct run *r)
 		a->dirty_pages -= r->pages;
 }
 
+/* A CHUNK_SIZE-aligned region of d (finding a block's chunk is then a
+ * mask), between two PROT_NONE guard pages outside any domain, which keep
+ * it apart from other mappings as mpk_alloc()'s regions are.  NULL/errno. */
+static void *chunk_map(struct mpk_domain *d)
+{
+	size_t page = mpk__page(), len = 2 * CHUNK_SIZE + page;
+	uintptr_t r = (uintptr_t)mpk_os_map(len, PROT_NONE);
+
+	if (!r) {
+		errno = ENOMEM;
+		return NULL;
+	}
+	uintptr_t base = (r + page + CHUNK_SIZE - 1) & ~(uintptr_t)(CHUNK_SIZE - 1);
+	uintptr_t lo = base - page, hi = base + CHUNK_SIZE + page;
+	if (lo > r)
+		mpk_os_unmap((void *)r, lo - r);
+	if (hi < r + len)
+		mpk_os_unmap((void *)hi, r + len - hi);
+	if (mpk__adopt_fresh(d, (void *)base, CHUNK_SIZE)) {
+		int err = errno;
+		mpk_os_unmap((void *)lo, hi - lo);
+		errno = err;
+		return NULL;
+	}
+	return (void *)base;
+}
+
+static void chunk_unmap(struct mpk_domain *d, void *base)
+{
+	size_t page = mpk__page();
+
+	/* The region first (mpkit unmaps it), then each guard. */
+	mpk__free_owned(d, base);
+	mpk_os_unmap((char *)base - page, page);
+	mpk_os_unmap((char *)base + CHUNK_SIZE, page);
+}
+
 static struct chunk *chunk_new(struct arena *a)
 {
 	size_t page = mpk__page();
 	struct mpk_domain *d = a->heap->domain;
 	struct chunk *c;
-	void *base = mpk__alloc_owned(d, CHUNK_SIZE);
+	void *base = chunk_map(d);
 	int err;
 
 	if (!base)
@@ -115,7 +152,7 @@ static struct chunk *chunk_new(struct arena *a)
 	a->empty_chunks++;
 	return c;
 unmap:
-	mpk__free_owned(d, base);
+	chunk_unmap(d, base);
 	errno = err;
 	return NULL;
 }
@@ -146,7 +183,7 @@ static void chunk_release(struct arena *a, struct chunk *c)
 	mpk__map_del(c);
 	mpk__meta_free(c, sizeof(*c));
 	pthread_mutex_unlock(&mpk__meta_lock);
-	mpk__free_owned(a->heap->domain, base);
+	chunk_unmap(a->heap->domain, base);
 }
 
 static void purge(struct arena *a)
@@ -277,7 +314,7 @@ void mpk__chunks_release(struct arena *a)
 		void *base = (void *)c->base;
 		mpk__meta_free(c, sizeof(*c));
 		pthread_mutex_unlock(&mpk__meta_lock);
-		mpk__free_owned(a->heap->domain, base);
+		chunk_unmap(a->heap->domain, base);
 	}
 	a->mapped = 0;
 }
