@@ -6,7 +6,7 @@
  * Small blocks (up to 3584 bytes with their header) come from slabs: page
  * runs of one size class with a free bitmap in the metadata, so nothing an
  * overflow can reach says where the next block goes.  Larger ones are page
- * runs of their own, and past half a chunk, regions of their own.  Every
+ * runs of their own, and past 128 KiB, regions of their own.  Every
  * block of an ordinary heap starts with a 16-byte header: the requested
  * size and a checksum keyed per heap over the address, size and offset.
  *
@@ -467,7 +467,9 @@ void mpk__misuse_fill(struct mpk_misuse *m, int kind, const char *call, const vo
 
 /* ---- allocating and freeing ---- */
 
-void *mpk__heap_alloc(struct heap *h, size_t size, size_t align, bool zero)
+/* force_big: a region of its own whatever the size (a block realloc
+ * keeps growing then grows in place, or by mremap, without copies). */
+static void *heap_alloc(struct heap *h, size_t size, size_t align, bool zero, bool force_big)
 {
 	size_t page = mpk__page(), hdr = has_hdr(h) ? HDR : 0;
 	uintptr_t p = 0, start = 0;
@@ -484,7 +486,7 @@ void *mpk__heap_alloc(struct heap *h, size_t size, size_t align, bool zero)
 		return NULL;
 	}
 	size_t need = size + hdr + (align > 16 ? align - 16 : 0);
-	bool big = (h->flags & HEAP_GUARDS) || need > LARGE_MAX;
+	bool big = (h->flags & HEAP_GUARDS) || need > LARGE_MAX || force_big;
 	struct arena *a = big ? &h->arenas[0] : pick(h);
 	/* Writing the header needs the domain; do it before the lock. */
 	if (hdr && mpk__heap_reach(h->domain, MPK_RW, &s))
@@ -505,7 +507,7 @@ void *mpk__heap_alloc(struct heap *h, size_t size, size_t align, bool zero)
 		if ((p = (uintptr_t)mpk__big_alloc(a, size, align, &b))) {
 			start = b.region;
 			cap = b.region + b.reglen - p;
-			fresh = true;
+			fresh = !b.reused;
 		}
 	} else if (need <= SMALL_MAX) {
 		unsigned cls = class_of16[(need + 15) / 16];
@@ -542,6 +544,11 @@ void *mpk__heap_alloc(struct heap *h, size_t size, size_t align, bool zero)
 	return (void *)p;
 }
 
+void *mpk__heap_alloc(struct heap *h, size_t size, size_t align, bool zero)
+{
+	return heap_alloc(h, size, align, zero, false);
+}
+
 /* Free a located block (its arena's lock held). */
 static void drop(struct arena *ar, struct loc *l, uintptr_t a)
 {
@@ -561,8 +568,7 @@ static void drop(struct arena *ar, struct loc *l, uintptr_t a)
 		pthread_mutex_lock(&mpk__meta_lock);
 		mpk__big_remove(mpk__big_find(a));
 		pthread_mutex_unlock(&mpk__meta_lock);
-		ar->mapped -= l->b.reglen;
-		mpk__big_unmap(ar->heap, &l->b);
+		mpk__big_free(ar, &l->b);
 		break;
 	}
 }
@@ -607,6 +613,8 @@ bool mpk__heap_live(struct heap *h, const void *p)
 	return !kind;
 }
 
+#define REALLOC_BIG ((size_t)16 << 10) /* growing past it: a region of its own */
+
 /* realloc: in place when the block is big enough and not twice too big
  * (guarded blocks always move, to stay flush against their guard). */
 static void *heap_realloc(struct heap *h, void *p, size_t size, struct mpk_misuse *m,
@@ -627,7 +635,9 @@ static void *heap_realloc(struct heap *h, void *p, size_t size, struct mpk_misus
 		return NULL;
 	struct arena *a;
 	int kind = locate_locked(h, (uintptr_t)p, &l, &a);
-	if (!kind && size <= l.cap && size >= l.cap / 2 && !(h->flags & HEAP_GUARDS)) {
+	/* In place: growing within the block, or shrinking by less than half. */
+	if (!kind && size <= l.cap && (size >= l.cap / 2 || size >= l.size) &&
+	    !(h->flags & HEAP_GUARDS)) {
 		if (l.kind == L_BIG) {
 			pthread_mutex_lock(&mpk__meta_lock);
 			mpk__big_find((uintptr_t)p)->size = size;
@@ -636,12 +646,28 @@ static void *heap_realloc(struct heap *h, void *p, size_t size, struct mpk_misus
 		if (has_hdr(h))
 			hdr_put(h, (uintptr_t)p, size, (uintptr_t)p - l.start);
 		q = p;
+	} else if (!kind && size > l.cap && has_hdr(h)) {
+		/* Growing: a page run into the free pages after it, a big
+		 * block by mremap (which moves no bytes). */
+		size_t page = mpk__page(), off = (uintptr_t)p - l.start;
+		if (l.kind == L_LARGE && size < REALLOC_BIG) {
+			size_t pages = (off + size + page - 1) / page;
+			if (mpk__run_grow(a, l.r->chunk, l.r, pages)) {
+				a->bytes += pages * page - off - l.cap;
+				q = p;
+			}
+		} else if (l.kind == L_BIG) {
+			q = (void *)mpk__big_resize(a, (uintptr_t)p, size);
+		}
+		if (q)
+			hdr_put(h, (uintptr_t)q, size, off);
 	}
 	pthread_mutex_unlock(&a->lock);
 	if (kind) {
 		mpk__misuse_fill(m, kind, "mpk_heap_realloc", p, h);
 		*kindp = kind;
-	} else if (!q && (q = mpk__heap_alloc(h, size, 16, false))) {
+	} else if (!q && (q = heap_alloc(h, size, 16, false,
+					 has_hdr(h) && size >= REALLOC_BIG && size > l.size))) {
 		memcpy(q, p, size < l.size ? size : l.size);
 		/* Located a moment ago: only a racing free of p by another
 		 * thread fails here, and is reported as such. */
@@ -998,6 +1024,10 @@ MPK_EXPORT int mpk_heap_stats_get(mpk_heap *hp, struct mpk_heap_stats *st)
 	struct tcache *tc = cacheable(h) ? mpk__tc_attach(h) : NULL;
 	if (tc)
 		mpk__tc_flush_all(tc);
+	/* Regions kept for big blocks go back too: mapped says what is used. */
+	pthread_mutex_lock(&h->arenas[0].lock);
+	mpk__bigs_trim(&h->arenas[0]);
+	pthread_mutex_unlock(&h->arenas[0].lock);
 	for (unsigned i = 0; i < h->narenas; i++) {
 		struct arena *a = &h->arenas[i];
 		pthread_mutex_lock(&a->lock);

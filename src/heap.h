@@ -4,7 +4,7 @@
  *
  * A heap hands out blocks from chunks: 1 MiB regions of its domain, carved
  * into page runs.  A run is free, a slab of small blocks of one size class,
- * or one large block.  Blocks bigger than half a chunk, and every block of a
+ * or one large block.  Blocks bigger than 128 KiB, and every block of a
  * guarded heap, get their own region ("big" blocks).  All bookkeeping (heap,
  * chunk and run descriptors, the address map, the big-block table) lives in
  * the metadata area, away from the blocks and closed between calls on hw.
@@ -24,7 +24,7 @@
 #define CHUNK_SHIFT 20
 #define CHUNK_SIZE ((size_t)1 << CHUNK_SHIFT)
 #define CHUNK_PAGES_MAX 256       /* 4 KiB pages; fewer with bigger ones */
-#define LARGE_MAX (CHUNK_SIZE / 2) /* bigger blocks get their own region */
+#define LARGE_MAX ((size_t)128 << 10) /* bigger blocks get their own region */
 #define HDR 16                    /* block header of ordinary heaps */
 #define NCLASSES 27
 #define SMALL_MAX 3584
@@ -84,6 +84,10 @@ struct arena {
 	size_t dirty_pages;         /* in free runs, not yet purged */
 	size_t blocks, bytes;       /* live blocks, their usable bytes */
 	size_t mapped;              /* domain memory: chunks and big blocks */
+	/* Arena 0: regions of freed big blocks kept for the next ones
+	 * (ordinary heaps), oldest first; reused as they are or mremapped. */
+	struct { uintptr_t region; size_t len; } cache[4];
+	unsigned ncache;
 };
 
 #define ARENAS_MAX 8
@@ -112,6 +116,7 @@ struct big {
 	size_t maplen, reglen;
 	size_t size;           /* requested */
 	uint32_t state;
+	bool reused;           /* its region was kept from a freed block: not zero */
 };
 
 /* ---- block headers (ordinary heaps) ---- */
@@ -235,6 +240,8 @@ static inline size_t mpk__page(void)
 }
 struct run *mpk__run_alloc(struct arena *a, size_t pages, struct chunk **cp);
 void mpk__run_free(struct arena *a, struct chunk *c, struct run *r);
+/* Grow r to pages in place, from the free run after it: whether it did. */
+bool mpk__run_grow(struct arena *a, struct chunk *c, struct run *r, size_t pages);
 void mpk__chunks_release(struct arena *a); /* all of them, on destroy */
 /* Lock vault pages in memory: 0, or -1 with EPERM. */
 int mpk__heap_lock_pages(struct heap *h, void *addr, size_t len);
@@ -252,6 +259,12 @@ static inline uintptr_t run_addr(const struct chunk *c, const struct run *r)
 
 void *mpk__big_alloc(struct arena *a, size_t size, size_t align, struct big *out);
 void mpk__big_unmap(struct heap *h, const struct big *b);
+/* A big block was freed (its entry is gone): keep its region or unmap it. */
+void mpk__big_free(struct arena *a, const struct big *b);
+void mpk__bigs_trim(struct arena *a); /* unmap the kept regions */
+/* Grow or shrink big block p (live, ordinary heap) to size with mremap:
+ * its new address, or 0 (unchanged). */
+uintptr_t mpk__big_resize(struct arena *a, uintptr_t p, size_t size);
 void mpk__bigs_release(struct heap *h); /* all of the heap's, on destroy */
 
 /* ---- heap.c: the allocator behind the public calls ---- */

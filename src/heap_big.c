@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * Blocks with a region of their own: those bigger than half a chunk, and
+ * Blocks with a region of their own: those bigger than 128 KiB, and
  * every block of a guarded heap.  A guarded block sits between two guard
  * pages (PROT_NONE mappings outside the domain, so no rights change opens
  * them), flush against the one after it (MPK_HEAP_GUARDED: an overflow
@@ -67,18 +67,24 @@ static int rehash(size_t n)
 	return 0;
 }
 
+/* Room for one more entry: 0, or -1 with ENOMEM. */
+static int reserve(void)
+{
+	if (tab && 4 * (used + 1) <= 3 * cap)
+		return 0;
+	size_t n = cap ? cap : 64;
+	while (4 * (live + 1) > n)
+		n *= 2;
+	return rehash(n);
+}
+
 struct big *mpk__big_insert(uintptr_t p)
 {
 	struct big *b = mpk__big_find(p);
 
 	if (!b) {
-		if (!tab || 4 * (used + 1) > 3 * cap) {
-			size_t n = cap ? cap : 64;
-			while (4 * (live + 1) > n)
-				n *= 2;
-			if (rehash(n))
-				return NULL;
-		}
+		if (reserve())
+			return NULL;
 		size_t i = slot(p);
 		while (tab[i].state != BIG_EMPTY)
 			i = (i + 1) & (cap - 1);
@@ -142,18 +148,58 @@ static int map_guarded(struct heap *h, size_t size, size_t align, struct big *b)
 	return 0;
 }
 
-static int map_big(struct heap *h, size_t size, size_t align, struct big *b)
+#define KEEP_MAX ((size_t)8 << 20) /* bigger regions are not kept */
+
+/* A kept region for len bytes (*lenp: its length): the smallest that is
+ * long enough (a block in a longer one grows in place), else the newest
+ * mremapped to len (its resident pages stay).  0 if none. */
+static uintptr_t kept(struct arena *a, size_t len, size_t *lenp)
 {
+	unsigned i, best = a->ncache;
+
+	for (i = 0; i < a->ncache; i++)
+		if (a->cache[i].len >= len &&
+		    (best == a->ncache || a->cache[i].len < a->cache[best].len))
+			best = i;
+	if (best == a->ncache && a->ncache)
+		best = a->ncache - 1;
+	if (best == a->ncache)
+		return 0;
+	uintptr_t r = a->cache[best].region;
+	size_t have = a->cache[best].len;
+	if (have < len) {
+		if (!(r = (uintptr_t)mpk__remap_owned(a->heap->domain, (void *)r, len)))
+			return 0;
+		have = len;
+	}
+	for (i = best; i + 1 < a->ncache; i++)
+		a->cache[i] = a->cache[i + 1];
+	a->ncache--;
+	*lenp = have;
+	return r;
+}
+
+static int map_big(struct arena *a, size_t size, size_t align, struct big *b)
+{
+	struct heap *h = a->heap;
 	size_t page = mpk__page(), hdr = (h->flags & HEAP_SECRET) ? 0 : HDR;
-	size_t len = round_up(hdr + size + (align > 16 ? align : 0), page);
-	uintptr_t start = (uintptr_t)mpk__alloc_owned(h->domain, len);
+	size_t len = round_up(hdr + size + (align > 16 ? align : 0), page), have;
+	uintptr_t start;
 	int err;
 
+	if (!(h->flags & HEAP_SECRET) && (start = kept(a, len, &have))) {
+		b->p = round_up(start + hdr, align);
+		b->map = b->region = start;
+		b->maplen = b->reglen = have;
+		b->reused = true;
+		return 0;
+	}
+	start = (uintptr_t)mpk__alloc_owned(h->domain, len);
 	if (!start)
 		return -1;
 	if (h->flags & HEAP_SECRET) {
-		if (madvise((void *)start, len, MADV_DONTDUMP) ||
-		    madvise((void *)start, len, MADV_WIPEONFORK) ||
+		if (mpk_os_advise((void *)start, len, MADV_DONTDUMP) ||
+		    mpk_os_advise((void *)start, len, MADV_WIPEONFORK) ||
 		    mpk__heap_lock_pages(h, (void *)start, len)) {
 			err = errno;
 			mpk__free_owned(h->domain, (void *)start);
@@ -175,7 +221,7 @@ void *mpk__big_alloc(struct arena *a, size_t size, size_t align, struct big *out
 	int err;
 
 	if ((h->flags & HEAP_GUARDS) ? map_guarded(h, size, align, &nb)
-				     : map_big(h, size, align, &nb))
+				     : map_big(a, size, align, &nb))
 		return NULL;
 	pthread_mutex_lock(&mpk__meta_lock);
 	b = mpk__big_insert(nb.p);
@@ -210,8 +256,32 @@ void mpk__big_unmap(struct heap *h, const struct big *b)
 	}
 }
 
+void mpk__big_free(struct arena *a, const struct big *b)
+{
+	struct heap *h = a->heap;
+
+	a->mapped -= b->reglen;
+	if ((h->flags & (HEAP_SECRET | HEAP_GUARDS)) || b->reglen > KEEP_MAX) {
+		mpk__big_unmap(h, b);
+		return;
+	}
+	if (a->ncache == sizeof(a->cache) / sizeof(a->cache[0])) {
+		mpk__free_owned(h->domain, (void *)a->cache[0].region); /* the oldest */
+		memmove(&a->cache[0], &a->cache[1], --a->ncache * sizeof(a->cache[0]));
+	}
+	a->cache[a->ncache].region = b->region;
+	a->cache[a->ncache++].len = b->reglen;
+}
+
+void mpk__bigs_trim(struct arena *a)
+{
+	while (a->ncache)
+		mpk__free_owned(a->heap->domain, (void *)a->cache[--a->ncache].region);
+}
+
 void mpk__bigs_release(struct heap *h)
 {
+	mpk__bigs_trim(&h->arenas[0]);
 	pthread_mutex_lock(&mpk__meta_lock);
 	for (size_t i = 0; i < cap; i++)
 		if (tab[i].state == BIG_LIVE && tab[i].heap == h) {
@@ -231,4 +301,39 @@ int mpk__bigs_relock(struct heap *h)
 			rc = mpk__heap_lock_pages(h, (void *)tab[i].region, tab[i].reglen);
 	pthread_mutex_unlock(&mpk__meta_lock);
 	return rc;
+}
+
+uintptr_t mpk__big_resize(struct arena *a, uintptr_t p, size_t size)
+{
+	struct heap *h = a->heap;
+	size_t page = mpk__page();
+	struct big nb;
+
+	/* Room for the entry under the new address first: nothing can fail
+	 * once the block has moved. */
+	pthread_mutex_lock(&mpk__meta_lock);
+	int full = reserve();
+	nb = *mpk__big_find(p);
+	pthread_mutex_unlock(&mpk__meta_lock);
+	if (full)
+		return 0;
+	size_t off = p - nb.region, len = round_up(off + size, page);
+	uintptr_t r = (uintptr_t)mpk__remap_owned(h->domain, (void *)nb.region, len);
+	if (!r)
+		return 0;
+	a->mapped += len - nb.reglen;
+	a->bytes += len - nb.reglen;
+	nb.p = r + off;
+	nb.map = nb.region = r;
+	nb.maplen = nb.reglen = len;
+	nb.size = size;
+	pthread_mutex_lock(&mpk__meta_lock);
+	if (nb.p != p) {
+		mpk__big_remove(mpk__big_find(p)); /* a tombstone, as a free */
+		*mpk__big_insert(nb.p) = nb;
+	} else {
+		*mpk__big_find(p) = nb;
+	}
+	pthread_mutex_unlock(&mpk__meta_lock);
+	return nb.p;
 }

@@ -222,6 +222,6 @@ void mpk__meta_free(void *p, size_t len)
 {
 	unsigned o = order_of(len);
 
-	madvise(p, mpk__page() << o, MADV_DONTNEED);
+	mpk_os_advise(p, mpk__page() << o, MADV_DONTNEED);
 	push(p, o);
 }

@@ -114,8 +114,8 @@ static struct chunk *chunk_new(struct arena *a)
 		return NULL;
 	/* Secrets stay out of core dumps and read as zeros in a child. */
 	if ((a->heap->flags & HEAP_SECRET) &&
-	    (madvise(base, CHUNK_SIZE, MADV_DONTDUMP) ||
-	     madvise(base, CHUNK_SIZE, MADV_WIPEONFORK))) {
+	    (mpk_os_advise(base, CHUNK_SIZE, MADV_DONTDUMP) ||
+	     mpk_os_advise(base, CHUNK_SIZE, MADV_WIPEONFORK))) {
 		err = errno;
 		goto unmap;
 	}
@@ -186,18 +186,52 @@ static void chunk_release(struct arena *a, struct chunk *c)
 	chunk_unmap(a->heap->domain, base);
 }
 
+/* Purging decays: freed pages stay resident (a block that comes back
+ * soon finds them) until more than PURGE_PAGES are dirty; then the runs
+ * freed longest ago (list tails), largest first, go until half are left. */
 static void purge(struct arena *a)
 {
 	size_t page = mpk__page();
 
-	for (unsigned b = 0; b < NBUCKETS; b++)
-		for (struct run *r = a->free_runs[b]; r; r = r->next)
+	for (unsigned b = NBUCKETS; b-- > 0 && a->dirty_pages > PURGE_PAGES / 2;) {
+		struct run *r = a->free_runs[b];
+		while (r && r->next)
+			r = r->next;
+		for (; r && a->dirty_pages > PURGE_PAGES / 2; r = r->prev)
 			if (!r->clean) {
 				struct chunk *c = r->chunk;
-				madvise((void *)run_addr(c, r), r->pages * page, MADV_DONTNEED);
+				mpk_os_advise((void *)run_addr(c, r), r->pages * page, MADV_DONTNEED);
 				r->clean = 1;
 				a->dirty_pages -= r->pages;
 			}
+	}
+}
+
+bool mpk__run_grow(struct arena *a, struct chunk *c, struct run *r, size_t pages)
+{
+	unsigned end = r->page + r->pages;
+	size_t extra = pages - r->pages;
+
+	if (pages <= r->pages)
+		return true;
+	if (end >= c->npages || (a->heap->flags & HEAP_SECRET))
+		return false; /* vault runs would need locking too */
+	struct run *n = &c->runs[end];
+	if (n->kind != RUN_FREE || n->pages < extra)
+		return false;
+	free_remove(a, n);
+	if (n->pages > extra) {
+		struct run *t = &c->runs[end + extra];
+		t->page = (uint16_t)(end + extra);
+		t->pages = (uint16_t)(n->pages - extra);
+		t->clean = n->clean;
+		free_insert(a, c, t);
+	}
+	n->kind = RUN_NONE;
+	c->nfree = (uint16_t)(c->nfree - extra);
+	r->pages = (uint16_t)pages;
+	set_owner(c, r->page, r->pages);
+	return true;
 }
 
 int mpk__heap_lock_pages(struct heap *h, void *addr, size_t len)
@@ -267,7 +301,7 @@ void mpk__run_free(struct arena *a, struct chunk *c, struct run *r)
 		 * be purged. */
 		void *at = (void *)run_addr(c, r);
 		mpk_os_munlock(at, r->pages * page);
-		madvise(at, r->pages * page, MADV_DONTNEED);
+		mpk_os_advise(at, r->pages * page, MADV_DONTNEED);
 		r->clean = 1;
 	}
 	c->nfree = (uint16_t)(c->nfree + r->pages);

@@ -110,6 +110,9 @@ int mpk__adopt_fresh(struct mpk_domain *d, void *addr, size_t len);
  * blocks under a heap: it fails with EINVAL. */
 void *mpk__alloc_owned(struct mpk_domain *d, size_t len);
 int mpk__free_owned(struct mpk_domain *d, void *addr);
+/* Resize an owned region (mremap, moving it if need be; its key and
+ * protection go with it): the new start, or NULL/errno, nothing changed. */
+void *mpk__remap_owned(struct mpk_domain *d, void *addr, size_t new_len);
 
 /* soft.c: rights through mprotect() (callers hold mpk_g.lock) */
 int mpk__soft_get(const struct mpk_domain *d);

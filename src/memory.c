@@ -97,6 +97,30 @@ int mpk__free_owned(struct mpk_domain *d, void *addr)
 	return free_region(d, addr, true);
 }
 
+void *mpk__remap_owned(struct mpk_domain *d, void *addr, size_t new_len)
+{
+	size_t page = mpk_os_page_size();
+	struct mpk_region *r;
+	void *p = NULL;
+
+	new_len = (new_len + page - 1) & ~(page - 1);
+	pthread_mutex_lock(&mpk_g.lock);
+	for (r = d->regions; r; r = r->next)
+		if (r->start == (uintptr_t)addr && r->owned)
+			break;
+	if (!r)
+		errno = EINVAL;
+	else if ((p = mpk_os_remap(addr, r->len, new_len))) {
+		/* Unpublished while it changes, as the fault handler reads
+		 * slots without the lock. */
+		__atomic_store_n(&r->start, 0, __ATOMIC_RELEASE);
+		r->len = new_len;
+		__atomic_store_n(&r->start, (uintptr_t)p, __ATOMIC_RELEASE);
+	}
+	pthread_mutex_unlock(&mpk_g.lock);
+	return p;
+}
+
 MPK_EXPORT int mpk_adopt(mpk_domain *d, void *addr, size_t len)
 {
 	size_t page = mpk_os_page_size();

@@ -133,6 +133,17 @@ int mpk_os_unmap(void *addr, size_t len)
 	return munmap(addr, len);
 }
 
+void *mpk_os_remap(void *addr, size_t old_len, size_t new_len)
+{
+	void *p = mremap(addr, old_len, new_len, MREMAP_MAYMOVE);
+	return p == MAP_FAILED ? NULL : p;
+}
+
+int mpk_os_advise(void *addr, size_t len, int advice)
+{
+	return madvise(addr, len, advice);
+}
+
 int mpk_os_mlock(const void *addr, size_t len)
 {
 	return (int)syscall(SYS_mlock, addr, len);

@@ -17,6 +17,10 @@ int mpk_os_mprotect(void *addr, size_t len, int prot);
 void *mpk_os_map(size_t len, int prot);
 void *mpk_os_map_apart(size_t len, int prot);
 int mpk_os_unmap(void *addr, size_t len);
+/* mremap(MREMAP_MAYMOVE): the new address, or NULL/errno. */
+void *mpk_os_remap(void *addr, size_t old_len, size_t new_len);
+/* madvise(); MADV_* as in <sys/mman.h>. */
+int mpk_os_advise(void *addr, size_t len, int advice);
 /* Raw mlock()/munlock(): sanitizers make the libc ones no-ops. */
 int mpk_os_mlock(const void *addr, size_t len);
 int mpk_os_munlock(const void *addr, size_t len);
