@@ -87,12 +87,14 @@ static inline uintptr_t round_up(uintptr_t x, size_t a)
 
 /* ---- headers ---- */
 
+/* Added to the offset a header's check covers for blocks that are not
+ * in a slab: a page run's block never passes for a small one (the thread
+ * caches take only those). */
+#define OFF_RUN ((size_t)1 << 40)
+
 static void hdr_put(const struct heap *h, uintptr_t p, size_t size, size_t off)
 {
-	struct hdr *hd = (struct hdr *)(p - HDR);
-
-	hd->size = size;
-	hd->check = mpk__hdr_sum(h->key, p, size, off);
+	mpk__hdr_set(p, size, mpk__hdr_sum(h->key, p, size, off));
 }
 
 /* ---- slabs ---- */
@@ -250,11 +252,12 @@ static int locate(struct arena *ar, uintptr_t a, struct loc *l, struct chunk *c)
 		l->size = l->b.size;
 	}
 	if (hdr) {
-		const struct hdr *hd = (const struct hdr *)(a - HDR);
-		if (hd->size > l->cap || hd->check != mpk__hdr_sum(h->key, a, hd->size, a - l->start)) {
+		const struct hdr hv = mpk__hdr_get(a), *hd = &hv;
+		size_t off = a - l->start + (l->kind == L_SLAB ? 0 : OFF_RUN);
+		if (hd->size > l->cap || hd->check != mpk__hdr_sum(h->key, a, hd->size, off)) {
 			/* Sitting in a thread's cache: freed already. */
 			if (hd->size <= l->cap &&
-			    hd->check == (mpk__hdr_sum(h->key, a, hd->size, a - l->start) ^ h->ckey))
+			    hd->check == (mpk__hdr_sum(h->key, a, hd->size, off) ^ h->ckey))
 				return MPK_MISUSE_DOUBLE_FREE;
 			return l->kind == L_SLAB && a - l->start != HDR ? MPK_MISUSE_WILD
 									: MPK_MISUSE_CORRUPT;
@@ -315,9 +318,8 @@ static inline void *tc_malloc(struct tcache *tc, size_t size)
 		return NULL;
 	}
 	tc->n[cls] = (uint8_t)(n - 1);
-	struct hdr *hd = (struct hdr *)(p - HDR);
-	hd->size = size;
-	hd->check = mpk__hdr_sum(tc->key, p, size, HDR);
+	mpk__san_alloc(p, class_size[cls] - HDR);
+	mpk__hdr_set(p, size, mpk__hdr_sum(tc->key, p, size, HDR));
 	return (void *)p;
 }
 
@@ -333,16 +335,17 @@ static inline int tc_free(struct tcache *tc, void *ptr)
 	if (unlikely((a & 15) || !(a & (CHUNK_SIZE - 1))) || mpk__chunk_tag(a) != tc->uid ||
 	    unlikely(mpk__rights(tc->domain) != MPK_RW))
 		return TC_NOT;
-	struct hdr *hd = (struct hdr *)(a - HDR);
-	uint64_t size = hd->size;
+	struct hdr hd = mpk__hdr_get(a);
+	uint64_t size = hd.size;
 	if (unlikely(size > SMALL_MAX - HDR) ||
-	    unlikely(hd->check != mpk__hdr_sum(tc->key, a, size, HDR)))
+	    unlikely(hd.check != mpk__hdr_sum(tc->key, a, size, HDR)))
 		return TC_NOT;
 	unsigned cls = class_of16[(size + HDR + 15) >> 4];
 	unsigned n = tc->n[cls];
 	if (unlikely(n >= mpk__tc_lim[cls]))
 		return TC_FULL;
-	hd->check ^= tc->ckey;
+	mpk__hdr_set(a, size, hd.check ^ tc->ckey);
+	mpk__san_free(a, class_size[cls] - HDR);
 	tc->slot[cls][n] = a ^ tc->mkey;
 	tc->n[cls] = (uint8_t)(n + 1);
 	return TC_DONE;
@@ -533,8 +536,10 @@ static void *heap_alloc(struct heap *h, size_t size, size_t align, bool zero, bo
 	}
 	pthread_mutex_unlock(&a->lock);
 	if (p) {
-		if (hdr)
-			hdr_put(h, p, size, p - start);
+		if (hdr) {
+			mpk__san_alloc(p, cap);
+			hdr_put(h, p, size, p - start + (big || need > SMALL_MAX ? OFF_RUN : 0));
+		}
 		/* Vault memory is zero: fresh, or wiped when freed. */
 		if (zero && !fresh && !(h->flags & HEAP_SECRET))
 			memset((void *)p, 0, size);
@@ -556,6 +561,8 @@ static void drop(struct arena *ar, struct loc *l, uintptr_t a)
 	ar->bytes -= l->cap;
 	if (ar->heap->flags & HEAP_SECRET)
 		explicit_bzero((void *)a, l->cap);
+	else if (has_hdr(ar->heap))
+		mpk__san_free(a, l->cap);
 	switch (l->kind) {
 	case L_SLAB:
 		slab_free(ar, l->r, l->idx);
@@ -644,14 +651,15 @@ static void *heap_realloc(struct heap *h, void *p, size_t size, struct mpk_misus
 			pthread_mutex_unlock(&mpk__meta_lock);
 		}
 		if (has_hdr(h))
-			hdr_put(h, (uintptr_t)p, size, (uintptr_t)p - l.start);
+			hdr_put(h, (uintptr_t)p, size,
+				(uintptr_t)p - l.start + (l.kind == L_SLAB ? 0 : OFF_RUN));
 		q = p;
 	} else if (!kind && size > l.cap && has_hdr(h)) {
 		/* Growing: a page run into the free pages after it, a big
 		 * block by mremap (which moves no bytes). */
 		size_t page = mpk__page(), off = (uintptr_t)p - l.start;
+		size_t pages = (off + size + page - 1) / page;
 		if (l.kind == L_LARGE && size < REALLOC_BIG) {
-			size_t pages = (off + size + page - 1) / page;
 			if (mpk__run_grow(a, l.r->chunk, l.r, pages)) {
 				a->bytes += pages * page - off - l.cap;
 				q = p;
@@ -659,8 +667,13 @@ static void *heap_realloc(struct heap *h, void *p, size_t size, struct mpk_misus
 		} else if (l.kind == L_BIG) {
 			q = (void *)mpk__big_resize(a, (uintptr_t)p, size);
 		}
-		if (q)
-			hdr_put(h, (uintptr_t)q, size, off);
+		if (q) {
+			/* The same bytes, under a longer (maybe moved) block. */
+			VALGRIND_FREELIKE_BLOCK(p, 0);
+			mpk__san_alloc((uintptr_t)q, pages * page - off);
+			VALGRIND_MAKE_MEM_DEFINED(q, l.size);
+			hdr_put(h, (uintptr_t)q, size, off + OFF_RUN);
+		}
 	}
 	pthread_mutex_unlock(&a->lock);
 	if (kind) {
@@ -933,8 +946,7 @@ static __attribute__((noinline)) int free_slow(mpk_heap *hp, void *p)
 		struct tcache *tc = mpk__tc_attach(h);
 		int k = tc ? tc_free(tc, p) : TC_NOT;
 		if (k == TC_FULL) {
-			const struct hdr *hd = (const struct hdr *)((uintptr_t)p - HDR);
-			unsigned cls = class_of16[(hd->size + HDR + 15) >> 4];
+			unsigned cls = class_of16[(mpk__hdr_get((uintptr_t)p).size + HDR + 15) >> 4];
 			mpk__tc_flush(tc, cls, mpk__tc_lim[cls] / 2);
 			k = tc_free(tc, p);
 		}

@@ -168,8 +168,10 @@ static uintptr_t kept(struct arena *a, size_t len, size_t *lenp)
 	uintptr_t r = a->cache[best].region;
 	size_t have = a->cache[best].len;
 	if (have < len) {
+		mpk__san_forget(r, have);
 		if (!(r = (uintptr_t)mpk__remap_owned(a->heap->domain, (void *)r, len)))
-			return 0;
+			return 0; /* (left open to sanitizers: unmapped soon) */
+		mpk__san_poison(r, len);
 		have = len;
 	}
 	for (i = best; i + 1 < a->ncache; i++)
@@ -197,6 +199,8 @@ static int map_big(struct arena *a, size_t size, size_t align, struct big *b)
 	start = (uintptr_t)mpk__alloc_owned(h->domain, len);
 	if (!start)
 		return -1;
+	if (!(h->flags & HEAP_SECRET))
+		mpk__san_poison(start, len); /* the block opens its bytes */
 	if (h->flags & HEAP_SECRET) {
 		if (mpk_os_advise((void *)start, len, MADV_DONTDUMP) ||
 		    mpk_os_advise((void *)start, len, MADV_WIPEONFORK) ||
@@ -248,6 +252,7 @@ void mpk__big_unmap(struct heap *h, const struct big *b)
 		mpk_os_munlock((void *)b->region, b->reglen);
 	/* The region first (mpkit unmaps it), then each guard: unmapping the
 	 * whole reservation could hit a mapping made in between. */
+	mpk__san_forget(b->region, b->reglen);
 	mpk__free_owned(h->domain, (void *)b->region);
 	if (b->map != b->region) {
 		mpk_os_unmap((void *)b->map, b->region - b->map);
@@ -266,6 +271,7 @@ void mpk__big_free(struct arena *a, const struct big *b)
 		return;
 	}
 	if (a->ncache == sizeof(a->cache) / sizeof(a->cache[0])) {
+		mpk__san_forget(a->cache[0].region, a->cache[0].len);
 		mpk__free_owned(h->domain, (void *)a->cache[0].region); /* the oldest */
 		memmove(&a->cache[0], &a->cache[1], --a->ncache * sizeof(a->cache[0]));
 	}
@@ -275,8 +281,11 @@ void mpk__big_free(struct arena *a, const struct big *b)
 
 void mpk__bigs_trim(struct arena *a)
 {
-	while (a->ncache)
-		mpk__free_owned(a->heap->domain, (void *)a->cache[--a->ncache].region);
+	while (a->ncache) {
+		a->ncache--;
+		mpk__san_forget(a->cache[a->ncache].region, a->cache[a->ncache].len);
+		mpk__free_owned(a->heap->domain, (void *)a->cache[a->ncache].region);
+	}
 }
 
 void mpk__bigs_release(struct heap *h)
@@ -318,9 +327,14 @@ uintptr_t mpk__big_resize(struct arena *a, uintptr_t p, size_t size)
 	if (full)
 		return 0;
 	size_t off = p - nb.region, len = round_up(off + size, page);
+	mpk__san_forget(nb.region, nb.reglen);
 	uintptr_t r = (uintptr_t)mpk__remap_owned(h->domain, (void *)nb.region, len);
-	if (!r)
+	if (!r) {
+		mpk__san_poison(nb.region, nb.reglen);
+		mpk__san_alloc(p, nb.reglen - off); /* as it was */
 		return 0;
+	}
+	mpk__san_poison(r, len); /* the caller opens the block */
 	a->mapped += len - nb.reglen;
 	a->bytes += len - nb.reglen;
 	nb.p = r + off;

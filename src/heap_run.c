@@ -97,6 +97,7 @@ static void chunk_unmap(struct mpk_domain *d, void *base)
 	size_t page = mpk__page();
 
 	/* The region first (mpkit unmaps it), then each guard. */
+	mpk__san_forget((uintptr_t)base, CHUNK_SIZE);
 	mpk__free_owned(d, base);
 	mpk_os_unmap((char *)base - page, page);
 	mpk_os_unmap((char *)base + CHUNK_SIZE, page);
@@ -119,6 +120,8 @@ static struct chunk *chunk_new(struct arena *a)
 		err = errno;
 		goto unmap;
 	}
+	if (!(a->heap->flags & (HEAP_SECRET | HEAP_GUARDS)))
+		mpk__san_poison((uintptr_t)base, CHUNK_SIZE); /* blocks open it */
 	pthread_mutex_lock(&mpk__meta_lock);
 	c = mpk__meta_alloc(sizeof(*c));
 	if (c) {
