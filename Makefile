@@ -43,8 +43,8 @@ endif
 
 LIB_SRC := src/init.c src/os.c src/domain.c src/region.c src/memory.c \
            src/rights.c src/soft.c src/broadcast.c src/fault.c $(ARCH_SRC) \
-           src/heap_meta.c src/heap_map.c src/heap_run.c src/heap_big.c src/heap.c \
-           src/heap_misuse.c src/heap_cache.c src/heap_fork.c src/vault.c
+           src/layer.c src/heap/meta.c src/heap/map.c src/heap/run.c src/heap/big.c \
+           src/heap/heap.c src/heap/misuse.c src/heap/cache.c src/heap/fork.c src/heap/vault.c
 LIB_OBJ := $(LIB_SRC:%.c=$(B)/obj/%.o)
 PIC_OBJ := $(LIB_SRC:%.c=$(B)/pic/%.o)
 

@@ -11,10 +11,7 @@
 
 #include "mpkit.h"
 #include "arch.h"
-
-#define MPK_EXPORT __attribute__((visibility("default")))
-#define likely(x) __builtin_expect(!!(x), 1)
-#define unlikely(x) __builtin_expect(!!(x), 0)
+#include "core.h"
 
 #define MPK_DOMAIN_MAGIC 0x6d706b64u /* "mpkd" */
 #define MPK_DOMAIN_DEAD  0x64656164u /* "dead" */
@@ -74,8 +71,6 @@ struct mpk_global {
 
 extern struct mpk_global mpk_g;
 
-/* init.c */
-int mpk__ensure_init(void); /* 0, or -1 with errno */
 
 /* domain.c */
 static inline bool mpk__domain_ok(const struct mpk_domain *d)
@@ -83,14 +78,6 @@ static inline bool mpk__domain_ok(const struct mpk_domain *d)
 	return d && d->magic == MPK_DOMAIN_MAGIC;
 }
 struct mpk_domain *mpk__domain_by_key(int key); /* signal-safe */
-/* A layer above that builds on a domain holds it (EINVAL if the domain is
- * bad); mpk_domain_destroy() fails with EBUSY while it is held. */
-int mpk__domain_hold(struct mpk_domain *d);
-void mpk__domain_unhold(struct mpk_domain *d);
-/* Called by mpk_domain_destroy() before anything else, without the lock:
- * a layer above that keeps state about d drops it (0) or refuses (-1 and
- * errno).  Set once by that layer. */
-extern int (*mpk__domain_detach)(struct mpk_domain *d);
 
 /* region.c (callers hold mpk_g.lock except for lookup) */
 struct mpk_region *mpk__region_add(struct mpk_domain *d, void *start, size_t len);
@@ -99,20 +86,7 @@ struct mpk_region *mpk__region_lookup(const void *addr); /* signal-safe */
 bool mpk__range_overlaps(const void *addr, size_t len);
 void mpk__domain_unmap_all(struct mpk_domain *d);
 
-/* memory.c: put fresh memory mpkit just mapped (private anonymous, any
- * protection) into d: mpk_adopt() without the /proc checks.  On failure it
- * is left PROT_NONE with no key, for the caller to unmap. */
-int mpk__adopt_fresh(struct mpk_domain *d, void *addr, size_t len);
-
-/* memory.c: mpk_alloc()/mpk_free() for the allocators' own regions (chunks,
- * big blocks, metadata).  The regions are marked owned, so that a user's
- * mpk_free() of one (its address is in /proc/PID/maps) cannot unmap live
- * blocks under a heap: it fails with EINVAL. */
-void *mpk__alloc_owned(struct mpk_domain *d, size_t len);
-int mpk__free_owned(struct mpk_domain *d, void *addr);
-/* Resize an owned region (mremap, moving it if need be; its key and
- * protection go with it): the new start, or NULL/errno, nothing changed. */
-void *mpk__remap_owned(struct mpk_domain *d, void *addr, size_t new_len);
+/* The services for layers above (hold, detach, owned regions): core.h. */
 
 /* soft.c: rights through mprotect() (callers hold mpk_g.lock) */
 int mpk__soft_get(const struct mpk_domain *d);

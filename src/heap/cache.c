@@ -11,7 +11,6 @@
 #include <sys/mman.h>
 
 #include "heap.h"
-#include "os.h"
 
 uint64_t mpk__heap_epoch = 1;
 __thread struct tcache *mpk__tc_last __attribute__((tls_model("initial-exec")));

@@ -15,7 +15,6 @@
 #include <sys/mman.h>
 
 #include "heap.h"
-#include "os.h"
 
 #define PURGE_PAGES 256
 

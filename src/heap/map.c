@@ -13,7 +13,6 @@
 #include <sys/mman.h>
 
 #include "heap.h"
-#include "os.h"
 
 #define VA_BITS 48
 #define L1_BITS 10

@@ -84,7 +84,7 @@ MPK_EXPORT void *mpk_secret_alloc(mpk_domain *d, size_t len)
 
 	if (mpk__ensure_init())
 		return NULL;
-	if (!mpk__domain_ok(d) || !len) {
+	if (!mpk__domain_valid(d) || !len) {
 		errno = EINVAL;
 		return NULL;
 	}
@@ -117,12 +117,7 @@ MPK_EXPORT int mpk_secret_free(void *p)
 		rc = m.kind;
 	}
 	mpk__meta_close(&s);
-	if (rc > 0) {
-		mpk__misuse(&m);
-		errno = EINVAL;
-		return -1;
-	}
-	return rc;
+	return mpk__misuse_rc(rc, &m);
 }
 
 /* The calling thread's rights to the domain holding secret p. */

@@ -100,6 +100,15 @@ void mpk__misuse(struct mpk_misuse *m)
 	abort();
 }
 
+int mpk__misuse_rc(int rc, struct mpk_misuse *m)
+{
+	if (rc <= 0)
+		return rc;
+	mpk__misuse(m);
+	errno = EINVAL;
+	return -1;
+}
+
 MPK_EXPORT int mpk_misuse_handler_set(mpk_misuse_fn fn, void *arg)
 {
 	if (!fn && arg) {

@@ -20,7 +20,6 @@
 #include <unistd.h>
 
 #include "heap.h"
-#include "os.h"
 
 static const uint16_t class_size[NCLASSES] = {
 	16, 32, 48, 64, 80, 96, 112, 128,
@@ -453,7 +452,7 @@ void mpk__misuse_fill(struct mpk_misuse *m, int kind, const char *call, const vo
 	if (h) {
 		m->heap = (h->flags & HEAP_SECRET) ? NULL : (mpk_heap *)h;
 		m->domain = h->domain;
-		m->domain_name = h->domain->name;
+		m->domain_name = mpk_domain_name(h->domain);
 	}
 	if (kind == MPK_MISUSE_FOREIGN || kind == MPK_MISUSE_WILD) {
 		struct heap *o = mpk__heap_owner(p);
@@ -461,7 +460,7 @@ void mpk__misuse_fill(struct mpk_misuse *m, int kind, const char *call, const vo
 			m->kind = MPK_MISUSE_FOREIGN;
 			m->owner = (o->flags & HEAP_SECRET) ? NULL : (mpk_heap *)o;
 			m->owner_domain = o->domain;
-			m->owner_domain_name = o->domain->name;
+			m->owner_domain_name = mpk_domain_name(o->domain);
 		} else {
 			m->kind = MPK_MISUSE_WILD;
 		}
@@ -701,6 +700,19 @@ static void *heap_realloc(struct heap *h, void *p, size_t size, struct mpk_misus
 
 /* ---- heaps ---- */
 
+/* mpk__meta_put(), and with the last heap what lived in the area. */
+static mpk_domain *forget_meta(void)
+{
+	bool last;
+	mpk_domain *d = mpk__meta_put(&last);
+
+	if (last) {
+		mpk__map_reset();
+		mpk__big_reset();
+	}
+	return d;
+}
+
 struct heap *mpk__heap_new(struct mpk_domain *d, unsigned flags)
 {
 	mpk_domain *gone = NULL;
@@ -753,7 +765,7 @@ struct heap *mpk__heap_new(struct mpk_domain *d, unsigned flags)
 	errno = err;
 put:
 	err = errno;
-	gone = mpk__meta_put();
+	gone = forget_meta();
 	errno = err;
 fail:
 	err = errno;
@@ -793,7 +805,7 @@ void mpk__heap_delete(struct heap *h, mpk_scope *s)
 	h->magic = 0;
 	pthread_mutex_lock(&mpk__meta_lock);
 	mpk__meta_free(h, sizeof(*h));
-	mpk_domain *gone = mpk__meta_put();
+	mpk_domain *gone = forget_meta();
 	pthread_mutex_unlock(&mpk__meta_lock);
 	mpk__meta_close(s);
 	if (gone)
@@ -812,7 +824,7 @@ static struct heap *begin_err(mpk_heap *hp, mpk_scope *s, int err)
 {
 	struct heap *h = (struct heap *)hp;
 
-	if (unlikely(!mpk_g.backend) && mpk__ensure_init())
+	if (mpk__ensure_init())
 		return NULL;
 	/* No heap yet: no page size, and no metadata area to hold h. */
 	if (!h || !mpk__meta_contains(h) || ((uintptr_t)h & (mpk__page() - 1)))
@@ -842,7 +854,7 @@ MPK_EXPORT mpk_heap *mpk_heap_create(mpk_domain *d, unsigned flags)
 {
 	if (mpk__ensure_init())
 		return NULL;
-	if (!mpk__domain_ok(d) || (flags & ~HEAP_GUARDS) || (flags & HEAP_GUARDS) == HEAP_GUARDS) {
+	if (!mpk__domain_valid(d) || (flags & ~HEAP_GUARDS) || (flags & HEAP_GUARDS) == HEAP_GUARDS) {
 		errno = EINVAL;
 		return NULL;
 	}
@@ -956,12 +968,7 @@ static __attribute__((noinline)) int free_slow(mpk_heap *hp, void *p)
 	if (rc == -2)
 		rc = mpk__heap_release(h, p, &m, "mpk_heap_free");
 	mpk__meta_close(&s);
-	if (rc > 0) {
-		mpk__misuse(&m);
-		errno = EINVAL;
-		return -1;
-	}
-	return rc;
+	return mpk__misuse_rc(rc, &m);
 }
 
 MPK_EXPORT int mpk_heap_free(mpk_heap *hp, void *p)

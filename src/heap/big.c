@@ -14,7 +14,6 @@
 #include <sys/mman.h>
 
 #include "heap.h"
-#include "os.h"
 
 static struct big *tab; /* in the metadata area */
 static size_t cap, used, live;

@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * The heap layer's internals, shared by heap*.c and vault.c.  Not installed.
+ * The heap layer's internals, shared by src/heap/.  The layer builds on
+ * the public header and the core's services (core.h) alone.  Not installed.
  *
  * A heap hands out blocks from chunks: 1 MiB regions of its domain, carved
  * into page runs.  A run is free, a slab of small blocks of one size class,
@@ -18,9 +19,10 @@
 #define MPK_HEAP_H
 
 #include <errno.h>
+#include <pthread.h>
 
-#include "internal.h"
-#include "heap_san.h"
+#include "../core.h"
+#include "san.h"
 
 #define CHUNK_SHIFT 20
 #define CHUNK_SIZE ((size_t)1 << CHUNK_SHIFT)
@@ -207,9 +209,11 @@ static inline void mpk__meta_close(mpk_scope *s)
 }
 /* Set up the area for a new heap (under the lock): 0 or -1/errno. */
 int mpk__meta_get(void);
-/* A heap is gone (under the lock): the area goes with the last one; the
- * caller destroys the domain this returns once it has dropped the lock. */
-mpk_domain *mpk__meta_put(void);
+/* A heap is gone (under the lock): the area goes with the last one (*last
+ * set: the caller forgets what it kept there, the map and the big-block
+ * table); the caller destroys the domain this returns once it has dropped
+ * the lock. */
+mpk_domain *mpk__meta_put(bool *last);
 static inline bool mpk__meta_closed(void)
 {
 	return __atomic_load_n(&mpk__meta_dom, __ATOMIC_ACQUIRE) != NULL;
@@ -309,17 +313,10 @@ bool mpk__heap_live(struct heap *h, const void *p);
 void mpk__misuse_fill(struct mpk_misuse *m, int kind, const char *call, const void *p,
 		      struct heap *h);
 
-/* Lock-free rights of the calling thread to d.  The key is read once: an
- * eviction may store -1 into it meanwhile, and moves keep every thread's
- * access as it was, so the old key's bits still say what the thread may
- * touch. */
+/* Lock-free rights of the calling thread to d (see core.h). */
 static inline int mpk__rights(const struct mpk_domain *d)
 {
-	int k = __atomic_load_n(&d->key, __ATOMIC_ACQUIRE);
-
-	if (k >= 0)
-		return mpk_arch_key_rights(mpk_arch_reg_read(), k);
-	return mpk__soft_get(d);
+	return mpk__rights_of(d);
 }
 
 /* Make sure the calling thread holds at least want (MPK_READ or MPK_RW)
@@ -396,5 +393,8 @@ int mpk__bigs_relock(struct heap *h);
 /* ---- heap_misuse.c ---- */
 
 void mpk__misuse(struct mpk_misuse *m); /* calls the handler; may not return */
+/* A free's result: rc (0, or -1 with errno), or misuse kind rc > 0,
+ * reported (metadata closed by now), then -1 with EINVAL. */
+int mpk__misuse_rc(int rc, struct mpk_misuse *m);
 
 #endif

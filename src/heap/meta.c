@@ -21,7 +21,6 @@
 #include <time.h>
 
 #include "heap.h"
-#include "os.h"
 
 #define META_REGION ((size_t)4 << 20)
 #define META_ORDERS 11 /* 1 to 1024 pages */
@@ -84,7 +83,7 @@ int mpk__meta_get(void)
 		return -1;
 	}
 	if (mode == MODE_AUTO)
-		mode = mpk_g.backend == MPK_BACKEND_HW ? MODE_CLOSED : MODE_OPEN;
+		mode = mpk_backend() == MPK_BACKEND_HW ? MODE_CLOSED : MODE_OPEN;
 	if (mode == MODE_CLOSED) {
 		mpk_domain *d = mpk_domain_create("heap-meta", MPK_NONE, 0);
 		if (!d)
@@ -99,18 +98,16 @@ int mpk__meta_get(void)
 	return 0;
 }
 
-mpk_domain *mpk__meta_put(void)
+mpk_domain *mpk__meta_put(bool *last)
 {
 	mpk_domain *d = mpk__meta_dom;
 	unsigned n = meta.nranges;
 
-	if (--meta.nheaps)
+	if ((*last = !--meta.nheaps) == false)
 		return NULL;
 	/* The last heap is gone: nothing in the area is in use. */
 	__atomic_store_n(&meta.nranges, 0, __ATOMIC_RELEASE);
 	__atomic_store_n(&mpk__meta_dom, NULL, __ATOMIC_RELEASE);
-	mpk__map_reset();
-	mpk__big_reset();
 	if (!d)
 		for (unsigned i = 0; i < n; i++)
 			mpk_os_unmap((void *)meta.range[i].lo, meta.range[i].hi - meta.range[i].lo);
