@@ -95,7 +95,7 @@ static void reset(struct tcache *tc, struct heap *h)
 	tc->epoch = epoch;
 	tc->key = h->key;
 	tc->ckey = h->ckey;
-	tc->mkey = mpk__mix(h->key ^ (uintptr_t)tc ^ (uintptr_t)&tc) & ~(uintptr_t)15;
+	tc->mkey = mpk__mix(h->key ^ (uintptr_t)tc ^ (uintptr_t)&tc);
 	tc->domain = h->domain;
 	tc->arena = NULL;
 }

@@ -35,8 +35,11 @@ static unsigned narenas_default;     /* twice the CPUs, a power of two, up to 8 
 static pthread_once_t classes_once = PTHREAD_ONCE_INIT;
 
 /* Slab lengths: the fewest pages (up to 8) that waste the least. */
+bool mpk__san_vg;
+
 static void classes_init(void)
 {
+	mpk__san_vg = SAN_VG_PROBE();
 	size_t page = mpk__heap_page = mpk_os_page_size();
 	unsigned c = 0;
 
@@ -311,8 +314,9 @@ static inline void *tc_malloc(struct tcache *tc, size_t size)
 	if (unlikely(!n) || unlikely(mpk__rights(tc->domain) != MPK_RW))
 		return NULL;
 	uintptr_t p = tc->slot[cls][n - 1] ^ tc->mkey;
-	if (unlikely((p & 15) || mpk__chunk_tag(p) != tc->uid)) {
-		/* A mangled entry was overwritten: drop the class's. */
+	if (unlikely(p & 15)) {
+		/* An entry overwritten without the key decodes misaligned
+		 * (15 times in 16): drop the class's. */
 		tc->n[cls] = 0;
 		return NULL;
 	}
@@ -668,9 +672,7 @@ static void *heap_realloc(struct heap *h, void *p, size_t size, struct mpk_misus
 		}
 		if (q) {
 			/* The same bytes, under a longer (maybe moved) block. */
-			VALGRIND_FREELIKE_BLOCK(p, 0);
-			mpk__san_alloc((uintptr_t)q, pages * page - off);
-			VALGRIND_MAKE_MEM_DEFINED(q, l.size);
+			mpk__san_move((uintptr_t)p, (uintptr_t)q, pages * page - off, l.size);
 			hdr_put(h, (uintptr_t)q, size, off + OFF_RUN);
 		}
 	}
