@@ -42,7 +42,7 @@ ARCH_SRC := src/arch/none/cpu.c
 endif
 
 LIB_SRC := src/init.c src/os.c src/domain.c src/region.c src/memory.c \
-           src/rights.c src/soft.c src/broadcast.c src/fault.c $(ARCH_SRC) \
+           src/rights.c src/soft.c src/broadcast.c src/thread.c src/fork.c src/fault.c $(ARCH_SRC) \
            src/layer.c src/heap/meta.c src/heap/map.c src/heap/run.c src/heap/big.c \
            src/heap/heap.c src/heap/misuse.c src/heap/cache.c src/heap/fork.c src/heap/vault.c
 LIB_OBJ := $(LIB_SRC:%.c=$(B)/obj/%.o)
@@ -63,7 +63,7 @@ endif
 BENCH_SRC := bench/engine.c bench/machine.c bench/report.c bench/plot.c
 BENCH_OBJ := $(BENCH_SRC:%.c=$(B)/obj/%.o)
 
-all: $(B)/libmpkit.a $(B)/libmpkit.so $(B)/mpkit $(B)/mpkit-bench $(B)/mpkit-bench-alloc $(B)/mpkit-bench-threads
+all: $(B)/libmpkit.a $(B)/libmpkit.so $(B)/mpkit $(B)/mpkit-bench $(B)/mpkit-bench-alloc $(B)/mpkit-bench-threads $(B)/mpkit-bench-broadcast
 
 $(B)/obj/%.o: %.c
 	@mkdir -p $(@D)
@@ -99,6 +99,10 @@ $(B)/mpkit-bench-alloc: $(B)/obj/bench/alloc.o $(B)/libmpkit.a
 
 # Rights changes for one thread and for all (mpk_set_all) against mprotect.
 $(B)/mpkit-bench-threads: $(B)/obj/bench/threads.o $(B)/libmpkit.a
+	$(CC) $(LDFLAGS) $^ -pthread -o $@
+
+# One broadcast with 1..16 threads: time, signals and system calls.
+$(B)/mpkit-bench-broadcast: $(B)/obj/bench/broadcast.o $(B)/libmpkit.a
 	$(CC) $(LDFLAGS) $^ -pthread -o $@
 
 # The VM smoke test of the benchmark engine: tiny sizes, both backends.

@@ -4,8 +4,15 @@
  * system call sets another thread's, but a signal handler can: the kernel
  * saves the interrupted PKRU in the signal frame's XSAVE image and sigreturn
  * loads it back.  So: signal each thread, edit the image, wait for every
- * acknowledgement.  Threads created meanwhile inherit PKRU from a thread
- * already done or are found by the next scan of /proc/self/task.
+ * acknowledgement.
+ *
+ * Who: the threads in the registry (thread.c), then, only when the kernel
+ * counts more threads than the registry holds (one stat() of
+ * /proc/self/task, whose link count is 2 + threads), a scan of that
+ * directory for the others; each thread that answers joins the registry.
+ * Threads created meanwhile inherit PKRU from a creator already done, or
+ * are found by the next pass.  Acknowledgements count down a futex word the
+ * caller sleeps on: no polling.
  */
 #define _GNU_SOURCE
 #include <dirent.h>
@@ -14,6 +21,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -27,10 +35,13 @@
  * signal blocked and pending this long cannot answer. */
 #define BLOCKED_GRACE_NS (100ull * 1000 * 1000)
 
+enum { SENT, DONE, FAILED /* no XSAVE image */, GONE };
+
 struct target {
 	pid_t tid;
-	int state;     /* 0 sent, 1 done, 2 failed (no XSAVE image); atomic */
+	int state;     /* SENT until answered; atomic */
 	mpk_reg_t old; /* the register before the edit (for an undo) */
+	struct mpk_thread *ent; /* its registry entry, NULL if found by a scan */
 };
 
 static pthread_mutex_t bc_lock = PTHREAD_MUTEX_INITIALIZER;
@@ -44,22 +55,60 @@ static struct {
 	mpk_reg_t seen_and, seen_or;      /* registers before the edit */
 	struct target *t;
 	size_t n, cap;
+	size_t n_fill; /* targets written; req.n of them published */
+	int pending; /* targets of this round yet to answer; a futex word */
 } req;
+static pid_t pid; /* getpid() is a system call; renewed in a child */
+static bool stub;  /* benchmarks: no frame edit, any backend */
+
+void mpk__broadcast_stub(int on)
+{
+	stub = on;
+}
+
+void mpk__broadcast_counters(uint64_t c[3])
+{
+	c[0] = __atomic_load_n(&mpk_g.bc_signals, __ATOMIC_RELAXED);
+	c[1] = __atomic_load_n(&mpk_g.bc_syscalls, __ATOMIC_RELAXED);
+	c[2] = __atomic_load_n(&mpk_g.bc_scans, __ATOMIC_RELAXED);
+}
+
+static void count_syscalls(int n)
+{
+	__atomic_add_fetch(&mpk_g.bc_syscalls, (uint64_t)n, __ATOMIC_RELAXED);
+}
+
+/* A target leaves the round: the last one wakes the caller. */
+static void answered(struct target *t, int state)
+{
+	int sent = SENT;
+	if (!__atomic_compare_exchange_n(&t->state, &sent, state, false, __ATOMIC_ACQ_REL,
+					 __ATOMIC_ACQUIRE))
+		return;
+	if (__atomic_sub_fetch(&req.pending, 1, __ATOMIC_ACQ_REL) == 0)
+		mpk_os_futex_wake(&req.pending);
+}
 
 static void on_signal(int sig, siginfo_t *si, void *uc)
 {
 	(void)sig;
 	(void)si;
 	int saved = errno;
-	pid_t self = mpk_os_gettid();
+	mpk__thread_register_signal(); /* the next broadcast finds it listed */
+	pid_t self = mpk__thread_self_tid();
+	if (!self)
+		self = mpk_os_gettid();
 	struct target *t = __atomic_load_n(&req.t, __ATOMIC_ACQUIRE);
 	size_t n = __atomic_load_n(&req.n, __ATOMIC_ACQUIRE);
-
 	for (size_t i = 0; t && i < n; i++) {
-		if (t[i].tid != self || __atomic_load_n(&t[i].state, __ATOMIC_ACQUIRE))
+		if (t[i].tid != self || __atomic_load_n(&t[i].state, __ATOMIC_ACQUIRE) != SENT)
 			continue;
 		mpk_reg_t reg, want;
-		int state = 2;
+		int state = FAILED;
+		if (stub) {
+			state = DONE;
+			goto answer;
+		}
 		if (!mpk_arch_frame_reg_get(uc, &reg))
 			goto answer;
 		if (req.undo) /* unless the thread has set other bits since */
@@ -75,10 +124,10 @@ static void on_signal(int sig, siginfo_t *si, void *uc)
 			/* A rights change cut short here must not write
 			 * back what it read before this edit. */
 			mpk_arch_frame_restart(uc);
-			state = 1;
+			state = DONE;
 		}
 answer:
-		__atomic_store_n(&t[i].state, state, __ATOMIC_RELEASE);
+		answered(&t[i], state);
 	}
 	errno = saved;
 }
@@ -110,16 +159,15 @@ static bool known(const struct target *t, size_t n, pid_t tid)
 
 static bool thread_alive(pid_t tid)
 {
-	char path[64];
-	snprintf(path, sizeof(path), "/proc/self/task/%d", (int)tid);
-	return access(path, F_OK) == 0;
+	count_syscalls(1);
+	return mpk_os_tgkill(pid, tid, 0) == 0 || errno != ESRCH;
 }
 
 /*
  * Whether tid blocks the signal while it is still pending: then it cannot
  * answer.  Blocked alone is not enough: a thread running the handler has
  * it blocked too (the handler blocks every signal), but has it no longer
- * pending, and is about to answer.
+ * pending, and is about to answer.  Only asked of a thread slow to answer.
  */
 static bool thread_blocks(pid_t tid)
 {
@@ -128,6 +176,7 @@ static bool thread_blocks(pid_t tid)
 	FILE *f;
 
 	snprintf(path, sizeof(path), "/proc/self/task/%d/status", (int)tid);
+	count_syscalls(3);
 	if (!(f = fopen(path, "re")))
 		return false;
 	while (fgets(line, sizeof(line), f))
@@ -142,21 +191,19 @@ static bool thread_blocks(pid_t tid)
 static uint64_t now_ns(void)
 {
 	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
+	clock_gettime(CLOCK_MONOTONIC, &ts); /* vDSO: no system call */
 	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
 }
 
-static int count_tasks(void)
+/* Threads the kernel counts in this process, -1 without /proc. */
+static int kernel_threads(void)
 {
-	DIR *dir = opendir("/proc/self/task");
-	int n = 0;
+	struct stat st;
 
-	if (!dir)
+	count_syscalls(1);
+	if (stat("/proc/self/task", &st) || st.st_nlink < 3)
 		return -1;
-	while (readdir(dir))
-		n++;
-	closedir(dir);
-	return n;
+	return (int)st.st_nlink - 2;
 }
 
 /* Room for `more` targets beyond req.n; only between rounds, when no
@@ -178,60 +225,132 @@ static int reserve(size_t more)
 	return 0;
 }
 
-/* Signal every thread not yet a target; returns how many were added. */
-static int signal_new(pid_t self)
+/* Signal req.t[from..end) (already filled in, SENT), publishing them
+ * first so that any handler finds its target. */
+static void send_round(size_t from, size_t end)
 {
-	int tasks = count_tasks();
-	DIR *dir;
-	struct dirent *e;
-	int added = 0;
-
-	if (tasks < 0 || reserve((size_t)tasks + 8) || !(dir = opendir("/proc/self/task")))
-		return -1;
-	while ((e = readdir(dir)) && req.n < req.cap) {
-		pid_t tid = (pid_t)atoi(e->d_name);
-		if (tid <= 0 || tid == self || known(req.t, req.n, tid))
+	__atomic_store_n(&req.pending, (int)(end - from), __ATOMIC_RELEASE);
+	__atomic_store_n(&req.n, end, __ATOMIC_RELEASE);
+	for (size_t i = from; i < end; i++) {
+		struct target *t = &req.t[i];
+		count_syscalls(1);
+		if (mpk_os_tgkill(pid, t->tid, MPK_SIGNAL) == 0) {
+			__atomic_add_fetch(&mpk_g.bc_signals, 1, __ATOMIC_RELAXED);
 			continue;
-		req.t[req.n] = (struct target){ .tid = tid };
-		__atomic_store_n(&req.n, req.n + 1, __ATOMIC_RELEASE);
-		if (mpk_os_tgkill(getpid(), tid, MPK_SIGNAL) == 0)
-			added++;
-		else /* gone already */
-			__atomic_store_n(&req.n, req.n - 1, __ATOMIC_RELEASE);
+		}
+		if (t->ent) /* it died without its key destructor */
+			mpk__thread_gone(t->ent, t->tid);
+		answered(t, GONE);
 	}
-	closedir(dir);
-	return added;
 }
 
-/* Wait for t[from..n): 0 when all answered or died, -1 when one cannot. */
-static int wait_round(struct target *t, size_t from, size_t n)
+/* Wait for req.t[from..n): 0 when all answered or died, -1 when one
+ * cannot (then the late ones are let go: a late handler edits nothing). */
+static int wait_round(size_t from)
 {
-	uint64_t start = now_ns();
-	struct timespec nap = { 0, 20000 };
-	int rc = 0;
+	uint64_t start = now_ns(), blocked_since[64] = { 0 };
+	size_t n = req.n;
+	int p, rc = 0;
 
-	for (size_t i = from; i < n; i++) {
-		int state;
-		uint64_t blocked_since = 0;
-		while (!(state = __atomic_load_n(&t[i].state, __ATOMIC_ACQUIRE))) {
-			if (!thread_alive(t[i].tid))
-				break;
-			uint64_t now = now_ns();
-			if (!thread_blocks(t[i].tid))
-				blocked_since = 0;
-			else if (!blocked_since)
-				blocked_since = now;
-			if ((blocked_since && now - blocked_since > BLOCKED_GRACE_NS) ||
-			    now - start > MAX_WAIT_NS) {
-				rc = -1;
-				break;
+	while (!rc && (p = __atomic_load_n(&req.pending, __ATOMIC_ACQUIRE)) > 0) {
+		count_syscalls(1);
+		if (mpk_os_futex_wait(&req.pending, p, 2 * 1000 * 1000) == 0 || errno != ETIMEDOUT)
+			continue;
+		/* Slow to answer: dead, blocking the signal, or stuck. */
+		uint64_t now = now_ns();
+		for (size_t i = from; i < n; i++) {
+			struct target *t = &req.t[i];
+			uint64_t *since = &blocked_since[(i - from) % 64];
+			if (__atomic_load_n(&t->state, __ATOMIC_ACQUIRE) != SENT)
+				continue;
+			if (!thread_alive(t->tid)) {
+				answered(t, GONE);
+				continue;
 			}
-			nanosleep(&nap, NULL);
+			if (!thread_blocks(t->tid))
+				*since = 0;
+			else if (!*since)
+				*since = now;
+			if ((*since && now - *since > BLOCKED_GRACE_NS) || now - start > MAX_WAIT_NS)
+				rc = -1;
 		}
-		if (state == 2)
+	}
+	for (size_t i = from; i < n; i++) {
+		if (rc)
+			answered(&req.t[i], GONE);
+		if (__atomic_load_n(&req.t[i].state, __ATOMIC_ACQUIRE) == FAILED)
 			rc = -1;
 	}
 	return rc;
+}
+
+static void add_target(pid_t tid, struct mpk_thread *ent)
+{
+	req.t[req.n_fill++] = (struct target){ .tid = tid, .state = SENT, .ent = ent };
+}
+
+/* Registered threads not yet targeted by broadcast number gen. */
+static void collect_registry(pid_t self, uint64_t gen)
+{
+	for (struct mpk_thread *e = mpk__thread_next(NULL); e && req.n_fill < req.cap;
+	     e = mpk__thread_next(e)) {
+		pid_t tid = __atomic_load_n(&e->tid, __ATOMIC_ACQUIRE);
+		if (!tid || tid == self || (e->bc_gen == gen && e->bc_tid == tid))
+			continue;
+		e->bc_gen = gen;
+		e->bc_tid = tid;
+		add_target(tid, e);
+	}
+}
+
+/* Threads in /proc/self/task not yet targeted: the fallback. */
+static int collect_scan(pid_t self, int tasks)
+{
+	DIR *dir;
+	struct dirent *e;
+	size_t from = req.n_fill;
+
+	__atomic_add_fetch(&mpk_g.bc_scans, 1, __ATOMIC_RELAXED);
+	count_syscalls(4); /* open, getdents (twice for a short list), close */
+	if (reserve((size_t)tasks + 8) || mpk__threads_reserve((size_t)tasks + 8) ||
+	    !(dir = opendir("/proc/self/task")))
+		return -1;
+	while ((e = readdir(dir)) && req.n_fill < req.cap) {
+		pid_t tid = (pid_t)atoi(e->d_name);
+		if (tid > 0 && tid != self && !known(req.t, req.n_fill, tid))
+			add_target(tid, NULL);
+	}
+	closedir(dir);
+	return (int)(req.n_fill - from);
+}
+
+/*
+ * Rounds until every thread is reached: the registry first (again after
+ * each round, for threads that registered meanwhile), then, if the kernel
+ * counts more threads than the registry holds, a scan.
+ */
+static int reach_all(pid_t self)
+{
+	static uint64_t gen;
+
+	gen++;
+	for (;;) {
+		size_t from = req.n;
+		if (reserve((size_t)mpk__threads_claimed() + 8))
+			return -1;
+		collect_registry(self, gen);
+		if (req.n_fill == from) {
+			int tasks = kernel_threads();
+			if (tasks < 0 || tasks <= mpk__threads_claimed())
+				return 0; /* every thread the kernel counts is listed */
+			int added = collect_scan(self, tasks);
+			if (added <= 0)
+				return added;
+		}
+		send_round(from, req.n_fill);
+		if (wait_round(from))
+			return -1;
+	}
 }
 
 /*
@@ -240,21 +359,19 @@ static int wait_round(struct target *t, size_t from, size_t n)
  * thread that set its own rights since keeps them).  Best effort: a thread
  * that cannot be reached now keeps the new bits.
  */
-static void undo(pid_t self, mpk_reg_t mine)
+static void undo(mpk_reg_t mine)
 {
 	size_t n = 0;
 
 	for (size_t i = 0; i < req.n; i++)
-		if (__atomic_load_n(&req.t[i].state, __ATOMIC_ACQUIRE) == 1)
-			req.t[n++] = (struct target){ .tid = req.t[i].tid, .old = req.t[i].old };
+		if (__atomic_load_n(&req.t[i].state, __ATOMIC_ACQUIRE) == DONE)
+			req.t[n++] = (struct target){ .tid = req.t[i].tid, .old = req.t[i].old,
+						      .ent = req.t[i].ent, .state = SENT };
 	__atomic_store_n(&req.n, 0, __ATOMIC_RELEASE);
 	req.undo = true;
-	for (size_t i = 0; i < n; i++) {
-		__atomic_store_n(&req.n, i + 1, __ATOMIC_RELEASE);
-		if (req.t[i].tid == self || mpk_os_tgkill(getpid(), req.t[i].tid, MPK_SIGNAL))
-			__atomic_store_n(&req.t[i].state, 1, __ATOMIC_RELEASE); /* gone */
-	}
-	wait_round(req.t, 0, n);
+	req.n_fill = n;
+	send_round(0, n);
+	wait_round(0);
 	req.undo = false;
 	if ((mpk_arch_reg_read() & req.clear) == req.set)
 		mpk_arch_reg_update(req.clear, mine & req.clear);
@@ -268,35 +385,34 @@ int mpk__broadcast(mpk_reg_t clear, mpk_reg_t set)
 
 int mpk__broadcast_ex(struct mpk_bcast *b)
 {
-	pid_t self = mpk_os_gettid();
-	int rc = 0, added;
+	int rc;
 
 	b->seen_and = ~(mpk_reg_t)0;
 	b->seen_or = 0;
-	if (mpk_g.backend != MPK_BACKEND_HW)
+	if (mpk_g.backend != MPK_BACKEND_HW && !stub)
 		return 0; /* no rights register to rewrite */
+	mpk__thread_register();
 	pthread_mutex_lock(&bc_lock);
-	if (install()) {
+	if (install() || mpk__threads_reserve(8)) {
 		pthread_mutex_unlock(&bc_lock);
 		return -1;
 	}
-	mpk_reg_t mine = mpk_arch_reg_update(b->clear, b->fn ? b->fn(b->arg) & b->clear : b->set);
+	if (!pid)
+		pid = getpid();
+	count_syscalls(1);
+	pid_t self = mpk_os_gettid();
+	mpk_reg_t mine = stub ? 0 : mpk_arch_reg_update(b->clear, b->fn ? b->fn(b->arg) & b->clear : b->set);
 	req.clear = b->clear;
 	req.set = b->set;
 	req.fn = b->fn;
 	req.arg = b->arg;
 	req.seen_and = mine;
 	req.seen_or = mine;
+	req.n_fill = 0;
 	__atomic_store_n(&req.n, 0, __ATOMIC_RELEASE);
-	/* Rounds until a scan finds no thread that was not signalled. */
-	do {
-		size_t from = req.n;
-		added = signal_new(self);
-		if (added < 0 || wait_round(req.t, from, req.n))
-			rc = -1;
-	} while (added > 0);
+	rc = reach_all(self);
 	if (rc && b->undo_on_fail && !b->fn)
-		undo(self, mine);
+		undo(mine);
 	__atomic_store_n(&req.n, 0, __ATOMIC_RELEASE);
 	b->seen_and = __atomic_load_n(&req.seen_and, __ATOMIC_RELAXED);
 	b->seen_or = __atomic_load_n(&req.seen_or, __ATOMIC_RELAXED);
@@ -305,4 +421,25 @@ int mpk__broadcast_ex(struct mpk_bcast *b)
 	if (rc)
 		errno = EAGAIN;
 	return rc;
+}
+
+/* fork.c: the broadcast lock around fork(); a child has no broadcast under
+ * way, and another pid. */
+void mpk__broadcast_lock(void)
+{
+	pthread_mutex_lock(&bc_lock);
+}
+
+void mpk__broadcast_unlock(void)
+{
+	pthread_mutex_unlock(&bc_lock);
+}
+
+void mpk__broadcast_child(void)
+{
+	pthread_mutex_init(&bc_lock, NULL);
+	req.n = req.n_fill = 0;
+	req.pending = 0;
+	req.undo = false;
+	pid = getpid();
 }

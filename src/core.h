@@ -49,4 +49,23 @@ void *mpk__remap_owned(mpk_domain *d, void *addr, size_t new_len);
  * caller to unmap. */
 int mpk__adopt_fresh(mpk_domain *d, void *addr, size_t len);
 
+/*
+ * fork.c: fork() while other threads are inside mpkit.  The core's fork
+ * handlers take its locks (mpk_g.lock, then the broadcast lock, then the
+ * registry's) in prepare, release them in the parent, and make them (and
+ * the registry, which keeps only the forking thread, and the broadcast
+ * state) anew in the child.  A layer above with locks of its own that it
+ * holds while calling into the core (heaps, vaults) registers its three
+ * handlers here, once, before its first lock is taken:
+ *
+ *	mpk__atfork_register(my_prepare, my_parent, my_child);
+ *
+ * Order: every layer's prepare runs in the order registered, all before the
+ * core's prepare (their locks come before the core's); parent and child
+ * handlers run in the reverse order, all after the core's.  Handlers run
+ * with no mpkit lock held by the core yet (prepare) or with the core's
+ * locks usable again (parent, child).  -1/ENOMEM when the table is full.
+ */
+int mpk__atfork_register(void (*prepare)(void), void (*parent)(void), void (*child)(void));
+
 #endif

@@ -71,6 +71,10 @@ static void do_init(void)
 	int want = env_backend(), budget = env_budget();
 	bool hw = kernel_has_pkeys();
 
+	/* First of all mpkit's fork handlers: layers above register theirs
+	 * with mpk__atfork_register() (fork.c), not pthread_atfork(). */
+	mpk__atfork_init();
+
 	if (want < 0 || budget < 0) {
 		mpk_g.init_errno = EINVAL;
 		return;
@@ -91,6 +95,7 @@ int mpk__ensure_init(void)
 		errno = mpk_g.init_errno;
 		return -1;
 	}
+	mpk__thread_register(); /* broadcasts find it without /proc */
 	return 0;
 }
 

@@ -8,6 +8,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <sys/types.h>
 
 #include "mpkit.h"
 #include "arch.h"
@@ -66,6 +67,9 @@ struct mpk_global {
 	struct mpk_domain *dead_head, *dead_tail;
 	int ndead;
 	uint64_t broadcasts, faults;
+	/* broadcast.c's own cost, for tests and benchmarks: signals sent,
+	 * system calls made by the broadcasting thread, /proc scans. */
+	uint64_t bc_signals, bc_syscalls, bc_scans;
 	uint64_t tick; /* advanced by slow-path calls: the LRU clock */
 };
 
@@ -132,6 +136,37 @@ struct mpk_bcast {
 	bool undo_on_fail;
 };
 int mpk__broadcast_ex(struct mpk_bcast *b);
+/* Benchmarks on machines without keys: run the protocol on any backend,
+ * the frame edit replaced by a no-op (on 1, off 0).  Not exported. */
+void mpk__broadcast_stub(int on);
+/* Signals sent, system calls made by broadcasting threads, /proc scans. */
+void mpk__broadcast_counters(uint64_t c[3]);
+
+/*
+ * thread.c: the threads mpkit has seen.  A thread registers on its first
+ * call through mpk__ensure_init() (not from the hw fast path) or when it
+ * answers a broadcast (from the handler); its pthread key destructor gives
+ * the entry back.  Entries are never freed: tid 0 is a free one.
+ */
+struct mpk_thread {
+	pid_t tid; /* atomic */
+	/* broadcast.c, under its lock: the broadcast that last targeted
+	 * this entry, and under which tid. */
+	pid_t bc_tid;
+	uint64_t bc_gen;
+};
+void mpk__thread_register(void);         /* not in signal context */
+bool mpk__thread_register_signal(void);  /* signal-safe: existing free entries only */
+int mpk__threads_reserve(size_t n);      /* n free entries for handlers; -1/ENOMEM */
+struct mpk_thread *mpk__thread_next(struct mpk_thread *t); /* NULL starts; lock-free */
+void mpk__thread_gone(struct mpk_thread *t, pid_t tid);   /* tid died unregistered */
+int mpk__threads_claimed(void);
+pid_t mpk__thread_self_tid(void); /* 0 if unregistered; signal-safe */
+void mpk__threads_lock(void), mpk__threads_unlock(void), mpk__threads_child(void);
+
+/* fork.c: the core's fork handlers; layers register theirs (core.h). */
+void mpk__atfork_init(void); /* from do_init: pthread_atfork once */
+void mpk__broadcast_lock(void), mpk__broadcast_unlock(void), mpk__broadcast_child(void);
 
 /* rights.c */
 static inline bool mpk__rights_ok(int rights)

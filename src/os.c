@@ -8,7 +8,9 @@
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/prctl.h>
+#include <linux/futex.h>
 #include <sys/syscall.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "os.h"
@@ -162,6 +164,17 @@ pid_t mpk_os_gettid(void)
 int mpk_os_tgkill(pid_t tgid, pid_t tid, int sig)
 {
 	return (int)syscall(SYS_tgkill, tgid, tid, sig);
+}
+
+int mpk_os_futex_wait(int *word, int val, long timeout_ns)
+{
+	struct timespec ts = { timeout_ns / 1000000000, timeout_ns % 1000000000 };
+	return (int)syscall(SYS_futex, word, FUTEX_WAIT_PRIVATE, val, &ts, NULL, 0);
+}
+
+int mpk_os_futex_wake(int *word)
+{
+	return (int)syscall(SYS_futex, word, FUTEX_WAKE_PRIVATE, 1, NULL, NULL, 0);
 }
 
 size_t mpk_os_page_size(void)

@@ -26,6 +26,11 @@ int mpk_os_mlock(const void *addr, size_t len);
 int mpk_os_munlock(const void *addr, size_t len);
 pid_t mpk_os_gettid(void);
 int mpk_os_tgkill(pid_t tgid, pid_t tid, int sig);
+/* Private futex: sleep while *word == val, at most timeout_ns (0 or -1 and
+ * errno, EAGAIN/ETIMEDOUT/EINTR included); wake one sleeper.  Both are
+ * async-signal-safe. */
+int mpk_os_futex_wait(int *word, int val, long timeout_ns);
+int mpk_os_futex_wake(int *word);
 size_t mpk_os_page_size(void);
 
 /* Give [addr, addr+len) the name "mpk:NAME" in /proc/PID/maps; best effort

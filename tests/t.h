@@ -270,4 +270,27 @@ static inline struct t_fault t_write_in_child(void *p)
 			       t_f_.exit_code);                              \
 	} while (0)
 
+/* The start of a file as a string in buf; 0 if it cannot be read. */
+static inline int t_read_file(const char *path, char *buf, size_t size)
+{
+	FILE *f = fopen(path, "r");
+	if (!f)
+		return 0;
+	size_t n = fread(buf, 1, size - 1, f);
+	fclose(f);
+	buf[n] = 0;
+	return 1;
+}
+
+/* Whether thread tid is asleep (state S in /proc): blocked in a call. */
+static inline int t_thread_sleeping(pid_t tid)
+{
+	char path[64], buf[256];
+	snprintf(path, sizeof(path), "/proc/self/task/%d/stat", (int)tid);
+	if (!t_read_file(path, buf, sizeof(buf)))
+		return 0;
+	char *e = strrchr(buf, ')');
+	return e && e[1] == ' ' && e[2] == 'S';
+}
+
 #endif

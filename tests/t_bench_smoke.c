@@ -26,14 +26,8 @@ static long file_size(const char *path)
 
 static int file_has(const char *path, const char *what)
 {
-	char buf[1 << 16];
-	FILE *f = fopen(path, "r");
-	if (!f)
-		return 0;
-	size_t n = fread(buf, 1, sizeof(buf) - 1, f);
-	fclose(f);
-	buf[n] = 0;
-	return strstr(buf, what) != NULL;
+	static char buf[1 << 16];
+	return t_read_file(path, buf, sizeof(buf)) && strstr(buf, what) != NULL;
 }
 
 int main(void)

@@ -43,20 +43,6 @@ static void *reader(void *arg)
 	return NULL;
 }
 
-static int thread_sleeping(pid_t tid)
-{
-	char path[64], buf[256];
-	snprintf(path, sizeof(path), "/proc/self/task/%d/stat", (int)tid);
-	FILE *f = fopen(path, "r");
-	if (!f)
-		return 0;
-	size_t n = fread(buf, 1, sizeof(buf) - 1, f);
-	fclose(f);
-	buf[n] = 0;
-	char *e = strrchr(buf, ')');
-	return e && e[1] == ' ' && e[2] == 'S';
-}
-
 static pid_t reader_tid; /* atomic */
 static void *reader_wrap(void *arg)
 {
@@ -77,12 +63,12 @@ int main(void)
 	pid_t tid = 0;
 	for (int i = 0; i < 5000; i++) {
 		tid = __atomic_load_n(&reader_tid, __ATOMIC_ACQUIRE);
-		if (__atomic_load_n(&blocked, __ATOMIC_ACQUIRE) && tid && thread_sleeping(tid))
+		if (__atomic_load_n(&blocked, __ATOMIC_ACQUIRE) && tid && t_thread_sleeping(tid))
 			break;
 		usleep(1000);
 	}
 	usleep(20000); /* in read() now */
-	REQUIRE(thread_sleeping(tid));
+	REQUIRE(t_thread_sleeping(tid));
 	CHECK(cb.calls == 0);
 	REQUIRE(mpk_set_all(d, MPK_NONE) == 0);
 	CHECK(mpk_get(d) == MPK_NONE);

@@ -8,10 +8,10 @@
  * learns that mlock() was not inherited (mpk__fork_gen) and relocks its
  * vaults before handing out a secret.
  *
- * The core's own locks, taken inside heap calls, come after ours: its fork
- * handlers must run after our prepare and before our child handler, which
- * holds since it registers them first (prepare handlers run in reverse
- * order of registration, the others in order).
+ * The core's own locks, taken inside heap calls, come after ours: the
+ * handlers are registered with the core (mpk__atfork_register), which runs
+ * every layer's prepare before its own and their parent and child
+ * handlers after its own.
  */
 #define _GNU_SOURCE
 #include <pthread.h>
@@ -78,7 +78,8 @@ static void child(void)
 
 static void once(void)
 {
-	pthread_atfork(lock_all, parent, child);
+	if (mpk__atfork_register(lock_all, parent, child))
+		pthread_atfork(lock_all, parent, child); /* table full: ours */
 }
 
 void mpk__heap_atfork(void)
