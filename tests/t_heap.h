@@ -84,6 +84,29 @@ static inline int t_child_stderr(void (*fn)(void *), void *arg, char *buf, size_
 			t_fail("want \"%s\" in:\n%s", (what), (text));         \
 	} while (0)
 
+/* ---- overflows on purpose ---- */
+
+/* memset() that sanitizers do not stop: a misuse test overflows a block
+ * to see what the heap says of it (ASan builds report the write itself,
+ * t_heap_asan_overflow checks that). */
+#if defined(__SANITIZE_ADDRESS__)
+__attribute__((no_sanitize_address))
+#endif
+static inline void t_overflow(void *p, int c, size_t n)
+{
+	for (size_t i = 0; i < n; i++)
+		((volatile unsigned char *)p)[i] = (unsigned char)c;
+}
+
+/* Flip bits of a byte the same way (a header, say). */
+#if defined(__SANITIZE_ADDRESS__)
+__attribute__((no_sanitize_address))
+#endif
+static inline void t_flip(void *p, unsigned char bits)
+{
+	*(volatile unsigned char *)p ^= bits;
+}
+
 /* ---- cookies: a block says where it is and how long it is ---- */
 
 static inline uint64_t t_cookie(const void *p, size_t n)
