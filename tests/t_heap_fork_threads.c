@@ -13,7 +13,7 @@ enum { THREADS = 5, FORKS = 40, SLOTS = 64 };
 static mpk_domain *d, *v;
 static mpk_heap *h;
 static unsigned char *kept;
-static volatile int stop;
+static int stop; /* atomic */
 
 /* Mallocs, frees, reallocs and secrets of assorted sizes, in a loop. */
 static void *hammer(void *arg)
@@ -22,7 +22,7 @@ static void *hammer(void *arg)
 	unsigned x = (unsigned)(uintptr_t)arg * 2654435761u + 1;
 
 	REQUIRE(mpk_set(d, MPK_RW) == 0 && mpk_set(v, MPK_RW) == 0);
-	while (!stop) {
+	while (!__atomic_load_n(&stop, __ATOMIC_RELAXED)) {
 		x = x * 1103515245u + 12345u;
 		unsigned i = (x >> 8) % SLOTS;
 		size_t n = 16u << ((x >> 16) % 12); /* 16 B to 32 KiB */
@@ -92,7 +92,7 @@ int main(void)
 		else if (!WIFEXITED(st) || WEXITSTATUS(st))
 			bad++;
 	}
-	stop = 1;
+	__atomic_store_n(&stop, 1, __ATOMIC_RELAXED);
 	for (int i = 0; i < THREADS; i++)
 		pthread_join(t[i], NULL);
 	if (hung || bad)
