@@ -43,9 +43,9 @@ endif
 
 LIB_SRC := src/init.c src/os.c src/domain.c src/region.c src/memory.c \
            src/rights.c src/soft.c src/broadcast.c src/thread.c src/fork.c src/fault.c $(ARCH_SRC) \
-           src/heap_meta.c src/heap_map.c src/heap_run.c src/heap_big.c src/heap.c \
-           src/heap_misuse.c src/vault.c src/scan.c \
-           src/lockdown.c src/lockdown_bpf.c src/landlock.c src/code.c src/watch.c src/window.c
+           src/layer.c src/heap/meta.c src/heap/map.c src/heap/run.c src/heap/big.c \
+           src/heap/heap.c src/heap/misuse.c src/heap/cache.c src/heap/fork.c src/heap/vault.c \
+           src/scan.c src/lockdown.c src/lockdown_bpf.c src/landlock.c src/code.c src/watch.c src/window.c
 LIB_OBJ := $(LIB_SRC:%.c=$(B)/obj/%.o)
 PIC_OBJ := $(LIB_SRC:%.c=$(B)/pic/%.o)
 

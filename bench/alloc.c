@@ -3,8 +3,10 @@
  * mpkit-bench-alloc: heaps and vaults side by side with what C programmers
  * use today, in one run.
  *
- *   heap:  small-block malloc/free throughput of mpk_heap against glibc
- *          malloc, one thread and two, with the metadata open and closed;
+ *   heap:  mpk_heap against glibc malloc, and jemalloc and mimalloc when
+ *          installed (loaded with dlopen), on five workloads and a scaling
+ *          pair, with the metadata open and closed, and how often a
+ *          small malloc+free opens the metadata (WRPKRU pairs on hw);
  *   vault: 32-byte secret allocate+free and open+close against libsodium's
  *          sodium_malloc/sodium_free and sodium_mprotect_readwrite/noaccess,
  *          and what a secret costs in address space and locked memory.
@@ -19,6 +21,7 @@
 #include <errno.h>
 #include <gnu/libc-version.h>
 #include <pthread.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -47,7 +50,27 @@ static long iters(long n)
 
 /* ---- the allocators under test, behind one interface ---- */
 
-enum { A_GLIBC, A_HEAP, A_GUARDED };
+/* jemalloc and mimalloc replace malloc in a process of their own: their
+ * variant runs this program again with the library in LD_PRELOAD (either
+ * needs static TLS, which dlopen() cannot give), so the benchmark builds
+ * without them and says when they are absent. */
+enum { A_GLIBC, A_JEMALLOC, A_MIMALLOC, A_HEAP, A_GUARDED };
+
+static const char *const ext_lib[] = { NULL, "libjemalloc.so.2", "libmimalloc.so.2" };
+
+/* The library's path, or NULL if it is not installed. */
+static const char *ext_path(int kind, char *buf, size_t size)
+{
+	static const char *const dirs[] = { "/usr/lib/x86_64-linux-gnu", "/usr/lib/aarch64-linux-gnu",
+					    "/usr/lib64", "/usr/lib", "/usr/local/lib" };
+
+	for (size_t i = 0; i < sizeof(dirs) / sizeof(dirs[0]); i++) {
+		snprintf(buf, size, "%s/%s", dirs[i], ext_lib[kind]);
+		if (!access(buf, R_OK))
+			return buf;
+	}
+	return NULL;
+}
 
 struct alloc {
 	int kind;
@@ -55,23 +78,42 @@ struct alloc {
 	mpk_heap *h2; /* w_threads: the second thread's heap, if its own */
 };
 
-static void *a_malloc(struct alloc *a, size_t n)
+/* malloc() is glibc's, or jemalloc's or mimalloc's where preloaded. */
+static inline bool is_libc(const struct alloc *a)
 {
-	return a->kind == A_GLIBC ? malloc(n) : mpk_heap_malloc(a->h, n);
+	return a->kind < A_HEAP;
 }
 
-static void a_free(struct alloc *a, void *p)
+static inline void *a_malloc(struct alloc *a, size_t n)
 {
-	if (a->kind == A_GLIBC)
+	return is_libc(a) ? malloc(n) : mpk_heap_malloc(a->h, n);
+}
+
+static inline void a_free(struct alloc *a, void *p)
+{
+	if (is_libc(a))
 		free(p);
 	else
 		mpk_heap_free(a->h, p);
 }
 
-/* ---- heap workloads: ns per malloc+free pair ---- */
+static inline void *a_realloc(struct alloc *a, void *p, size_t n)
+{
+	return is_libc(a) ? realloc(p, n) : mpk_heap_realloc(a->h, p, n);
+}
+
+/* ---- heap workloads: ns per malloc+free pair (or per realloc) ---- */
 
 #define BATCH 1000
 static const size_t small_sizes[8] = { 16, 24, 32, 48, 64, 96, 128, 256 };
+
+static inline uint32_t rnd(uint32_t *x)
+{
+	*x ^= *x << 13;
+	*x ^= *x >> 17;
+	*x ^= *x << 5;
+	return *x;
+}
 
 /* malloc then free at once: an allocator's fast path. */
 static double w_pairs(struct alloc *a, long n)
@@ -85,69 +127,155 @@ static double w_pairs(struct alloc *a, long n)
 	return (now_ns() - t) / n;
 }
 
-/* 1000 live blocks of mixed sizes, freed in another order. */
-static double w_batch(struct alloc *a, long n)
+/* 1000 live blocks of mixed small sizes, each freed at random and
+ * replaced (a malloc+free pair per step). */
+static double w_live(struct alloc *a, long n)
 {
-	static void *p[BATCH];
-	long rounds = n / BATCH > 0 ? n / BATCH : 1;
+	void *p[BATCH]; /* threads run it at once */
+	uint32_t x = 2463534242u;
+
+	for (int i = 0; i < BATCH; i++)
+		p[i] = a_malloc(a, small_sizes[i & 7]);
+	double t = now_ns();
+	for (long i = 0; i < n; i++) {
+		uint32_t r = rnd(&x);
+		a_free(a, p[r % BATCH]);
+		p[r % BATCH] = a_malloc(a, small_sizes[(r >> 16) & 7]);
+		*(volatile char *)p[r % BATCH] = 1;
+	}
+	t = (now_ns() - t) / n;
+	for (int i = 0; i < BATCH; i++)
+		a_free(a, p[i]);
+	return t;
+}
+
+/* Blocks of 8 B to 64 KiB (log-uniform), 1000 live, replaced at random. */
+static double w_mix(struct alloc *a, long n)
+{
+	void *p[BATCH];
+	uint32_t x = 88675123u;
+
+	for (int i = 0; i < BATCH; i++)
+		p[i] = a_malloc(a, 8);
+	double t = now_ns();
+	for (long i = 0; i < n; i++) {
+		uint32_t r = rnd(&x);
+		size_t size = ((size_t)8 << ((r >> 10) % 14)) + (r >> 24);
+		a_free(a, p[r % BATCH]);
+		p[r % BATCH] = a_malloc(a, size);
+		*(volatile char *)p[r % BATCH] = 1;
+	}
+	t = (now_ns() - t) / n;
+	for (int i = 0; i < BATCH; i++)
+		a_free(a, p[i]);
+	return t;
+}
+
+/* realloc doubling from 16 B to 1 MiB, touching the new end: ns per
+ * realloc. */
+static double w_realloc(struct alloc *a, long n)
+{
+	long rounds = n / 16 > 0 ? n / 16 : 1, calls = 0;
 	double t = now_ns();
 
 	for (long r = 0; r < rounds; r++) {
-		for (int i = 0; i < BATCH; i++) {
-			p[i] = a_malloc(a, small_sizes[(i * 7 + r) & 7]);
-			*(volatile char *)p[i] = 1;
+		char *p = a_malloc(a, 16);
+		for (size_t size = 32; size <= ((size_t)1 << 20); size *= 2, calls++) {
+			p = a_realloc(a, p, size);
+			p[size - 1] = 1;
 		}
-		for (int i = 0; i < BATCH; i++)
-			a_free(a, p[(i * 389) % BATCH]);
+		a_free(a, p);
 	}
-	return (now_ns() - t) / (rounds * BATCH);
+	return (now_ns() - t) / calls;
 }
 
 struct thread_arg {
 	struct alloc *a;
 	long n;
 	double ns;
+	void *volatile *shared; /* larson: slots both threads swap into */
+	unsigned seed;
 };
 
-static void *thread_batch(void *arg)
+/* A thread that uses the blocks holds rights to them (new threads inherit
+ * them on hw, not on soft). */
+static void thread_rights(struct alloc *a)
+{
+	if (a->kind == A_HEAP)
+		mpk_set(mpk_heap_domain(a->h), MPK_RW);
+}
+
+static void *thread_live(void *arg)
 {
 	struct thread_arg *t = arg;
-	void **p = malloc(BATCH * sizeof(*p));
 
-	/* A thread that uses the blocks holds rights to them (new threads
-	 * inherit them on hw, not on soft). */
-	if (t->a->kind != A_GLIBC)
-		mpk_set(mpk_heap_domain(t->a->h), MPK_RW);
-	long rounds = t->n / BATCH > 0 ? t->n / BATCH : 1;
-	double t0 = now_ns();
-
-	for (long r = 0; r < rounds; r++) {
-		for (int i = 0; i < BATCH; i++) {
-			p[i] = a_malloc(t->a, small_sizes[(i * 7 + r) & 7]);
-			*(volatile char *)p[i] = 1;
-		}
-		for (int i = 0; i < BATCH; i++)
-			a_free(t->a, p[(i * 389) % BATCH]);
-	}
-	t->ns = (now_ns() - t0) / (rounds * BATCH);
-	free(p);
+	thread_rights(t->a);
+	t->ns = w_live(t->a, t->n);
 	return NULL;
 }
 
-/* Two threads on one heap (glibc: its per-thread arenas), or each on a
- * heap of its own in the same domain (a->h2 set). */
-static double w_threads(struct alloc *a, long n)
+/* Larson-like: both threads put new blocks into shared slots and free
+ * what they take out, so about half the frees are of the other thread's
+ * blocks. */
+static void *thread_larson(void *arg)
 {
-	pthread_t th[2];
-	struct alloc own = { a->kind, a->h2 ? a->h2 : a->h, NULL };
-	struct thread_arg arg[2] = { { a, n, 0 }, { &own, n, 0 } };
+	struct thread_arg *t = arg;
+	uint32_t x = t->seed;
 
-	for (int i = 0; i < 2; i++)
-		pthread_create(&th[i], NULL, thread_batch, &arg[i]);
-	for (int i = 0; i < 2; i++)
+	thread_rights(t->a);
+	double t0 = now_ns();
+	for (long i = 0; i < t->n; i++) {
+		uint32_t r = rnd(&x);
+		void *p = a_malloc(t->a, small_sizes[(r >> 16) & 7]);
+		*(volatile char *)p = 1;
+		void *q = __atomic_exchange_n(&t->shared[r % BATCH], p, __ATOMIC_ACQ_REL);
+		if (q)
+			a_free(t->a, q);
+	}
+	t->ns = (now_ns() - t0) / t->n;
+	return NULL;
+}
+
+/* nthreads threads running fn; the second on a heap of its own if own
+ * (and a->h2 is set).  Process throughput, as ns per pair. */
+static double run_threads(struct alloc *a, long n, int nthreads, void *(*fn)(void *), bool own_heap)
+{
+	static void *volatile slots[BATCH];
+	pthread_t th[2];
+	struct alloc own = *a;
+	struct thread_arg arg[2] = { { a, n, 0, slots, 1u }, { &own, n, 0, slots, 77u } };
+
+	if (a->h2 && own_heap)
+		own.h = a->h2;
+	for (int i = 0; i < nthreads; i++)
+		pthread_create(&th[i], NULL, fn, &arg[i]);
+	for (int i = 0; i < nthreads; i++)
 		pthread_join(th[i], NULL);
-	/* pairs per second of the process, as ns per pair */
-	return 1.0 / (1.0 / arg[0].ns + 1.0 / arg[1].ns);
+	for (int i = 0; i < BATCH; i++)
+		if (slots[i]) {
+			a_free(a, slots[i]);
+			slots[i] = NULL;
+		}
+	double per_s = 0;
+	for (int i = 0; i < nthreads; i++)
+		per_s += 1.0 / arg[i].ns;
+	return 1.0 / per_s;
+}
+
+static double w_larson(struct alloc *a, long n)
+{
+	return run_threads(a, n, 2, thread_larson, false);
+}
+
+static double w_one(struct alloc *a, long n)
+{
+	return run_threads(a, n, 1, thread_live, false);
+}
+
+/* Two threads, each with a heap of its own (glibc: its arenas). */
+static double w_two(struct alloc *a, long n)
+{
+	return run_threads(a, n, 2, thread_live, true);
 }
 
 /* ---- vault workloads ---- */
@@ -282,14 +410,17 @@ static void v_footprint(int sodium, double *vs, double *lk)
 /* ---- variants: each in a child, results through a pipe ---- */
 
 enum {
-	R_PAIRS, R_BATCH, R_THREADS, R_THREADS2, /* heap: ns per malloc+free pair */
+	R_PAIRS, R_LIVE, R_LARSON, R_REALLOC, R_MIX, R_ONE, R_TWO, /* heap workloads */
+	R_OPENS, /* metadata opens per malloc+free pair, one at a time */
 	R_GUARDED,
 	R_VAULT_AF, R_VAULT_OC, R_VAULT_WITH, R_VAULT_VS, R_VAULT_LK,
 	R_COUNT
 };
+#define R_HEAP_LAST R_TWO
 
 struct result {
 	int ok;
+	int absent; /* jemalloc or mimalloc not installed */
 	int backend;
 	int meta_closed;
 	double v[R_COUNT];
@@ -314,31 +445,51 @@ static double med_vault(double (*f)(mpk_domain *, long), mpk_domain *d, long n)
 	return median(v, runs);
 }
 
-/* What one variant measures: glibc (kind A_GLIBC) or mpkit; heap_only
- * for the metadata mode that is not the default. */
+static double (*const workload[])(struct alloc *, long) = {
+	w_pairs, w_live, w_larson, w_realloc, w_mix, w_one, w_two,
+};
+static const long work[] = { 2000000, 2000000, 1000000, 32000, 400000, 1000000, 1000000 };
+
+/* The heap workloads, k times the usual work. */
+static void heap_rows(struct alloc *a, struct result *res, double k)
+{
+	for (int w = 0; w <= R_HEAP_LAST; w++)
+		res->v[w] = med_of(workload[w], a, iters((long)(work[w] * k)));
+}
+
+/* What one variant measures: glibc (kind A_GLIBC), jemalloc, mimalloc or
+ * mpkit; heap_only for the metadata mode that is not the default. */
 static void measure(int kind, int heap_only, struct result *res)
 {
 	struct alloc a = { kind, NULL, NULL };
 	mpk_domain *d = NULL;
 
+	if (kind == A_JEMALLOC || kind == A_MIMALLOC) {
+		heap_rows(&a, res, 1); /* preloaded: malloc() is theirs */
+		res->ok = 1;
+		return;
+	}
 	if (kind != A_GLIBC) {
 		res->backend = mpk_backend();
 		if (res->backend < 0 || !(d = mpk_domain_create("bench-heap", MPK_RW, 0)) ||
-		    !(a.h = mpk_heap_create(d, 0))) {
+		    !(a.h = mpk_heap_create(d, 0)) || !(a.h2 = mpk_heap_create(d, 0))) {
 			snprintf(res->err, sizeof(res->err), "heap: %s", strerror(errno));
 			return;
 		}
-		struct mpk_heap_stats st;
+		struct mpk_heap_stats st, st2;
 		mpk_heap_stats_get(a.h, &st);
 		res->meta_closed = st.meta_closed;
+		long n = iters(200000);
+		w_pairs(&a, n / 10);
+		mpk_heap_stats_get(a.h, &st);
+		w_pairs(&a, n);
+		mpk_heap_stats_get(a.h, &st2);
+		res->v[R_OPENS] = (double)(st2.meta_opens - st.meta_opens - 1) / n;
 	}
 	/* The domain-switching soft variant is slow: less work. */
-	double k = (kind != A_GLIBC && res->meta_closed && res->backend == MPK_BACKEND_SOFT) ? 0.002 : 1;
-	res->v[R_PAIRS] = med_of(w_pairs, &a, iters((long)(2000000 * k)));
-	res->v[R_BATCH] = med_of(w_batch, &a, iters((long)(2000000 * k)));
-	res->v[R_THREADS] = med_of(w_threads, &a, iters((long)(1000000 * k)));
-	if (kind != A_GLIBC && (a.h2 = mpk_heap_create(d, 0))) {
-		res->v[R_THREADS2] = med_of(w_threads, &a, iters((long)(1000000 * k)));
+	double k = (kind != A_GLIBC && res->meta_closed && res->backend == MPK_BACKEND_SOFT) ? 0.01 : 1;
+	heap_rows(&a, res, k);
+	if (a.h2) {
 		mpk_heap_destroy(a.h2);
 		a.h2 = NULL;
 	}
@@ -394,7 +545,25 @@ static void variant(int kind, const char *meta, int heap_only, struct result *re
 		return;
 	}
 	fflush(NULL);
+	char lib[256], fd[16], k[16], rn[16], sc[32];
+	if ((kind == A_JEMALLOC || kind == A_MIMALLOC) && !ext_path(kind, lib, sizeof(lib))) {
+		res->absent = res->ok = 1;
+		close(fds[0]);
+		close(fds[1]);
+		return;
+	}
 	pid_t pid = fork();
+	if (pid == 0 && (kind == A_JEMALLOC || kind == A_MIMALLOC)) {
+		/* Again, with their malloc: see main(). */
+		close(fds[0]);
+		snprintf(fd, sizeof(fd), "%d", fds[1]);
+		snprintf(k, sizeof(k), "%d", kind);
+		snprintf(rn, sizeof(rn), "%d", runs);
+		snprintf(sc, sizeof(sc), "%g", scale);
+		setenv("LD_PRELOAD", lib, 1);
+		execl("/proc/self/exe", "mpkit-bench-alloc", "--preloaded", k, fd, rn, sc, (char *)NULL);
+		_exit(127);
+	}
 	if (pid == 0) {
 		struct result r = { 0 };
 		close(fds[0]);
@@ -406,8 +575,11 @@ static void variant(int kind, const char *meta, int heap_only, struct result *re
 		_exit(0);
 	}
 	close(fds[1]);
-	if (pid < 0 || read(fds[0], res, sizeof(*res)) != (ssize_t)sizeof(*res))
+	if (pid < 0 || read(fds[0], res, sizeof(*res)) != (ssize_t)sizeof(*res)) {
 		snprintf(res->err, sizeof(res->err), "the child failed");
+		if (kind == A_JEMALLOC || kind == A_MIMALLOC)
+			res->absent = res->ok = 1; /* could not run it: say so */
+	}
 	close(fds[0]);
 	if (pid > 0)
 		waitpid(pid, &status, 0);
@@ -467,9 +639,20 @@ static void row(const char *what, double ns, double ref, const char *unit)
 
 int main(int argc, char **argv)
 {
-	struct result glibc, dflt, other;
+	struct result glibc, je, mi, dflt, other;
 
 	for (int i = 1; i < argc; i++) {
+		if (!strcmp(argv[i], "--preloaded") && i + 4 < argc) {
+			/* A variant's child, with jemalloc or mimalloc preloaded. */
+			struct result r = { 0 };
+			int fd = atoi(argv[i + 2]);
+			runs = atoi(argv[i + 3]);
+			scale = atof(argv[i + 4]);
+			if (runs < 1 || runs > MAXRUNS)
+				return 2;
+			measure(atoi(argv[i + 1]), 1, &r);
+			return write(fd, &r, sizeof(r)) == (ssize_t)sizeof(r) ? 0 : 1;
+		}
 		if (!strcmp(argv[i], "--quick")) {
 			scale = 0.1;
 			runs = 3;
@@ -494,6 +677,8 @@ int main(int argc, char **argv)
 	machine();
 	fflush(stdout);
 	variant(A_GLIBC, NULL, 0, &glibc);
+	variant(A_JEMALLOC, NULL, 0, &je);
+	variant(A_MIMALLOC, NULL, 0, &mi);
 	variant(A_HEAP, "auto", 0, &dflt);
 	variant(A_HEAP, dflt.meta_closed ? "open" : "closed", 1, &other);
 	for (struct result *r = &glibc; r; r = r == &glibc ? &dflt : r == &dflt ? &other : NULL)
@@ -503,24 +688,43 @@ int main(int argc, char **argv)
 		}
 	struct result *o = dflt.meta_closed ? &other : &dflt;
 	struct result *c = dflt.meta_closed ? &dflt : &other;
-	const char *dflt_o = dflt.meta_closed ? "" : " (the default here)";
-	const char *dflt_c = dflt.meta_closed ? " (the default here)" : "";
-	char what[96];
 
-	printf("heap: small blocks (16..256 bytes), ns per malloc+free   ratio: glibc time / this\n");
+	printf("heap: ns per malloc+free pair (realloc: per call); (ratio) = glibc time / this\n");
 	static const char *wl[] = {
-		"one at a time", "1000 live, freed in another order",
-		"two threads, one heap (per process)", "two threads, a heap each (per process)",
+		"16-256 B, one at a time", "1000 live, freed at random",
+		"larson-like, 2 threads, cross-thread free", "realloc x2 from 16 B to 1 MiB",
+		"sizes 8 B-64 KiB mixed, 1000 live", "one thread, 1000 live (scaling base)",
+		"two threads, a heap each (per process)",
 	};
-	for (int w = R_PAIRS; w <= R_THREADS2; w++) {
-		int ref = w == R_THREADS2 ? R_THREADS : w; /* glibc has one way */
-		printf(" %s\n", wl[w]);
-		row("glibc malloc/free", glibc.v[ref], glibc.v[ref], "x");
-		snprintf(what, sizeof(what), "mpk_heap, metadata open%s", dflt_o);
-		row(what, o->v[w], glibc.v[ref], "x");
-		snprintf(what, sizeof(what), "mpk_heap, metadata closed%s", dflt_c);
-		row(what, c->v[w], glibc.v[ref], "x");
+	const char *col[] = { "glibc", "jemalloc", "mimalloc", "mpk open", "mpk closed" };
+	struct result *rs[] = { &glibc, &je, &mi, o, c };
+	printf("  %-42s", "workload");
+	for (int i = 0; i < 5; i++)
+		printf(" %16s", col[i]);
+	printf("\n");
+	for (int w = 0; w <= R_HEAP_LAST; w++) {
+		printf("  %-42s", wl[w]);
+		for (int i = 0; i < 5; i++) {
+			double v = rs[i]->v[w], ref = glibc.v[w];
+			if (rs[i]->absent || v <= 0)
+				printf(" %16s", rs[i]->absent ? "absent" : "n/a");
+			else
+				printf(" %8.1f (%5.2f)", v, ref / v);
+		}
+		printf("\n");
 	}
+	printf("  %-42s", "2 threads / 1 thread throughput");
+	for (int i = 0; i < 5; i++)
+		if (rs[i]->absent || rs[i]->v[R_TWO] <= 0)
+			printf(" %16s", rs[i]->absent ? "absent" : "n/a");
+		else
+			printf(" %15.2fx", rs[i]->v[R_ONE] / rs[i]->v[R_TWO]);
+	printf("\n  %-42s %16s %16s %16s %16.3f %16.3f\n",
+	       "metadata opens per pair, one at a time", "", "", "",
+	       o->meta_closed ? o->v[R_OPENS] : 0.0, c->v[R_OPENS]);
+	printf("  (the default here: metadata %s; an open is 2 WRPKRU on hw, 2 mprotect on soft;%s%s)\n",
+	       dflt.meta_closed ? "closed" : "open", je.absent ? " jemalloc absent;" : "",
+	       mi.absent ? " mimalloc absent;" : "");
 	printf(" guarded heap (MPK_HEAP_GUARDED: pages and guard pages per block)\n");
 	row("mpk_heap guarded, one at a time", dflt.v[R_GUARDED], glibc.v[R_PAIRS], "x");
 

@@ -549,6 +549,8 @@ struct mpk_heap_stats {
 	size_t mapped;   /* domain memory mapped for blocks (guard pages not counted) */
 	unsigned flags;  /* as created */
 	int meta_closed; /* the metadata is closed between calls */
+	size_t meta_opens; /* times calls on this heap opened the closed metadata
+			    * (2 WRPKRU each on hw; this call counts too) */
 };
 /* Fill *stats.  Errors: EINVAL (bad heap, stats NULL). */
 int mpk_heap_stats_get(mpk_heap *h, struct mpk_heap_stats *stats);

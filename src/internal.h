@@ -12,10 +12,7 @@
 
 #include "mpkit.h"
 #include "arch.h"
-
-#define MPK_EXPORT __attribute__((visibility("default")))
-#define likely(x) __builtin_expect(!!(x), 1)
-#define unlikely(x) __builtin_expect(!!(x), 0)
+#include "core.h"
 
 #define MPK_DOMAIN_MAGIC 0x6d706b64u /* "mpkd" */
 #define MPK_DOMAIN_DEAD  0x64656164u /* "dead" */
@@ -84,8 +81,6 @@ struct mpk_global {
 
 extern struct mpk_global mpk_g;
 
-/* init.c */
-int mpk__ensure_init(void); /* 0, or -1 with errno */
 
 /* domain.c */
 static inline bool mpk__domain_ok(const struct mpk_domain *d)
@@ -93,14 +88,6 @@ static inline bool mpk__domain_ok(const struct mpk_domain *d)
 	return d && d->magic == MPK_DOMAIN_MAGIC;
 }
 struct mpk_domain *mpk__domain_by_key(int key); /* signal-safe */
-/* A layer above that builds on a domain holds it (EINVAL if the domain is
- * bad); mpk_domain_destroy() fails with EBUSY while it is held. */
-int mpk__domain_hold(struct mpk_domain *d);
-void mpk__domain_unhold(struct mpk_domain *d);
-/* Called by mpk_domain_destroy() before anything else, without the lock:
- * a layer above that keeps state about d drops it (0) or refuses (-1 and
- * errno).  Set once by that layer. */
-extern int (*mpk__domain_detach)(struct mpk_domain *d);
 
 /* region.c (callers hold mpk_g.lock except for lookup) */
 struct mpk_region *mpk__region_add(struct mpk_domain *d, void *start, size_t len);
@@ -116,17 +103,7 @@ void mpk__regions_each(void (*fn)(struct mpk_region *r, void *arg), void *arg);
  * reservation, or munmap() for an adopted range. */
 void mpk__region_release(void *start, size_t len);
 
-/* memory.c: put fresh memory mpkit just mapped (private anonymous, any
- * protection) into d: mpk_adopt() without the /proc checks.  On failure it
- * is left PROT_NONE with no key, for the caller to unmap. */
-int mpk__adopt_fresh(struct mpk_domain *d, void *addr, size_t len);
-
-/* memory.c: mpk_alloc()/mpk_free() for the allocators' own regions (chunks,
- * big blocks, metadata).  The regions are marked owned, so that a user's
- * mpk_free() of one (its address is in /proc/PID/maps) cannot unmap live
- * blocks under a heap: it fails with EINVAL. */
-void *mpk__alloc_owned(struct mpk_domain *d, size_t len);
-int mpk__free_owned(struct mpk_domain *d, void *addr);
+/* The services for layers above (hold, detach, owned regions): core.h. */
 
 /* memory.c: a fresh region of d (len > 0, checked by the caller), owned
  * and/or code. */
@@ -252,6 +229,7 @@ void mpk__threads_lock(void), mpk__threads_unlock(void), mpk__threads_child(void
  * locks usable again (parent, child).  -1/ENOMEM when the table is full.
  */
 int mpk__atfork_register(void (*prepare)(void), void (*parent)(void), void (*child)(void));
+/* fork.c: the core's fork handlers; layers register theirs (core.h). */
 void mpk__atfork_init(void); /* from do_init: pthread_atfork once */
 void mpk__broadcast_lock(void), mpk__broadcast_unlock(void), mpk__broadcast_child(void);
 

@@ -17,7 +17,7 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
-#include "heap.h"
+#include "heap/heap.h"
 #include "internal.h"
 #include "lockdown.h"
 #include "os.h"
@@ -65,7 +65,7 @@ static int by_lo(const void *a, const void *b)
  * memory allocated after lockdown is covered too), the adopted ranges and
  * the heap metadata area.  Neighbours closer than three pages merge: what
  * lies between is one of mpkit's guard holes.  A window added after
- * lockdown (past the first 64 GiB of domain memory) is not covered.
+ * lockdown (past the first 16 GiB of domain memory) is not covered.
  */
 static int domain_ranges(struct ranges *rs)
 {

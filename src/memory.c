@@ -105,6 +105,52 @@ int mpk__free_owned(struct mpk_domain *d, void *addr)
 	return free_region(d, addr, true);
 }
 
+void *mpk__remap_owned(struct mpk_domain *d, void *addr, size_t new_len)
+{
+	size_t page = mpk_os_page_size();
+	struct mpk_region *r;
+	void *p = NULL;
+
+	new_len = (new_len + page - 1) & ~(page - 1);
+	pthread_mutex_lock(&mpk_g.lock);
+	r = mpk__region_find(d, addr);
+	if (!r || !r->owned || !new_len) {
+		errno = EINVAL;
+		goto out;
+	}
+	if (new_len == r->len) {
+		p = addr;
+		goto out;
+	}
+	/* Somewhere else in a window (the reservation around a region is its
+	 * guard, so it never grows in place), registered there before the
+	 * pages move so that a failure at any step changes nothing. */
+	if (r->sealed) {
+		errno = EPERM;
+		goto out;
+	}
+	size_t old_len = r->len;
+	void *q = mpk__window_carve(new_len, 0);
+	struct mpk_region *nr = q ? mpk__region_add(d, q, new_len) : NULL;
+	if (!nr || mpk__window_move(addr, old_len, q, new_len)) {
+		int err = errno;
+		if (nr)
+			mpk__region_del(nr);
+		if (q)
+			mpk__window_uncarve(q, new_len);
+		errno = err;
+		goto out;
+	}
+	nr->owned = true;
+	nr->exec = r->exec;
+	mpk__region_del(r);
+	mpk_os_name_region(q, new_len, d->name);
+	p = q;
+out:
+	pthread_mutex_unlock(&mpk_g.lock);
+	return p;
+}
+
 MPK_EXPORT int mpk_adopt(mpk_domain *d, void *addr, size_t len)
 {
 	size_t page = mpk_os_page_size();

@@ -166,6 +166,13 @@ int mpk_os_madvise(void *addr, size_t len, int advice)
 	return (int)sys_mem(SYS_madvise, (long)addr, (long)len, advice, 0, 0, 0);
 }
 
+void *mpk_os_remap_fixed(void *addr, size_t old_len, size_t new_len, void *to)
+{
+	long p = sys_mem(SYS_mremap, (long)addr, (long)old_len, (long)new_len,
+			 MREMAP_MAYMOVE | MREMAP_FIXED, (long)to, 0);
+	return p == -1 ? NULL : (void *)p;
+}
+
 int mpk_os_mlock(const void *addr, size_t len)
 {
 	return (int)sys_mem(SYS_mlock, (long)addr, (long)len, 0, 0, 0, 0);

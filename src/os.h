@@ -23,6 +23,8 @@ int mpk_os_unmap(void *addr, size_t len);
 int mpk_os_madvise(void *addr, size_t len, int advice);
 /* Set by mpk_lockdown(): memory calls go through mpkit's trusted site. */
 extern bool mpk_os_locked;
+/* mremap(MREMAP_MAYMOVE | MREMAP_FIXED) onto to: to, or NULL/errno. */
+void *mpk_os_remap_fixed(void *addr, size_t old_len, size_t new_len, void *to);
 /* Raw mlock()/munlock(): sanitizers make the libc ones no-ops. */
 int mpk_os_mlock(const void *addr, size_t len);
 int mpk_os_munlock(const void *addr, size_t len);

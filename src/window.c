@@ -363,3 +363,24 @@ void mpk__window_uncarve(void *p, size_t len)
 	push_free((uintptr_t)p, len / mpk_os_page_size() + 1);
 	pthread_mutex_unlock(&lock);
 }
+
+int mpk__window_move(void *old, size_t old_len, void *to, size_t new_len)
+{
+	pthread_mutex_lock(&lock);
+	bool over = test_cap && new_len > old_len && mapped + new_len - old_len > test_cap;
+	pthread_mutex_unlock(&lock);
+	if (over) {
+		errno = ENOMEM;
+		return -1;
+	}
+	/* Onto the carved reservation (it replaces it); the pages, their key
+	 * and protection move with the mapping.  The old range is a hole now:
+	 * reserved again at once, before anything else can land there. */
+	if (!mpk_os_remap_fixed(old, old_len, new_len, to))
+		return -1;
+	pthread_mutex_lock(&lock);
+	mapped += new_len;
+	pthread_mutex_unlock(&lock);
+	mpk__window_unmap(old, old_len);
+	return 0;
+}

@@ -24,7 +24,10 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#define MPK_WINDOW_SHIFT 36 /* 64 GiB per window (more for one huge region) */
+/* 16 GiB per window (more for one huge region): small enough that the
+ * reservation plus its alignment slack fits where address space is
+ * limited, as under valgrind (32 GiB at most). */
+#define MPK_WINDOW_SHIFT 34
 #define MPK_WINDOW_SIZE ((uintptr_t)1 << MPK_WINDOW_SHIFT)
 #define MPK_WINDOW_MAX 256
 
@@ -40,6 +43,11 @@ void *mpk__window_map(size_t len, size_t align, int prot);
 /* Give [p, p+len) from mpk__window_map() back: its pages are dropped and
  * it is reserved PROT_NONE again, for a later map to reuse. */
 void mpk__window_unmap(void *p, size_t len);
+
+/* Move [old, old+old_len) from mpk__window_map() onto to, new_len bytes
+ * carved by mpk__window_carve() (mremap: contents, key and protection go
+ * along); old is reserved again.  0, or -1/errno with nothing changed. */
+int mpk__window_move(void *old, size_t old_len, void *to, size_t new_len);
 
 /* The address range of a window unit, reserved but not mapped (tests and
  * the benchmark register many regions without spending VMAs: the kernel's

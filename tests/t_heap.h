@@ -8,6 +8,7 @@
 #ifndef MPK_TEST_HEAP_H
 #define MPK_TEST_HEAP_H
 
+#include <linux/capability.h>
 #include <stdint.h>
 #include <sys/resource.h>
 
@@ -83,6 +84,29 @@ static inline int t_child_stderr(void (*fn)(void *), void *arg, char *buf, size_
 			t_fail("want \"%s\" in:\n%s", (what), (text));         \
 	} while (0)
 
+/* ---- overflows on purpose ---- */
+
+/* memset() that sanitizers do not stop: a misuse test overflows a block
+ * to see what the heap says of it (ASan builds report the write itself,
+ * t_heap_asan_overflow checks that). */
+#if defined(__SANITIZE_ADDRESS__)
+__attribute__((no_sanitize_address))
+#endif
+static inline void t_overflow(void *p, int c, size_t n)
+{
+	for (size_t i = 0; i < n; i++)
+		((volatile unsigned char *)p)[i] = (unsigned char)c;
+}
+
+/* Flip bits of a byte the same way (a header, say). */
+#if defined(__SANITIZE_ADDRESS__)
+__attribute__((no_sanitize_address))
+#endif
+static inline void t_flip(void *p, unsigned char bits)
+{
+	*(volatile unsigned char *)p ^= bits;
+}
+
 /* ---- cookies: a block says where it is and how long it is ---- */
 
 static inline uint64_t t_cookie(const void *p, size_t n)
@@ -120,11 +144,13 @@ static inline size_t t_rss(void)
 	return res * t_page();
 }
 
-/* The VmFlags line of the smaps entry covering addr ("" if none). */
-static inline void t_vmflags(const void *addr, char *out, size_t size)
+/* The rest of the line starting with field (e.g. "VmFlags:") in the smaps
+ * entry covering addr ("" if none). */
+static inline void t_smaps_field(const void *addr, const char *field, char *out, size_t size)
 {
 	unsigned long a = (unsigned long)addr, lo, hi;
 	char line[512];
+	size_t flen = strlen(field);
 	int in = 0;
 	FILE *f = fopen("/proc/self/smaps", "r");
 
@@ -135,16 +161,48 @@ static inline void t_vmflags(const void *addr, char *out, size_t size)
 			in = a >= lo && a < hi;
 			continue;
 		}
-		if (in && !strncmp(line, "VmFlags:", 8)) {
-			size_t n = strlen(line + 8);
+		if (in && !strncmp(line, field, flen)) {
+			size_t n = strlen(line + flen);
 			if (n >= size)
 				n = size - 1;
-			memcpy(out, line + 8, n);
+			memcpy(out, line + flen, n);
 			out[n] = 0;
 			break;
 		}
 	}
 	fclose(f);
+}
+
+static inline void t_vmflags(const void *addr, char *out, size_t size)
+{
+	t_smaps_field(addr, "VmFlags:", out, size);
+}
+
+/* Locked kB of the mapping covering addr (-1: no such mapping). */
+static inline long t_locked_kb(const void *addr)
+{
+	char v[64];
+	long kb = -1;
+
+	t_smaps_field(addr, "Locked:", v, sizeof(v));
+	if (sscanf(v, "%ld", &kb) != 1)
+		return -1;
+	return kb;
+}
+
+/* VmLck of this process, in KiB. */
+static inline long t_locked_kib(void)
+{
+	char line[256];
+	long v = -1;
+	FILE *f = fopen("/proc/self/status", "r");
+
+	REQUIRE(f);
+	while (fgets(line, sizeof(line), f))
+		if (sscanf(line, "VmLck: %ld kB", &v) == 1)
+			break;
+	fclose(f);
+	return v;
 }
 
 /* Whether the VmFlags of addr's mapping include the two-letter flag. */
@@ -200,6 +258,22 @@ static inline int t_cap_ipc_lock(void)
 			break;
 	fclose(f);
 	return (eff >> 14) & 1; /* CAP_IPC_LOCK */
+}
+
+/* Give up CAP_IPC_LOCK (root has it, and it ignores RLIMIT_MEMLOCK). */
+static inline void t_drop_ipc_lock(void)
+{
+	struct __user_cap_header_struct hdr = { _LINUX_CAPABILITY_VERSION_3, 0 };
+	struct __user_cap_data_struct data[2];
+
+	REQUIRE(syscall(SYS_capget, &hdr, data) == 0);
+	for (int i = 0; i < 2; i++) {
+		unsigned bit = CAP_IPC_LOCK / 32 == i ? 1u << (CAP_IPC_LOCK % 32) : 0;
+		data[i].effective &= ~bit;
+		data[i].permitted &= ~bit;
+		data[i].inheritable &= ~bit;
+	}
+	REQUIRE(syscall(SYS_capset, &hdr, data) == 0);
 }
 
 /* Vault tests lock what their secrets take: skip where that much cannot be

@@ -34,7 +34,7 @@ int main(void)
 	unsigned char *b = mpk_heap_malloc(h, 48);
 	REQUIRE(a && b);
 	REQUIRE(b == a + 64);
-	memset(a, 0x41, 64); /* 16 bytes too many: into b's header */
+	t_overflow(a, 0x41, 64); /* 16 bytes too many: into b's header */
 	victim = b;
 	int st = t_child_stderr(free_victim, NULL, report, sizeof(report));
 	CHECK(WIFSIGNALED(st) && WTERMSIG(st) == SIGABRT);
@@ -56,7 +56,7 @@ int main(void)
 	/* A single flipped bit of the size is caught too. */
 	unsigned char *c = mpk_heap_malloc(h, 100);
 	REQUIRE(c);
-	c[-16] ^= 1;
+	t_flip(c - 16, 1);
 	CHECK_ERR(mpk_heap_free(h, c), EINVAL);
 	CHECK_MISUSE(MPK_MISUSE_CORRUPT, c);
 
@@ -65,7 +65,7 @@ int main(void)
 	unsigned char *r2 = mpk_heap_malloc(h, 8192 - 16);
 	REQUIRE(r1 && r2);
 	if (r2 == r1 + 8192) {
-		memset(r1, 0, 8192 - 16 + 20); /* 4 bytes into r2's run */
+		t_overflow(r1, 0, 8192 - 16 + 20); /* 4 bytes into r2's run */
 		CHECK_ERR(mpk_heap_free(h, r2), EINVAL);
 		CHECK_MISUSE(MPK_MISUSE_CORRUPT, r2);
 	} else {

@@ -6,41 +6,9 @@
  * thread; secrets that fit in pages already locked still come; freeing
  * makes room again.
  */
-#include <linux/capability.h>
-
 #include "t_heap.h"
 
 #define KiB 1024
-
-/* VmLck of this process, in KiB. */
-static long locked_kib(void)
-{
-	char line[256];
-	long v = -1;
-	FILE *f = fopen("/proc/self/status", "r");
-
-	REQUIRE(f);
-	while (fgets(line, sizeof(line), f))
-		if (sscanf(line, "VmLck: %ld kB", &v) == 1)
-			break;
-	fclose(f);
-	return v;
-}
-
-static void drop_ipc_lock(void)
-{
-	struct __user_cap_header_struct hdr = { _LINUX_CAPABILITY_VERSION_3, 0 };
-	struct __user_cap_data_struct data[2];
-
-	REQUIRE(syscall(SYS_capget, &hdr, data) == 0);
-	for (int i = 0; i < 2; i++) {
-		unsigned bit = CAP_IPC_LOCK / 32 == i ? 1u << (CAP_IPC_LOCK % 32) : 0;
-		data[i].effective &= ~bit;
-		data[i].permitted &= ~bit;
-		data[i].inheritable &= ~bit;
-	}
-	REQUIRE(syscall(SYS_capset, &hdr, data) == 0);
-}
 
 enum { MAXS = 1000 };
 static unsigned char *s[MAXS];
@@ -49,7 +17,7 @@ static void limited(void)
 {
 	int n = 0;
 
-	drop_ipc_lock();
+	t_drop_ipc_lock();
 	t_limit(RLIMIT_MEMLOCK, 64 * KiB);
 	mpk_domain *d = mpk_domain_create("vault-mlock", MPK_NONE, 0);
 	REQUIRE(d);
@@ -59,7 +27,7 @@ static void limited(void)
 		n++;
 	CHECK(n > 0 && n < MAXS);
 	CHECK(errno == EPERM);
-	long lck = locked_kib();
+	long lck = t_locked_kib();
 	size_t vs = t_vsize();
 	CHECK(lck > 0 && lck <= 64);
 
@@ -67,7 +35,7 @@ static void limited(void)
 	CHECK_ERR(mpk_secret_alloc(d, 3000), EPERM);
 	CHECK_ERR(mpk_secret_alloc(d, 20000), EPERM);
 	CHECK_ERR(mpk_secret_alloc(d, 700000), EPERM);
-	CHECK(locked_kib() == lck && t_vsize() == vs);
+	CHECK(t_locked_kib() == lck && t_vsize() == vs);
 	CHECK(mpk_get(d) == MPK_NONE);
 
 	/* ... but small secrets fit in the page already locked. */

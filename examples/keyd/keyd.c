@@ -76,20 +76,60 @@ static mpk_scope keys_open(void)
 	return plain ? (mpk_scope){ NULL, -1 } : mpk_enter(key_dom, MPK_READ);
 }
 
-/* Start of the mapping holding p, from /proc/self/maps, or 0. */
-static uintptr_t mapping_start(const void *p)
+/* Start of the mapping holding p, from /proc/self/maps, or 0; *end and
+ * perms ("rw-p"...) of it too. */
+static uintptr_t mapping_of(const void *p, uintptr_t *end, char perms[5])
 {
 	unsigned long lo, hi, want = (unsigned long)p, found = 0;
-	char line[512];
+	char line[512], pm[5];
 	FILE *f = fopen("/proc/self/maps", "re");
 
 	if (!f)
 		return 0;
 	while (fgets(line, sizeof(line), f))
-		if (sscanf(line, "%lx-%lx", &lo, &hi) == 2 && lo <= want && want < hi)
+		if (sscanf(line, "%lx-%lx %4s", &lo, &hi, pm) == 3 && lo <= want && want < hi) {
 			found = lo;
+			*end = hi;
+			memcpy(perms, pm, 5);
+		}
 	fclose(f);
 	return found;
+}
+
+static uintptr_t mapping_start(const void *p)
+{
+	uintptr_t end;
+	char perms[5];
+	return mapping_of(p, &end, perms);
+}
+
+/* The pool right below the vault's pages.  mpkit keeps an inaccessible
+ * guard page there; the pool takes its place on purpose (MAP_FIXED on that
+ * one page only, after checking that it is the guard), so that the
+ * over-read runs straight into the key: the worst layout an allocator
+ * could give, and the one the plain build has. */
+static void *pool_below(uintptr_t vault)
+{
+	uintptr_t page = (uintptr_t)sysconf(_SC_PAGESIZE), gend = 0;
+	char perms[5] = "";
+	void *want = (void *)(vault - POOL_SIZE), *p;
+
+	if (mapping_of((void *)(vault - page), &gend, perms) &&
+	    (gend != vault || strcmp(perms, "---p"))) {
+		errno = EEXIST; /* something else lies right below the vault */
+		return MAP_FAILED;
+	}
+	p = mmap(want, POOL_SIZE - page, PROT_READ | PROT_WRITE,
+		 MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED_NOREPLACE, -1, 0);
+	if (p == MAP_FAILED)
+		return p;
+	if (p != want || mmap((void *)(vault - page), page, PROT_READ | PROT_WRITE,
+			      MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED, -1, 0) == MAP_FAILED) {
+		munmap(p, POOL_SIZE - page);
+		errno = EEXIST;
+		return MAP_FAILED;
+	}
+	return p;
 }
 
 static int read_seed(const char *file, unsigned char seed[32])
@@ -134,10 +174,7 @@ static int setup_keys(const char *file)
 			keyd_derive(seed, keys);
 		}
 		uintptr_t vault = mapping_start(keys);
-		pool = vault ? mmap((void *)(vault - POOL_SIZE), POOL_SIZE,
-				    PROT_READ | PROT_WRITE,
-				    MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED_NOREPLACE, -1, 0)
-			     : MAP_FAILED;
+		pool = vault ? pool_below(vault) : MAP_FAILED;
 		if (pool == MAP_FAILED || (uintptr_t)pool != vault - POOL_SIZE) {
 			perror("keyd: mapping the pool below the vault");
 			return -1;

@@ -1,10 +1,11 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * The heap layer's internals, shared by heap*.c and vault.c.  Not installed.
+ * The heap layer's internals, shared by src/heap/.  The layer builds on
+ * the public header and the core's services (core.h) alone.  Not installed.
  *
  * A heap hands out blocks from chunks: 1 MiB regions of its domain, carved
  * into page runs.  A run is free, a slab of small blocks of one size class,
- * or one large block.  Blocks bigger than half a chunk, and every block of a
+ * or one large block.  Blocks bigger than 128 KiB, and every block of a
  * guarded heap, get their own region ("big" blocks).  All bookkeeping (heap,
  * chunk and run descriptors, the address map, the big-block table) lives in
  * the metadata area, away from the blocks and closed between calls on hw.
@@ -18,13 +19,15 @@
 #define MPK_HEAP_H
 
 #include <errno.h>
+#include <pthread.h>
 
-#include "internal.h"
+#include "../core.h"
+#include "san.h"
 
 #define CHUNK_SHIFT 20
 #define CHUNK_SIZE ((size_t)1 << CHUNK_SHIFT)
 #define CHUNK_PAGES_MAX 256       /* 4 KiB pages; fewer with bigger ones */
-#define LARGE_MAX (CHUNK_SIZE / 2) /* bigger blocks get their own region */
+#define LARGE_MAX ((size_t)128 << 10) /* bigger blocks get their own region */
 #define HDR 16                    /* block header of ordinary heaps */
 #define NCLASSES 27
 #define SMALL_MAX 3584
@@ -84,6 +87,10 @@ struct arena {
 	size_t dirty_pages;         /* in free runs, not yet purged */
 	size_t blocks, bytes;       /* live blocks, their usable bytes */
 	size_t mapped;              /* domain memory: chunks and big blocks */
+	/* Arena 0: regions of freed big blocks kept for the next ones
+	 * (ordinary heaps), oldest first; reused as they are or mremapped. */
+	struct { uintptr_t region; size_t len; } cache[4];
+	unsigned ncache;
 };
 
 #define ARENAS_MAX 8
@@ -93,7 +100,11 @@ struct heap {
 	unsigned flags;
 	struct mpk_domain *domain;
 	uint64_t key;               /* header checksums */
-	struct heap *prev, *next;   /* the registry; under meta lock */
+	uint64_t ckey;              /* ... of blocks in a thread cache */
+	uint32_t uid;               /* never 0, never reused: tags its chunks */
+	size_t meta_opens;          /* atomic: closed metadata opened, for stats */
+	struct heap *prev, *next;   /* the registry; under heaps lock */
+	unsigned lock_gen;          /* vault: mpk__fork_gen its runs are locked in */
 	unsigned narenas;           /* big blocks all go to arena 0 */
 	struct arena arenas[ARENAS_MAX];
 };
@@ -108,11 +119,70 @@ struct big {
 	size_t maplen, reglen;
 	size_t size;           /* requested */
 	uint32_t state;
+	bool reused;           /* its region was kept from a freed block: not zero */
 };
+
+/* ---- block headers (ordinary heaps) ---- */
+
+struct hdr {
+	uint64_t size;  /* requested */
+	uint64_t check; /* mpk__hdr_sum(); ^ the heap's ckey while cached */
+};
+
+/* The header of block p: the heap alone reads and writes it (closed to
+ * ASan and valgrind). */
+SAN_NO_ASAN static inline struct hdr mpk__hdr_get(uintptr_t p)
+{
+	struct hdr h;
+
+	mpk__san_hdr_open(p - HDR, HDR);
+	h = *(const struct hdr *)(p - HDR);
+	mpk__san_hdr_close(p - HDR, HDR);
+	return h;
+}
+
+SAN_NO_ASAN static inline void mpk__hdr_set(uintptr_t p, uint64_t size, uint64_t check)
+{
+	struct hdr *hd = (struct hdr *)(p - HDR);
+
+	mpk__san_hdr_open(p - HDR, HDR);
+	hd->size = size;
+	hd->check = check;
+	mpk__san_hdr_close(p - HDR, HDR);
+}
+
+static inline uint64_t mpk__mix(uint64_t x)
+{
+	x ^= x >> 30;
+	x *= 0xbf58476d1ce4e5b9ull;
+	x ^= x >> 27;
+	x *= 0x94d049bb133111ebull;
+	return x ^ (x >> 31);
+}
+
+/* Keyed per heap over the block's address, size and offset in its slot:
+ * an overflow that rewrites it, or a pointer into another heap, does not
+ * match without the key. */
+static inline uint64_t mpk__hdr_sum(uint64_t key, uintptr_t p, size_t size, size_t off)
+{
+	return mpk__mix((key ^ p) + size * 0x9e3779b97f4a7c15ull + (off * 2 + 1) * 0xd6e8feb86659fd93ull);
+}
 
 /* ---- heap_meta.c: the metadata area and the global heap lock ---- */
 
-extern pthread_mutex_t mpk__meta_lock; /* registry, area, map, big table */
+/*
+ * Lock order (a thread holding one takes only later ones; the fork
+ * handlers take them all in this order, see heap_fork.c):
+ *   mpk__vault_lock -> mpk__heaps_lock -> arena locks (registry order)
+ *   -> mpk__meta_lock -> the core's mpk_g.lock.
+ * Heap calls take core locks inside their own (mpk_enter, mpk__alloc_owned,
+ * mpk_domain_create); the core never calls into the heap layer with its
+ * lock held.  The misuse handler's lock is a leaf, taken with no other.
+ */
+extern pthread_mutex_t mpk__heaps_lock; /* the registry */
+extern pthread_mutex_t mpk__meta_lock;  /* area, map, big table */
+extern pthread_mutex_t mpk__vault_lock; /* making and finding vaults */
+extern pthread_mutex_t mpk__misuse_lock;
 extern mpk_domain *mpk__meta_dom;      /* closed area: its domain */
 /* The metadata area's ranges (for the lockdown filter): fn(lo, hi, arg). */
 void mpk__meta_ranges_each(void (*fn)(uintptr_t lo, uintptr_t hi, void *arg), void *arg);
@@ -141,9 +211,11 @@ static inline void mpk__meta_close(mpk_scope *s)
 }
 /* Set up the area for a new heap (under the lock): 0 or -1/errno. */
 int mpk__meta_get(void);
-/* A heap is gone (under the lock): the area goes with the last one; the
- * caller destroys the domain this returns once it has dropped the lock. */
-mpk_domain *mpk__meta_put(void);
+/* A heap is gone (under the lock): the area goes with the last one (*last
+ * set: the caller forgets what it kept there, the map and the big-block
+ * table); the caller destroys the domain this returns once it has dropped
+ * the lock. */
+mpk_domain *mpk__meta_put(bool *last);
 static inline bool mpk__meta_closed(void)
 {
 	return __atomic_load_n(&mpk__meta_dom, __ATOMIC_ACQUIRE) != NULL;
@@ -153,7 +225,7 @@ void *mpk__meta_alloc(size_t len);
 void mpk__meta_free(void *p, size_t len);
 /* Whether p lies in the area (no lock, no access). */
 bool mpk__meta_contains(const void *p);
-struct heap **mpk__meta_heaps(void);  /* registry head */
+struct heap **mpk__meta_heaps(void);  /* registry head (heaps lock) */
 uint64_t mpk__meta_key(void);         /* per process, for checksums */
 /* The big-block table (under the lock). */
 struct big *mpk__big_find(uintptr_t p);
@@ -162,6 +234,24 @@ void mpk__big_remove(struct big *b);      /* leaves a tombstone */
 void mpk__big_reset(void);
 
 /* ---- heap_map.c: address -> chunk, lock-free lookup ---- */
+
+/* Chunks are CHUNK_SIZE-aligned.  Besides the map (in the metadata, so
+ * closed on hw), a table in open memory gives each 1 MiB granule the uid
+ * of the heap whose chunk it is, or 0: the fast paths, which do not open
+ * the metadata, read it before they touch a block's header.  Writers hold
+ * the meta lock; leaves are never freed. */
+#define TAG_L2 14
+extern uint32_t *mpk__tag_root[1u << (48 - CHUNK_SHIFT - TAG_L2)];
+static inline uint32_t mpk__chunk_tag(uintptr_t a)
+{
+	if (a >> 48)
+		return 0;
+	uint32_t *leaf = __atomic_load_n(&mpk__tag_root[a >> (CHUNK_SHIFT + TAG_L2)],
+					 __ATOMIC_ACQUIRE);
+	return leaf ? __atomic_load_n(&leaf[(a >> CHUNK_SHIFT) & ((1u << TAG_L2) - 1)],
+				      __ATOMIC_RELAXED)
+		    : 0;
+}
 
 int mpk__map_add(struct chunk *c); /* under the meta lock */
 void mpk__map_del(struct chunk *c);
@@ -179,6 +269,8 @@ static inline size_t mpk__page(void)
 }
 struct run *mpk__run_alloc(struct arena *a, size_t pages, struct chunk **cp);
 void mpk__run_free(struct arena *a, struct chunk *c, struct run *r);
+/* Grow r to pages in place, from the free run after it: whether it did. */
+bool mpk__run_grow(struct arena *a, struct chunk *c, struct run *r, size_t pages);
 void mpk__chunks_release(struct arena *a); /* all of them, on destroy */
 /* Lock vault pages in memory: 0, or -1 with EPERM. */
 int mpk__heap_lock_pages(struct heap *h, void *addr, size_t len);
@@ -196,6 +288,12 @@ static inline uintptr_t run_addr(const struct chunk *c, const struct run *r)
 
 void *mpk__big_alloc(struct arena *a, size_t size, size_t align, struct big *out);
 void mpk__big_unmap(struct heap *h, const struct big *b);
+/* A big block was freed (its entry is gone): keep its region or unmap it. */
+void mpk__big_free(struct arena *a, const struct big *b);
+void mpk__bigs_trim(struct arena *a); /* unmap the kept regions */
+/* Grow or shrink big block p (live, ordinary heap) to size with mremap:
+ * its new address, or 0 (unchanged). */
+uintptr_t mpk__big_resize(struct arena *a, uintptr_t p, size_t size);
 void mpk__bigs_release(struct heap *h); /* all of the heap's, on destroy */
 
 /* ---- heap.c: the allocator behind the public calls ---- */
@@ -217,12 +315,10 @@ bool mpk__heap_live(struct heap *h, const void *p);
 void mpk__misuse_fill(struct mpk_misuse *m, int kind, const char *call, const void *p,
 		      struct heap *h);
 
-/* Lock-free rights of the calling thread to d. */
+/* Lock-free rights of the calling thread to d (see core.h). */
 static inline int mpk__rights(const struct mpk_domain *d)
 {
-	if (d->key >= 0)
-		return mpk_arch_key_rights(mpk_arch_reg_read(), d->key);
-	return mpk__soft_get(d);
+	return mpk__rights_of(d);
 }
 
 /* Make sure the calling thread holds at least want (MPK_READ or MPK_RW)
@@ -248,8 +344,59 @@ static inline void mpk__heap_leave(mpk_scope *s)
 	}
 }
 
+/* ---- heap_cache.c: per-thread caches of small blocks ---- */
+
+/*
+ * Each thread keeps, per heap it uses (up to TC_HEAPS) and per size class,
+ * a stack of free small blocks of ordinary heaps, filled from and emptied
+ * into its arena in batches under the arena's lock, with the metadata open;
+ * between batches malloc and free touch only the cache and the block's
+ * header, never the metadata.  The cache is in open memory (a mapping per
+ * thread), so its entries are mangled with a per-cache key, as glibc's
+ * safe-linking does with tcache links, and a cached block's header check
+ * is flipped with the heap's ckey (a second free of it is a double free).
+ */
+#define TC_HEAPS 4
+#define TC_MAX 32
+struct tcache {
+	struct heap *heap;          /* NULL: unused */
+	uint32_t uid;               /* of the heap, checked on attach */
+	uint64_t epoch;             /* mpk__heap_epoch when last checked */
+	uint64_t key, ckey, mkey;   /* the heap's keys; mkey mangles slot[] */
+	struct mpk_domain *domain;
+	struct arena *arena;        /* refills come from there */
+	uint8_t n[NCLASSES];
+	uintptr_t slot[NCLASSES][TC_MAX]; /* user pointer ^ mkey */
+};
+/* Bumped when a heap goes: caches check their heap again. */
+extern uint64_t mpk__heap_epoch;
+extern __thread struct tcache *mpk__tc_last __attribute__((tls_model("initial-exec")));
+extern uint8_t mpk__tc_lim[NCLASSES]; /* entries per class */
+/* The calling thread's cache for h (metadata open, h checked), made if need
+ * be; NULL if none can be had. */
+struct tcache *mpk__tc_attach(struct heap *h);
+void mpk__tc_forget(struct heap *h); /* h goes: drop this thread's cache */
+void mpk__tc_flush_all(struct tcache *tc); /* every block back (metadata open) */
+/* heap.c: a batch in, the k oldest out (metadata open). */
+int mpk__tc_refill(struct tcache *tc, unsigned cls);
+void mpk__tc_flush(struct tcache *tc, unsigned cls, unsigned k);
+
+/* ---- heap_fork.c: locks around fork() ---- */
+
+/* Bumped in every forked child: mlock() is not inherited, so a vault whose
+ * lock_gen differs has unlocked runs. */
+extern unsigned mpk__fork_gen;
+void mpk__heap_atfork(void); /* registers the handlers, once */
+/* Lock a vault's runs in use and its big blocks again (in a child), under
+ * arena 0's lock: 0, or -1 with EPERM.  heap_run.c and heap_big.c. */
+int mpk__vault_relock(struct heap *h);
+int mpk__bigs_relock(struct heap *h);
+
 /* ---- heap_misuse.c ---- */
 
 void mpk__misuse(struct mpk_misuse *m); /* calls the handler; may not return */
+/* A free's result: rc (0, or -1 with errno), or misuse kind rc > 0,
+ * reported (metadata closed by now), then -1 with EINVAL. */
+int mpk__misuse_rc(int rc, struct mpk_misuse *m);
 
 #endif

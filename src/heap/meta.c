@@ -21,7 +21,6 @@
 #include <time.h>
 
 #include "heap.h"
-#include "os.h"
 
 #define META_REGION ((size_t)4 << 20)
 #define META_ORDERS 11 /* 1 to 1024 pages */
@@ -30,6 +29,8 @@
 enum { MODE_AUTO, MODE_OPEN, MODE_CLOSED };
 
 pthread_mutex_t mpk__meta_lock = PTHREAD_MUTEX_INITIALIZER;
+pthread_mutex_t mpk__heaps_lock = PTHREAD_MUTEX_INITIALIZER;
+static struct heap *heaps; /* the registry, under mpk__heaps_lock */
 
 /* Closed: the "heap-meta" domain; atomic.  Apart, for the inline open. */
 mpk_domain *mpk__meta_dom;
@@ -40,7 +41,6 @@ static struct {
 	unsigned nranges;         /* atomic: read without the lock */
 	void *free[META_ORDERS];  /* links live in the (open) area */
 	uintptr_t bump, end;
-	struct heap *heaps;
 	int nheaps;
 	uint64_t key;
 } meta;
@@ -83,7 +83,7 @@ int mpk__meta_get(void)
 		return -1;
 	}
 	if (mode == MODE_AUTO)
-		mode = mpk_g.backend == MPK_BACKEND_HW ? MODE_CLOSED : MODE_OPEN;
+		mode = mpk_backend() == MPK_BACKEND_HW ? MODE_CLOSED : MODE_OPEN;
 	if (mode == MODE_CLOSED) {
 		mpk_domain *d = mpk_domain_create("heap-meta", MPK_NONE, 0);
 		if (!d)
@@ -98,18 +98,16 @@ int mpk__meta_get(void)
 	return 0;
 }
 
-mpk_domain *mpk__meta_put(void)
+mpk_domain *mpk__meta_put(bool *last)
 {
 	mpk_domain *d = mpk__meta_dom;
 	unsigned n = meta.nranges;
 
-	if (--meta.nheaps)
+	if ((*last = !--meta.nheaps) == false)
 		return NULL;
 	/* The last heap is gone: nothing in the area is in use. */
 	__atomic_store_n(&meta.nranges, 0, __ATOMIC_RELEASE);
 	__atomic_store_n(&mpk__meta_dom, NULL, __ATOMIC_RELEASE);
-	mpk__map_reset();
-	mpk__big_reset();
 	if (!d)
 		for (unsigned i = 0; i < n; i++)
 			mpk_os_unmap((void *)meta.range[i].lo, meta.range[i].hi - meta.range[i].lo);
@@ -132,7 +130,7 @@ bool mpk__meta_contains(const void *p)
 
 struct heap **mpk__meta_heaps(void)
 {
-	return &meta.heaps;
+	return &heaps;
 }
 
 uint64_t mpk__meta_key(void)

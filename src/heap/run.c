@@ -15,7 +15,6 @@
 #include <sys/mman.h>
 
 #include "heap.h"
-#include "os.h"
 
 #define PURGE_PAGES 256
 
@@ -65,12 +64,50 @@ static void free_remove(struct arena *a, struct run *r)
 		a->dirty_pages -= r->pages;
 }
 
+/* A CHUNK_SIZE-aligned region of d (finding a block's chunk is then a
+ * mask), between two PROT_NONE guard pages outside any domain, which keep
+ * it apart from other mappings as mpk_alloc()'s regions are.  NULL/errno. */
+static void *chunk_map(struct mpk_domain *d)
+{
+	size_t page = mpk__page(), len = 2 * CHUNK_SIZE + page;
+	uintptr_t r = (uintptr_t)mpk_os_map(len, PROT_NONE);
+
+	if (!r) {
+		errno = ENOMEM;
+		return NULL;
+	}
+	uintptr_t base = (r + page + CHUNK_SIZE - 1) & ~(uintptr_t)(CHUNK_SIZE - 1);
+	uintptr_t lo = base - page, hi = base + CHUNK_SIZE + page;
+	if (lo > r)
+		mpk_os_unmap((void *)r, lo - r);
+	if (hi < r + len)
+		mpk_os_unmap((void *)hi, r + len - hi);
+	if (mpk__adopt_fresh(d, (void *)base, CHUNK_SIZE)) {
+		int err = errno;
+		mpk_os_unmap((void *)lo, hi - lo);
+		errno = err;
+		return NULL;
+	}
+	return (void *)base;
+}
+
+static void chunk_unmap(struct mpk_domain *d, void *base)
+{
+	size_t page = mpk__page();
+
+	/* The region first (mpkit unmaps it), then each guard. */
+	mpk__san_forget((uintptr_t)base, CHUNK_SIZE);
+	mpk__free_owned(d, base);
+	mpk_os_unmap((char *)base - page, page);
+	mpk_os_unmap((char *)base + CHUNK_SIZE, page);
+}
+
 static struct chunk *chunk_new(struct arena *a)
 {
 	size_t page = mpk__page();
 	struct mpk_domain *d = a->heap->domain;
 	struct chunk *c;
-	void *base = mpk__alloc_owned(d, CHUNK_SIZE);
+	void *base = chunk_map(d);
 	int err;
 
 	if (!base)
@@ -82,6 +119,8 @@ static struct chunk *chunk_new(struct arena *a)
 		err = errno;
 		goto unmap;
 	}
+	if (!(a->heap->flags & (HEAP_SECRET | HEAP_GUARDS)))
+		mpk__san_poison((uintptr_t)base, CHUNK_SIZE); /* blocks open it */
 	pthread_mutex_lock(&mpk__meta_lock);
 	c = mpk__meta_alloc(sizeof(*c));
 	if (c) {
@@ -115,7 +154,7 @@ static struct chunk *chunk_new(struct arena *a)
 	a->empty_chunks++;
 	return c;
 unmap:
-	mpk__free_owned(d, base);
+	chunk_unmap(d, base);
 	errno = err;
 	return NULL;
 }
@@ -146,21 +185,55 @@ static void chunk_release(struct arena *a, struct chunk *c)
 	mpk__map_del(c);
 	mpk__meta_free(c, sizeof(*c));
 	pthread_mutex_unlock(&mpk__meta_lock);
-	mpk__free_owned(a->heap->domain, base);
+	chunk_unmap(a->heap->domain, base);
 }
 
+/* Purging decays: freed pages stay resident (a block that comes back
+ * soon finds them) until more than PURGE_PAGES are dirty; then the runs
+ * freed longest ago (list tails), largest first, go until half are left. */
 static void purge(struct arena *a)
 {
 	size_t page = mpk__page();
 
-	for (unsigned b = 0; b < NBUCKETS; b++)
-		for (struct run *r = a->free_runs[b]; r; r = r->next)
+	for (unsigned b = NBUCKETS; b-- > 0 && a->dirty_pages > PURGE_PAGES / 2;) {
+		struct run *r = a->free_runs[b];
+		while (r && r->next)
+			r = r->next;
+		for (; r && a->dirty_pages > PURGE_PAGES / 2; r = r->prev)
 			if (!r->clean) {
 				struct chunk *c = r->chunk;
 				mpk_os_madvise((void *)run_addr(c, r), r->pages * page, MADV_DONTNEED);
 				r->clean = 1;
 				a->dirty_pages -= r->pages;
 			}
+	}
+}
+
+bool mpk__run_grow(struct arena *a, struct chunk *c, struct run *r, size_t pages)
+{
+	unsigned end = r->page + r->pages;
+	size_t extra = pages - r->pages;
+
+	if (pages <= r->pages)
+		return true;
+	if (end >= c->npages || (a->heap->flags & HEAP_SECRET))
+		return false; /* vault runs would need locking too */
+	struct run *n = &c->runs[end];
+	if (n->kind != RUN_FREE || n->pages < extra)
+		return false;
+	free_remove(a, n);
+	if (n->pages > extra) {
+		struct run *t = &c->runs[end + extra];
+		t->page = (uint16_t)(end + extra);
+		t->pages = (uint16_t)(n->pages - extra);
+		t->clean = n->clean;
+		free_insert(a, c, t);
+	}
+	n->kind = RUN_NONE;
+	c->nfree = (uint16_t)(c->nfree - extra);
+	r->pages = (uint16_t)pages;
+	set_owner(c, r->page, r->pages);
+	return true;
 }
 
 int mpk__heap_lock_pages(struct heap *h, void *addr, size_t len)
@@ -277,7 +350,22 @@ void mpk__chunks_release(struct arena *a)
 		void *base = (void *)c->base;
 		mpk__meta_free(c, sizeof(*c));
 		pthread_mutex_unlock(&mpk__meta_lock);
-		mpk__free_owned(a->heap->domain, base);
+		chunk_unmap(a->heap->domain, base);
 	}
 	a->mapped = 0;
+}
+
+int mpk__vault_relock(struct heap *h)
+{
+	struct arena *a = &h->arenas[0]; /* a vault has one */
+	size_t page = mpk__page();
+
+	for (struct chunk *c = a->chunks; c; c = c->next)
+		for (unsigned pg = 0; pg < c->npages; pg += c->runs[pg].pages) {
+			struct run *r = &c->runs[pg];
+			if (r->kind != RUN_FREE &&
+			    mpk__heap_lock_pages(h, (void *)run_addr(c, r), r->pages * page))
+				return -1;
+		}
+	return mpk__bigs_relock(h);
 }

@@ -6,7 +6,7 @@
  * Small blocks (up to 3584 bytes with their header) come from slabs: page
  * runs of one size class with a free bitmap in the metadata, so nothing an
  * overflow can reach says where the next block goes.  Larger ones are page
- * runs of their own, and past half a chunk, regions of their own.  Every
+ * runs of their own, and past 128 KiB, regions of their own.  Every
  * block of an ordinary heap starts with a 16-byte header: the requested
  * size and a checksum keyed per heap over the address, size and offset.
  *
@@ -20,7 +20,6 @@
 #include <unistd.h>
 
 #include "heap.h"
-#include "os.h"
 
 static const uint16_t class_size[NCLASSES] = {
 	16, 32, 48, 64, 80, 96, 112, 128,
@@ -36,8 +35,11 @@ static unsigned narenas_default;     /* twice the CPUs, a power of two, up to 8 
 static pthread_once_t classes_once = PTHREAD_ONCE_INIT;
 
 /* Slab lengths: the fewest pages (up to 8) that waste the least. */
+bool mpk__san_vg;
+
 static void classes_init(void)
 {
+	mpk__san_vg = SAN_VG_PROBE();
 	size_t page = mpk__heap_page = mpk_os_page_size();
 	unsigned c = 0;
 
@@ -69,6 +71,9 @@ static void classes_init(void)
 		slab_blocks[c] = (uint16_t)(best * page / s > SLAB_BLOCKS_MAX ? SLAB_BLOCKS_MAX
 									    : best * page / s);
 		class_inv[c] = (uint32_t)(((1ull << 32) + s - 1) / s);
+		/* About 16 KiB of each class per thread, 4 to TC_MAX blocks. */
+		size_t lim = 16384 / s;
+		mpk__tc_lim[c] = (uint8_t)(lim < 4 ? 4 : lim > TC_MAX ? TC_MAX : lim);
 	}
 }
 
@@ -84,31 +89,14 @@ static inline uintptr_t round_up(uintptr_t x, size_t a)
 
 /* ---- headers ---- */
 
-struct hdr {
-	uint64_t size;
-	uint64_t check;
-};
-
-static inline uint64_t mix(uint64_t x)
-{
-	x ^= x >> 30;
-	x *= 0xbf58476d1ce4e5b9ull;
-	x ^= x >> 27;
-	x *= 0x94d049bb133111ebull;
-	return x ^ (x >> 31);
-}
-
-static inline uint64_t hdr_sum(const struct heap *h, uintptr_t p, size_t size, size_t off)
-{
-	return mix(h->key ^ p) ^ mix(~h->key + size * 0x9e3779b97f4a7c15ull + off);
-}
+/* Added to the offset a header's check covers for blocks that are not
+ * in a slab: a page run's block never passes for a small one (the thread
+ * caches take only those). */
+#define OFF_RUN ((size_t)1 << 40)
 
 static void hdr_put(const struct heap *h, uintptr_t p, size_t size, size_t off)
 {
-	struct hdr *hd = (struct hdr *)(p - HDR);
-
-	hd->size = size;
-	hd->check = hdr_sum(h, p, size, off);
+	mpk__hdr_set(p, size, mpk__hdr_sum(h->key, p, size, off));
 }
 
 /* ---- slabs ---- */
@@ -266,10 +254,16 @@ static int locate(struct arena *ar, uintptr_t a, struct loc *l, struct chunk *c)
 		l->size = l->b.size;
 	}
 	if (hdr) {
-		const struct hdr *hd = (const struct hdr *)(a - HDR);
-		if (hd->size > l->cap || hd->check != hdr_sum(h, a, hd->size, a - l->start))
+		const struct hdr hv = mpk__hdr_get(a), *hd = &hv;
+		size_t off = a - l->start + (l->kind == L_SLAB ? 0 : OFF_RUN);
+		if (hd->size > l->cap || hd->check != mpk__hdr_sum(h->key, a, hd->size, off)) {
+			/* Sitting in a thread's cache: freed already. */
+			if (hd->size <= l->cap &&
+			    hd->check == (mpk__hdr_sum(h->key, a, hd->size, off) ^ h->ckey))
+				return MPK_MISUSE_DOUBLE_FREE;
 			return l->kind == L_SLAB && a - l->start != HDR ? MPK_MISUSE_WILD
 									: MPK_MISUSE_CORRUPT;
+		}
 		l->size = hd->size;
 	} else if (l->kind != L_BIG) {
 		l->size = l->cap;
@@ -307,6 +301,134 @@ static struct arena *pick(struct heap *h)
 	return &h->arenas[mine & (h->narenas - 1)]; /* a power of two */
 }
 
+/* ---- the thread caches' fast paths and batches ---- */
+
+/* A cached block for size, or NULL: none cached, not a small size, or
+ * the thread may not write the header (the slow path then opens). */
+static inline void *tc_malloc(struct tcache *tc, size_t size)
+{
+	if (unlikely(size - 1 >= SMALL_MAX - HDR))
+		return NULL; /* 0 too: the slow path makes it 1 */
+	unsigned cls = class_of16[(size + HDR + 15) >> 4];
+	unsigned n = tc->n[cls];
+	if (unlikely(!n) || unlikely(mpk__rights(tc->domain) != MPK_RW))
+		return NULL;
+	uintptr_t p = tc->slot[cls][n - 1] ^ tc->mkey;
+	if (unlikely(p & 15)) {
+		/* An entry overwritten without the key decodes misaligned
+		 * (15 times in 16): drop the class's. */
+		tc->n[cls] = 0;
+		return NULL;
+	}
+	tc->n[cls] = (uint8_t)(n - 1);
+	mpk__san_alloc(p, class_size[cls] - HDR);
+	mpk__hdr_set(p, size, mpk__hdr_sum(tc->key, p, size, HDR));
+	return (void *)p;
+}
+
+enum { TC_DONE, TC_NOT, TC_FULL };
+
+/* Put p in the cache if it is a live small block of the cache's heap at
+ * the usual offset, as its chunk tag and keyed header say; anything else
+ * (including every misuse) goes the slow way, which names it. */
+static inline int tc_free(struct tcache *tc, void *ptr)
+{
+	uintptr_t a = (uintptr_t)ptr;
+
+	if (unlikely((a & 15) || !(a & (CHUNK_SIZE - 1))) || mpk__chunk_tag(a) != tc->uid ||
+	    unlikely(mpk__rights(tc->domain) != MPK_RW))
+		return TC_NOT;
+	struct hdr hd = mpk__hdr_get(a);
+	uint64_t size = hd.size;
+	if (unlikely(size > SMALL_MAX - HDR) ||
+	    unlikely(hd.check != mpk__hdr_sum(tc->key, a, size, HDR)))
+		return TC_NOT;
+	unsigned cls = class_of16[(size + HDR + 15) >> 4];
+	unsigned n = tc->n[cls];
+	if (unlikely(n >= mpk__tc_lim[cls]))
+		return TC_FULL;
+	mpk__hdr_set(a, size, hd.check ^ tc->ckey);
+	mpk__san_free(a, class_size[cls] - HDR);
+	tc->slot[cls][n] = a ^ tc->mkey;
+	tc->n[cls] = (uint8_t)(n + 1);
+	return TC_DONE;
+}
+
+static struct arena *pick(struct heap *h);
+
+int mpk__tc_refill(struct tcache *tc, unsigned cls)
+{
+	unsigned want = mpk__tc_lim[cls] / 2, got = 0;
+	struct arena *a = tc->arena;
+
+	if (!a)
+		a = tc->arena = pick(tc->heap);
+	pthread_mutex_lock(&a->lock);
+	while (got < want) {
+		uintptr_t b = slab_alloc(a, cls);
+		if (!b)
+			break;
+		/* Lowest address on top: handed out first. */
+		tc->slot[cls][want - 1 - got++] = (b + HDR) ^ tc->mkey;
+	}
+	a->blocks += got;
+	a->bytes += got * (size_t)(class_size[cls] - HDR);
+	pthread_mutex_unlock(&a->lock);
+	if (got < want)
+		memmove(tc->slot[cls], tc->slot[cls] + (want - got), got * sizeof(uintptr_t));
+	tc->n[cls] = (uint8_t)got;
+	return got ? 0 : -1;
+}
+
+void mpk__tc_flush(struct tcache *tc, unsigned cls, unsigned k)
+{
+	struct arena *held = NULL;
+
+	for (unsigned i = 0; i < k; i++) {
+		uintptr_t a = tc->slot[cls][i] ^ tc->mkey;
+		struct chunk *c = mpk__map_find(a);
+		if (!c || c->heap != tc->heap)
+			continue; /* an overwritten entry: leave it be */
+		if (c->arena != held) {
+			if (held)
+				pthread_mutex_unlock(&held->lock);
+			pthread_mutex_lock(&(held = c->arena)->lock);
+		}
+		struct run *r = &c->runs[c->owner[(a - c->base) >> mpk__heap_page_shift]];
+		uintptr_t rs = run_addr(c, r);
+		if (r->kind != RUN_SLAB)
+			continue;
+		unsigned idx = (unsigned)(((uint64_t)(a - HDR - rs) * class_inv[r->cls]) >> 32);
+		if (idx >= slab_blocks[r->cls] || ((r->bits[idx / 64] >> (idx % 64)) & 1))
+			continue;
+		held->blocks--;
+		held->bytes -= class_size[r->cls] - HDR;
+		slab_free(held, r, idx);
+	}
+	if (held)
+		pthread_mutex_unlock(&held->lock);
+	unsigned n = tc->n[cls];
+	memmove(tc->slot[cls], tc->slot[cls] + k, (n - k) * sizeof(uintptr_t));
+	tc->n[cls] = (uint8_t)(n - k);
+}
+
+/* The calling thread's cache for hp if it is current: the handle was
+ * checked when the cache was made, and no heap has gone since. */
+static inline struct tcache *tc_of(const mpk_heap *hp)
+{
+	struct tcache *tc = mpk__tc_last;
+
+	if (likely(tc && tc->heap == (const struct heap *)hp &&
+		   tc->epoch == __atomic_load_n(&mpk__heap_epoch, __ATOMIC_RELAXED)))
+		return tc;
+	return NULL;
+}
+
+static inline bool cacheable(const struct heap *h)
+{
+	return !(h->flags & (HEAP_SECRET | HEAP_GUARDS));
+}
+
 /* Whose block is p: a heap (live chunk or live big block), or NULL. */
 struct heap *mpk__heap_owner(const void *p)
 {
@@ -334,7 +456,7 @@ void mpk__misuse_fill(struct mpk_misuse *m, int kind, const char *call, const vo
 	if (h) {
 		m->heap = (h->flags & HEAP_SECRET) ? NULL : (mpk_heap *)h;
 		m->domain = h->domain;
-		m->domain_name = h->domain->name;
+		m->domain_name = mpk_domain_name(h->domain);
 	}
 	if (kind == MPK_MISUSE_FOREIGN || kind == MPK_MISUSE_WILD) {
 		struct heap *o = mpk__heap_owner(p);
@@ -342,7 +464,7 @@ void mpk__misuse_fill(struct mpk_misuse *m, int kind, const char *call, const vo
 			m->kind = MPK_MISUSE_FOREIGN;
 			m->owner = (o->flags & HEAP_SECRET) ? NULL : (mpk_heap *)o;
 			m->owner_domain = o->domain;
-			m->owner_domain_name = o->domain->name;
+			m->owner_domain_name = mpk_domain_name(o->domain);
 		} else {
 			m->kind = MPK_MISUSE_WILD;
 		}
@@ -351,7 +473,9 @@ void mpk__misuse_fill(struct mpk_misuse *m, int kind, const char *call, const vo
 
 /* ---- allocating and freeing ---- */
 
-void *mpk__heap_alloc(struct heap *h, size_t size, size_t align, bool zero)
+/* force_big: a region of its own whatever the size (a block realloc
+ * keeps growing then grows in place, or by mremap, without copies). */
+static void *heap_alloc(struct heap *h, size_t size, size_t align, bool zero, bool force_big)
 {
 	size_t page = mpk__page(), hdr = has_hdr(h) ? HDR : 0;
 	uintptr_t p = 0, start = 0;
@@ -368,18 +492,28 @@ void *mpk__heap_alloc(struct heap *h, size_t size, size_t align, bool zero)
 		return NULL;
 	}
 	size_t need = size + hdr + (align > 16 ? align - 16 : 0);
-	bool big = (h->flags & HEAP_GUARDS) || need > LARGE_MAX;
+	bool big = (h->flags & HEAP_GUARDS) || need > LARGE_MAX || force_big;
 	struct arena *a = big ? &h->arenas[0] : pick(h);
 	/* Writing the header needs the domain; do it before the lock. */
 	if (hdr && mpk__heap_reach(h->domain, MPK_RW, &s))
 		return NULL;
 	pthread_mutex_lock(&a->lock);
+	/* A forked child: its vault's pages are not locked (mlock is not
+	 * inherited); lock them before handing out a secret. */
+	if ((h->flags & HEAP_SECRET) &&
+	    h->lock_gen != __atomic_load_n(&mpk__fork_gen, __ATOMIC_RELAXED)) {
+		if (mpk__vault_relock(h)) {
+			pthread_mutex_unlock(&a->lock);
+			return NULL;
+		}
+		h->lock_gen = mpk__fork_gen;
+	}
 	if (big) {
 		struct big b;
 		if ((p = (uintptr_t)mpk__big_alloc(a, size, align, &b))) {
 			start = b.region;
 			cap = b.region + b.reglen - p;
-			fresh = true;
+			fresh = !b.reused;
 		}
 	} else if (need <= SMALL_MAX) {
 		unsigned cls = class_of16[(need + 15) / 16];
@@ -405,8 +539,10 @@ void *mpk__heap_alloc(struct heap *h, size_t size, size_t align, bool zero)
 	}
 	pthread_mutex_unlock(&a->lock);
 	if (p) {
-		if (hdr)
-			hdr_put(h, p, size, p - start);
+		if (hdr) {
+			mpk__san_alloc(p, cap);
+			hdr_put(h, p, size, p - start + (big || need > SMALL_MAX ? OFF_RUN : 0));
+		}
 		/* Vault memory is zero: fresh, or wiped when freed. */
 		if (zero && !fresh && !(h->flags & HEAP_SECRET))
 			memset((void *)p, 0, size);
@@ -416,6 +552,11 @@ void *mpk__heap_alloc(struct heap *h, size_t size, size_t align, bool zero)
 	return (void *)p;
 }
 
+void *mpk__heap_alloc(struct heap *h, size_t size, size_t align, bool zero)
+{
+	return heap_alloc(h, size, align, zero, false);
+}
+
 /* Free a located block (its arena's lock held). */
 static void drop(struct arena *ar, struct loc *l, uintptr_t a)
 {
@@ -423,6 +564,8 @@ static void drop(struct arena *ar, struct loc *l, uintptr_t a)
 	ar->bytes -= l->cap;
 	if (ar->heap->flags & HEAP_SECRET)
 		explicit_bzero((void *)a, l->cap);
+	else if (has_hdr(ar->heap))
+		mpk__san_free(a, l->cap);
 	switch (l->kind) {
 	case L_SLAB:
 		slab_free(ar, l->r, l->idx);
@@ -435,8 +578,7 @@ static void drop(struct arena *ar, struct loc *l, uintptr_t a)
 		pthread_mutex_lock(&mpk__meta_lock);
 		mpk__big_remove(mpk__big_find(a));
 		pthread_mutex_unlock(&mpk__meta_lock);
-		ar->mapped -= l->b.reglen;
-		mpk__big_unmap(ar->heap, &l->b);
+		mpk__big_free(ar, &l->b);
 		break;
 	}
 }
@@ -481,6 +623,8 @@ bool mpk__heap_live(struct heap *h, const void *p)
 	return !kind;
 }
 
+#define REALLOC_BIG ((size_t)16 << 10) /* growing past it: a region of its own */
+
 /* realloc: in place when the block is big enough and not twice too big
  * (guarded blocks always move, to stay flush against their guard). */
 static void *heap_realloc(struct heap *h, void *p, size_t size, struct mpk_misuse *m,
@@ -501,21 +645,43 @@ static void *heap_realloc(struct heap *h, void *p, size_t size, struct mpk_misus
 		return NULL;
 	struct arena *a;
 	int kind = locate_locked(h, (uintptr_t)p, &l, &a);
-	if (!kind && size <= l.cap && size >= l.cap / 2 && !(h->flags & HEAP_GUARDS)) {
+	/* In place: growing within the block, or shrinking by less than half. */
+	if (!kind && size <= l.cap && (size >= l.cap / 2 || size >= l.size) &&
+	    !(h->flags & HEAP_GUARDS)) {
 		if (l.kind == L_BIG) {
 			pthread_mutex_lock(&mpk__meta_lock);
 			mpk__big_find((uintptr_t)p)->size = size;
 			pthread_mutex_unlock(&mpk__meta_lock);
 		}
 		if (has_hdr(h))
-			hdr_put(h, (uintptr_t)p, size, (uintptr_t)p - l.start);
+			hdr_put(h, (uintptr_t)p, size,
+				(uintptr_t)p - l.start + (l.kind == L_SLAB ? 0 : OFF_RUN));
 		q = p;
+	} else if (!kind && size > l.cap && has_hdr(h)) {
+		/* Growing: a page run into the free pages after it, a big
+		 * block by mremap (which moves no bytes). */
+		size_t page = mpk__page(), off = (uintptr_t)p - l.start;
+		size_t pages = (off + size + page - 1) / page;
+		if (l.kind == L_LARGE && size < REALLOC_BIG) {
+			if (mpk__run_grow(a, l.r->chunk, l.r, pages)) {
+				a->bytes += pages * page - off - l.cap;
+				q = p;
+			}
+		} else if (l.kind == L_BIG) {
+			q = (void *)mpk__big_resize(a, (uintptr_t)p, size);
+		}
+		if (q) {
+			/* The same bytes, under a longer (maybe moved) block. */
+			mpk__san_move((uintptr_t)p, (uintptr_t)q, pages * page - off, l.size);
+			hdr_put(h, (uintptr_t)q, size, off + OFF_RUN);
+		}
 	}
 	pthread_mutex_unlock(&a->lock);
 	if (kind) {
 		mpk__misuse_fill(m, kind, "mpk_heap_realloc", p, h);
 		*kindp = kind;
-	} else if (!q && (q = mpk__heap_alloc(h, size, 16, false))) {
+	} else if (!q && (q = heap_alloc(h, size, 16, false,
+					 has_hdr(h) && size >= REALLOC_BIG && size > l.size))) {
 		memcpy(q, p, size < l.size ? size : l.size);
 		/* Located a moment ago: only a racing free of p by another
 		 * thread fails here, and is reported as such. */
@@ -536,6 +702,19 @@ static void *heap_realloc(struct heap *h, void *p, size_t size, struct mpk_misus
 
 /* ---- heaps ---- */
 
+/* mpk__meta_put(), and with the last heap what lived in the area. */
+static mpk_domain *forget_meta(void)
+{
+	bool last;
+	mpk_domain *d = mpk__meta_put(&last);
+
+	if (last) {
+		mpk__map_reset();
+		mpk__big_reset();
+	}
+	return d;
+}
+
 struct heap *mpk__heap_new(struct mpk_domain *d, unsigned flags)
 {
 	mpk_domain *gone = NULL;
@@ -544,8 +723,10 @@ struct heap *mpk__heap_new(struct mpk_domain *d, unsigned flags)
 	int err;
 
 	pthread_once(&classes_once, classes_init);
+	mpk__heap_atfork();
 	if (mpk__domain_hold(d))
 		return NULL;
+	pthread_mutex_lock(&mpk__heaps_lock);
 	pthread_mutex_lock(&mpk__meta_lock);
 	if (mpk__meta_get())
 		goto fail;
@@ -556,7 +737,13 @@ struct heap *mpk__heap_new(struct mpk_domain *d, unsigned flags)
 		h->magic = HEAP_MAGIC;
 		h->flags = flags;
 		h->domain = d;
-		h->key = mix(mpk__meta_key() ^ (uintptr_t)h);
+		static uint32_t uids;
+		h->key = mpk__mix(mpk__meta_key() ^ (uintptr_t)h);
+		h->ckey = mpk__mix(h->key + 1) | 1;
+		if (!++uids)
+			uids++; /* 0 tags no chunk */
+		h->uid = uids; /* under the heaps lock */
+		h->lock_gen = __atomic_load_n(&mpk__fork_gen, __ATOMIC_RELAXED);
 		/* Vaults stay small (one arena: one set of locked slabs);
 		 * guarded blocks all go to arena 0 anyway. */
 		h->narenas = (flags & (HEAP_SECRET | HEAP_GUARDS)) ? 1 : narenas_default;
@@ -574,16 +761,18 @@ struct heap *mpk__heap_new(struct mpk_domain *d, unsigned flags)
 	mpk__meta_close(&s);
 	if (h) {
 		pthread_mutex_unlock(&mpk__meta_lock);
+		pthread_mutex_unlock(&mpk__heaps_lock);
 		return h;
 	}
 	errno = err;
 put:
 	err = errno;
-	gone = mpk__meta_put();
+	gone = forget_meta();
 	errno = err;
 fail:
 	err = errno;
 	pthread_mutex_unlock(&mpk__meta_lock);
+	pthread_mutex_unlock(&mpk__heaps_lock);
 	if (gone)
 		mpk_domain_destroy(gone);
 	mpk__domain_unhold(d);
@@ -597,14 +786,15 @@ void mpk__heap_delete(struct heap *h, mpk_scope *s)
 {
 	struct mpk_domain *d = h->domain;
 
-	pthread_mutex_lock(&mpk__meta_lock);
+	mpk__tc_forget(h);
+	pthread_mutex_lock(&mpk__heaps_lock);
 	if (h->prev)
 		h->prev->next = h->next;
 	else
 		*mpk__meta_heaps() = h->next;
 	if (h->next)
 		h->next->prev = h->prev;
-	pthread_mutex_unlock(&mpk__meta_lock);
+	pthread_mutex_unlock(&mpk__heaps_lock);
 	for (unsigned i = 0; i < h->narenas; i++) {
 		struct arena *a = &h->arenas[i];
 		/* Take the lock once: a call still running there finishes. */
@@ -617,7 +807,7 @@ void mpk__heap_delete(struct heap *h, mpk_scope *s)
 	h->magic = 0;
 	pthread_mutex_lock(&mpk__meta_lock);
 	mpk__meta_free(h, sizeof(*h));
-	mpk_domain *gone = mpk__meta_put();
+	mpk_domain *gone = forget_meta();
 	pthread_mutex_unlock(&mpk__meta_lock);
 	mpk__meta_close(s);
 	if (gone)
@@ -636,7 +826,7 @@ static struct heap *begin_err(mpk_heap *hp, mpk_scope *s, int err)
 {
 	struct heap *h = (struct heap *)hp;
 
-	if (unlikely(!mpk_g.backend) && mpk__ensure_init())
+	if (mpk__ensure_init())
 		return NULL;
 	/* No heap yet: no page size, and no metadata area to hold h. */
 	if (!h || !mpk__meta_contains(h) || ((uintptr_t)h & (mpk__page() - 1)))
@@ -652,6 +842,8 @@ static struct heap *begin_err(mpk_heap *hp, mpk_scope *s, int err)
 		errno = EINVAL;
 		return NULL;
 	}
+	if (s->domain)
+		__atomic_add_fetch(&h->meta_opens, 1, __ATOMIC_RELAXED);
 	return h;
 }
 
@@ -664,7 +856,7 @@ MPK_EXPORT mpk_heap *mpk_heap_create(mpk_domain *d, unsigned flags)
 {
 	if (mpk__ensure_init())
 		return NULL;
-	if (!mpk__domain_ok(d) || (flags & ~HEAP_GUARDS) || (flags & HEAP_GUARDS) == HEAP_GUARDS) {
+	if (!mpk__domain_valid(d) || (flags & ~HEAP_GUARDS) || (flags & HEAP_GUARDS) == HEAP_GUARDS) {
 		errno = EINVAL;
 		return NULL;
 	}
@@ -694,30 +886,48 @@ MPK_EXPORT mpk_domain *mpk_heap_domain(const mpk_heap *hp)
 	return d;
 }
 
-MPK_EXPORT void *mpk_heap_malloc(mpk_heap *hp, size_t size)
+/* malloc and calloc past their fast path: through the cache if they can. */
+static __attribute__((noinline)) void *alloc_slow(mpk_heap *hp, size_t size, bool zero, int err)
 {
 	mpk_scope s;
-	struct heap *h = begin(hp, &s);
+	struct heap *h = begin_err(hp, &s, err);
+	void *p = NULL;
 
 	if (!h)
 		return NULL;
-	void *p = mpk__heap_alloc(h, size, 16, false);
+	if (cacheable(h) && size - 1 < SMALL_MAX - HDR) {
+		struct tcache *tc = mpk__tc_attach(h);
+		unsigned cls = class_of16[(size + HDR + 15) >> 4];
+		if (tc && (tc->n[cls] || !mpk__tc_refill(tc, cls)) && (p = tc_malloc(tc, size)) &&
+		    zero)
+			memset(p, 0, size);
+	}
+	if (!p)
+		p = mpk__heap_alloc(h, size, 16, zero);
 	mpk__meta_close(&s);
 	return p;
 }
 
+MPK_EXPORT void *mpk_heap_malloc(mpk_heap *hp, size_t size)
+{
+	struct tcache *tc = tc_of(hp);
+	void *p;
+
+	if (likely(tc) && likely(p = tc_malloc(tc, size)))
+		return p;
+	return alloc_slow(hp, size, false, 0);
+}
+
 MPK_EXPORT void *mpk_heap_calloc(mpk_heap *hp, size_t n, size_t size)
 {
-	mpk_scope s;
+	struct tcache *tc = tc_of(hp);
 	size_t total;
 	bool over = __builtin_mul_overflow(n, size, &total);
-	struct heap *h = begin_err(hp, &s, over ? ENOMEM : 0);
+	void *p;
 
-	if (!h)
-		return NULL;
-	void *p = mpk__heap_alloc(h, total, 16, true);
-	mpk__meta_close(&s);
-	return p;
+	if (likely(tc && !over) && (p = tc_malloc(tc, total)))
+		return memset(p, 0, total);
+	return alloc_slow(hp, total, true, over ? ENOMEM : 0);
 }
 
 MPK_EXPORT void *mpk_heap_aligned_alloc(mpk_heap *hp, size_t align, size_t size)
@@ -733,22 +943,43 @@ MPK_EXPORT void *mpk_heap_aligned_alloc(mpk_heap *hp, size_t align, size_t size)
 	return p;
 }
 
-MPK_EXPORT int mpk_heap_free(mpk_heap *hp, void *p)
+/* free past its fast path: a full cache gives half back; blocks the
+ * cache does not take (and misuse) go through the arena. */
+static __attribute__((noinline)) int free_slow(mpk_heap *hp, void *p)
 {
 	struct mpk_misuse m;
 	mpk_scope s;
 	struct heap *h = begin(hp, &s);
+	int rc = -2;
 
 	if (!h)
 		return -1;
-	int rc = p ? mpk__heap_release(h, p, &m, "mpk_heap_free") : 0;
-	mpk__meta_close(&s);
-	if (rc > 0) {
-		mpk__misuse(&m);
-		errno = EINVAL;
-		return -1;
+	if (!p) {
+		rc = 0;
+	} else if (cacheable(h)) {
+		struct tcache *tc = mpk__tc_attach(h);
+		int k = tc ? tc_free(tc, p) : TC_NOT;
+		if (k == TC_FULL) {
+			unsigned cls = class_of16[(mpk__hdr_get((uintptr_t)p).size + HDR + 15) >> 4];
+			mpk__tc_flush(tc, cls, mpk__tc_lim[cls] / 2);
+			k = tc_free(tc, p);
+		}
+		if (k == TC_DONE)
+			rc = 0;
 	}
-	return rc;
+	if (rc == -2)
+		rc = mpk__heap_release(h, p, &m, "mpk_heap_free");
+	mpk__meta_close(&s);
+	return mpk__misuse_rc(rc, &m);
+}
+
+MPK_EXPORT int mpk_heap_free(mpk_heap *hp, void *p)
+{
+	struct tcache *tc = tc_of(hp);
+
+	if (likely(tc && p) && likely(tc_free(tc, p) == TC_DONE))
+		return 0;
+	return free_slow(hp, p);
 }
 
 MPK_EXPORT void *mpk_heap_realloc(mpk_heap *hp, void *p, size_t size)
@@ -809,6 +1040,15 @@ MPK_EXPORT int mpk_heap_stats_get(mpk_heap *hp, struct mpk_heap_stats *st)
 	if (!h)
 		return -1;
 	memset(st, 0, sizeof(*st));
+	/* The caller's cached blocks count as free; other threads' as in use
+	 * until their caches give them back. */
+	struct tcache *tc = cacheable(h) ? mpk__tc_attach(h) : NULL;
+	if (tc)
+		mpk__tc_flush_all(tc);
+	/* Regions kept for big blocks go back too: mapped says what is used. */
+	pthread_mutex_lock(&h->arenas[0].lock);
+	mpk__bigs_trim(&h->arenas[0]);
+	pthread_mutex_unlock(&h->arenas[0].lock);
 	for (unsigned i = 0; i < h->narenas; i++) {
 		struct arena *a = &h->arenas[i];
 		pthread_mutex_lock(&a->lock);
@@ -819,6 +1059,7 @@ MPK_EXPORT int mpk_heap_stats_get(mpk_heap *hp, struct mpk_heap_stats *st)
 	}
 	st->flags = h->flags;
 	st->meta_closed = mpk__meta_closed();
+	st->meta_opens = __atomic_load_n(&h->meta_opens, __ATOMIC_RELAXED);
 	mpk__meta_close(&s);
 	return 0;
 }

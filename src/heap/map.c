@@ -1,14 +1,16 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * Address -> chunk.  A three-level radix tree over 1 MiB granules of the
- * 48-bit address space, in the metadata area.  Chunks come from mpk__alloc_owned()
- * and are not aligned, so one spans two granules and a granule meets at
- * most two chunks: each leaf entry has two slots.  Writers hold the meta
+ * 48-bit address space, in the metadata area (each leaf entry has two
+ * slots, for chunks that would straddle granules; aligned ones take one),
+ * and the table of granule tags in open memory (heap.h).  Writers hold the meta
  * lock; lookups take no lock (free() of one heap does not wait for another
  * heap growing).  Nodes live until the area is torn down.
  */
 #define _GNU_SOURCE
 #include <errno.h>
+
+#include <sys/mman.h>
 
 #include "heap.h"
 
@@ -22,6 +24,27 @@ struct leaf {
 };
 
 static void **root; /* [1 << L1_BITS] -> [1 << L2_BITS] -> struct leaf[1 << L3_BITS] */
+
+uint32_t *mpk__tag_root[1u << (48 - CHUNK_SHIFT - TAG_L2)];
+
+/* Tag granule g with uid (0: none); 0 or -1 with ENOMEM. */
+static int tag(uintptr_t g, uint32_t uid)
+{
+	uint32_t **top = &mpk__tag_root[g >> TAG_L2];
+	uint32_t *leaf = __atomic_load_n(top, __ATOMIC_ACQUIRE);
+
+	if (!leaf) {
+		if (!uid)
+			return 0;
+		if (!(leaf = mpk_os_map(sizeof(*leaf) << TAG_L2, PROT_READ | PROT_WRITE))) {
+			errno = ENOMEM;
+			return -1;
+		}
+		__atomic_store_n(top, leaf, __ATOMIC_RELEASE);
+	}
+	__atomic_store_n(&leaf[g & ((1u << TAG_L2) - 1)], uid, __ATOMIC_RELEASE);
+	return 0;
+}
 
 void mpk__map_reset(void)
 {
@@ -76,6 +99,8 @@ int mpk__map_add(struct chunk *c)
 		errno = ENOMEM; /* above 48 bits: the kernel was asked for it */
 		return -1;
 	}
+	if (tag(g0, c->heap->uid) || (g1 != g0 && tag(g1, c->heap->uid)))
+		return -1;
 	for (uintptr_t g = g0; g <= g1; g++) {
 		struct leaf *e = entry(g, true);
 		int i = 0;
@@ -85,6 +110,8 @@ int mpk__map_add(struct chunk *c)
 			/* No room cannot happen for disjoint chunks; be safe. */
 			if (g != g0)
 				put(g0, c);
+			tag(g0, 0);
+			tag(g1, 0);
 			errno = ENOMEM;
 			return -1;
 		}
@@ -98,8 +125,10 @@ void mpk__map_del(struct chunk *c)
 	uintptr_t g0 = c->base >> CHUNK_SHIFT;
 	uintptr_t g1 = (c->base + CHUNK_SIZE - 1) >> CHUNK_SHIFT;
 
-	for (uintptr_t g = g0; g <= g1; g++)
+	for (uintptr_t g = g0; g <= g1; g++) {
+		tag(g, 0);
 		put(g, c);
+	}
 }
 
 struct chunk *mpk__map_find(uintptr_t a)

@@ -14,18 +14,18 @@
 
 #include "heap.h"
 
-static pthread_mutex_t vault_lock = PTHREAD_MUTEX_INITIALIZER; /* making vaults */
+pthread_mutex_t mpk__vault_lock = PTHREAD_MUTEX_INITIALIZER; /* making vaults */
 
 /* The vault of d, or NULL (metadata open). */
 static struct heap *vault_find(struct mpk_domain *d)
 {
 	struct heap *h;
 
-	pthread_mutex_lock(&mpk__meta_lock);
+	pthread_mutex_lock(&mpk__heaps_lock);
 	for (h = *mpk__meta_heaps(); h; h = h->next)
 		if ((h->flags & HEAP_SECRET) && h->domain == d)
 			break;
-	pthread_mutex_unlock(&mpk__meta_lock);
+	pthread_mutex_unlock(&mpk__heaps_lock);
 	return h;
 }
 
@@ -39,13 +39,13 @@ static int detach(struct mpk_domain *d)
 
 	if (mpk__meta_open(&s))
 		return -1;
-	pthread_mutex_lock(&vault_lock);
+	pthread_mutex_lock(&mpk__vault_lock);
 	if ((h = vault_find(d))) {
 		pthread_mutex_lock(&h->arenas[0].lock); /* a vault has one */
 		live = h->arenas[0].blocks;
 		pthread_mutex_unlock(&h->arenas[0].lock);
 	}
-	pthread_mutex_unlock(&vault_lock);
+	pthread_mutex_unlock(&mpk__vault_lock);
 	if (h && !live) {
 		/* Closes s; may destroy the metadata domain, whose own
 		 * destruction asks here again: no lock is held. */
@@ -66,14 +66,14 @@ static struct heap *vault_get(struct mpk_domain *d)
 	mpk_scope s;
 	struct heap *h = NULL;
 
-	pthread_mutex_lock(&vault_lock);
+	pthread_mutex_lock(&mpk__vault_lock);
 	if (!mpk__meta_open(&s)) {
 		h = vault_find(d);
 		mpk__meta_close(&s);
 		if (!h && (h = mpk__heap_new(d, HEAP_SECRET)))
 			__atomic_store_n(&mpk__domain_detach, detach, __ATOMIC_RELEASE);
 	}
-	pthread_mutex_unlock(&vault_lock);
+	pthread_mutex_unlock(&mpk__vault_lock);
 	return h;
 }
 
@@ -84,7 +84,7 @@ MPK_EXPORT void *mpk_secret_alloc(mpk_domain *d, size_t len)
 
 	if (mpk__ensure_init())
 		return NULL;
-	if (!mpk__domain_ok(d) || !len) {
+	if (!mpk__domain_valid(d) || !len) {
 		errno = EINVAL;
 		return NULL;
 	}
@@ -117,12 +117,7 @@ MPK_EXPORT int mpk_secret_free(void *p)
 		rc = m.kind;
 	}
 	mpk__meta_close(&s);
-	if (rc > 0) {
-		mpk__misuse(&m);
-		errno = EINVAL;
-		return -1;
-	}
-	return rc;
+	return mpk__misuse_rc(rc, &m);
 }
 
 /* The calling thread's rights to the domain holding secret p. */

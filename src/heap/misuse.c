@@ -15,7 +15,7 @@
 
 #include "heap.h"
 
-static pthread_mutex_t handler_lock = PTHREAD_MUTEX_INITIALIZER;
+pthread_mutex_t mpk__misuse_lock = PTHREAD_MUTEX_INITIALIZER; /* the handler */
 static mpk_misuse_fn user_fn;
 static void *user_arg;
 
@@ -88,10 +88,10 @@ static void report(const struct mpk_misuse *m)
 
 void mpk__misuse(struct mpk_misuse *m)
 {
-	pthread_mutex_lock(&handler_lock);
+	pthread_mutex_lock(&mpk__misuse_lock);
 	mpk_misuse_fn fn = user_fn;
 	void *arg = user_arg;
-	pthread_mutex_unlock(&handler_lock);
+	pthread_mutex_unlock(&mpk__misuse_lock);
 	if (fn) {
 		fn(m, arg);
 		return;
@@ -100,15 +100,24 @@ void mpk__misuse(struct mpk_misuse *m)
 	abort();
 }
 
+int mpk__misuse_rc(int rc, struct mpk_misuse *m)
+{
+	if (rc <= 0)
+		return rc;
+	mpk__misuse(m);
+	errno = EINVAL;
+	return -1;
+}
+
 MPK_EXPORT int mpk_misuse_handler_set(mpk_misuse_fn fn, void *arg)
 {
 	if (!fn && arg) {
 		errno = EINVAL; /* an argument for nobody: a mistake */
 		return -1;
 	}
-	pthread_mutex_lock(&handler_lock);
+	pthread_mutex_lock(&mpk__misuse_lock);
 	user_fn = fn;
 	user_arg = arg;
-	pthread_mutex_unlock(&handler_lock);
+	pthread_mutex_unlock(&mpk__misuse_lock);
 	return 0;
 }

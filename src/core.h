@@ -1,0 +1,76 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * What the core offers the layers built on it (src/heap/: heaps and
+ * vaults), besides the public header: all they may use of it.  The rest
+ * of the core's state (internal.h) stays the core's.  Not installed.
+ */
+#ifndef MPK_CORE_H
+#define MPK_CORE_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "mpkit.h"
+#include "os.h"
+
+#define MPK_EXPORT __attribute__((visibility("default")))
+#define likely(x) __builtin_expect(!!(x), 1)
+#define unlikely(x) __builtin_expect(!!(x), 0)
+
+/* init.c: 0, or -1 with errno (sticky). */
+int mpk__ensure_init(void);
+
+/* layer.c: whether d is a domain handle that is alive (a magic number,
+ * no lock); the calling thread's rights to d, lock-free, reading d's key
+ * once (an eviction may store -1 into it meanwhile: moves keep every
+ * thread's access, so the old key's bits still say what it may touch). */
+bool mpk__domain_valid(const mpk_domain *d);
+int mpk__rights_of(const mpk_domain *d);
+
+/* domain.c: a layer that builds on a domain holds it (EINVAL if the
+ * domain is bad); mpk_domain_destroy() fails with EBUSY while it is held.
+ * mpk__domain_detach is called by mpk_domain_destroy() before anything
+ * else, without the lock: the layer drops its state about d (0) or
+ * refuses (-1 and errno).  Set once by that layer. */
+int mpk__domain_hold(mpk_domain *d);
+void mpk__domain_unhold(mpk_domain *d);
+extern int (*mpk__domain_detach)(mpk_domain *d);
+
+/* memory.c: regions of d for the allocators (chunks, big blocks,
+ * metadata), marked owned so a user's mpk_free() of one fails with EINVAL. */
+void *mpk__alloc_owned(mpk_domain *d, size_t len);
+int mpk__free_owned(mpk_domain *d, void *addr);
+/* Resize an owned region (mremap, moving it if need be; its key and
+ * protection go with it): the new start, or NULL/errno, nothing changed. */
+void *mpk__remap_owned(mpk_domain *d, void *addr, size_t new_len);
+/* window.c: len bytes (page multiple) mapped with prot in a reserved
+ * window, align-aligned, between reserved guard pages; not yet a region.
+ * NULL/ENOMEM.  _unmap reserves them again. */
+void *mpk__window_map(size_t len, size_t align, int prot);
+void mpk__window_unmap(void *p, size_t len);
+/* Put fresh memory mpkit just mapped (private anonymous, any protection)
+ * into d, owned; on failure it is left PROT_NONE with no key, for the
+ * caller to unmap. */
+int mpk__adopt_fresh(mpk_domain *d, void *addr, size_t len);
+
+/*
+ * fork.c: fork() while other threads are inside mpkit.  The core's fork
+ * handlers take its locks (mpk_g.lock, then the broadcast lock, then the
+ * registry's) in prepare, release them in the parent, and make them (and
+ * the registry, which keeps only the forking thread, and the broadcast
+ * state) anew in the child.  A layer above with locks of its own that it
+ * holds while calling into the core (heaps, vaults) registers its three
+ * handlers here, once, before its first lock is taken:
+ *
+ *	mpk__atfork_register(my_prepare, my_parent, my_child);
+ *
+ * Order: every layer's prepare runs in the order registered, all before the
+ * core's prepare (their locks come before the core's); parent and child
+ * handlers run in the reverse order, all after the core's.  Handlers run
+ * with no mpkit lock held by the core yet (prepare) or with the core's
+ * locks usable again (parent, child).  -1/ENOMEM when the table is full.
+ */
+int mpk__atfork_register(void (*prepare)(void), void (*parent)(void), void (*child)(void));
+
+#endif

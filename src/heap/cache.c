@@ -1,0 +1,152 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Per-thread caches of small blocks (see heap.h): where a thread's caches
+ * live, how one is found for a heap and checked again after any heap went,
+ * and how they are given back when the thread exits.  The fast paths that
+ * use them are in heap.c.
+ */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <string.h>
+#include <sys/mman.h>
+
+#include "heap.h"
+
+uint64_t mpk__heap_epoch = 1;
+__thread struct tcache *mpk__tc_last __attribute__((tls_model("initial-exec")));
+uint8_t mpk__tc_lim[NCLASSES];
+
+struct bundle {
+	struct tcache c[TC_HEAPS];
+	unsigned next; /* the entry to reuse when all are taken */
+};
+
+static __thread struct bundle *mine __attribute__((tls_model("initial-exec")));
+static pthread_key_t exit_key;
+static pthread_once_t key_once = PTHREAD_ONCE_INIT;
+static bool key_ok;
+
+/* Whether h is a live heap with this uid (the heaps lock held). */
+static bool alive(const struct heap *h, uint32_t uid)
+{
+	for (struct heap *x = *mpk__meta_heaps(); x; x = x->next)
+		if (x == h)
+			return x->magic == HEAP_MAGIC && x->uid == uid;
+	return false;
+}
+
+/* A thread exits: its blocks go back to heaps still alive, its mapping
+ * to the kernel. */
+static void thread_gone(void *arg)
+{
+	struct bundle *b = arg;
+	mpk_scope s;
+
+	mpk__tc_last = NULL;
+	mine = NULL;
+	if (!mpk__meta_open(&s)) {
+		pthread_mutex_lock(&mpk__heaps_lock);
+		for (int i = 0; i < TC_HEAPS; i++)
+			if (b->c[i].heap && alive(b->c[i].heap, b->c[i].uid))
+				mpk__tc_flush_all(&b->c[i]);
+		pthread_mutex_unlock(&mpk__heaps_lock);
+		mpk__meta_close(&s);
+	}
+	mpk_os_unmap(b, sizeof(*b));
+}
+
+static void make_key(void)
+{
+	key_ok = !pthread_key_create(&exit_key, thread_gone);
+}
+
+static struct bundle *bundle(void)
+{
+	struct bundle *b = mine;
+
+	if (b)
+		return b;
+	pthread_once(&key_once, make_key);
+	if (!key_ok || !(b = mpk_os_map(sizeof(*b), PROT_READ | PROT_WRITE)))
+		return NULL;
+	if (pthread_setspecific(exit_key, b)) {
+		mpk_os_unmap(b, sizeof(*b));
+		return NULL;
+	}
+	return mine = b;
+}
+
+void mpk__tc_flush_all(struct tcache *tc)
+{
+	for (unsigned c = 0; c < NCLASSES; c++)
+		if (tc->n[c])
+			mpk__tc_flush(tc, c, tc->n[c]);
+}
+
+static void reset(struct tcache *tc, struct heap *h)
+{
+	uint64_t epoch = __atomic_load_n(&mpk__heap_epoch, __ATOMIC_ACQUIRE);
+
+	memset(tc, 0, offsetof(struct tcache, slot));
+	if (!h)
+		return;
+	tc->heap = h;
+	tc->uid = h->uid;
+	tc->epoch = epoch;
+	tc->key = h->key;
+	tc->ckey = h->ckey;
+	tc->mkey = mpk__mix(h->key ^ (uintptr_t)tc ^ (uintptr_t)&tc);
+	tc->domain = h->domain;
+	tc->arena = NULL;
+}
+
+struct tcache *mpk__tc_attach(struct heap *h)
+{
+	struct bundle *b = bundle();
+	uint64_t epoch = __atomic_load_n(&mpk__heap_epoch, __ATOMIC_ACQUIRE);
+	struct tcache *tc = NULL;
+
+	if (!b)
+		return NULL;
+	/* After a heap went, entries are checked again: one whose heap is
+	 * gone is dropped with its blocks (they went with the heap). */
+	pthread_mutex_lock(&mpk__heaps_lock);
+	for (int i = 0; i < TC_HEAPS; i++) {
+		struct tcache *e = &b->c[i];
+		if (e->heap && e->epoch != epoch) {
+			if (alive(e->heap, e->uid))
+				e->epoch = epoch;
+			else
+				reset(e, NULL);
+		}
+		if (e->heap == h && e->uid == h->uid)
+			tc = e;
+	}
+	pthread_mutex_unlock(&mpk__heaps_lock);
+	if (!tc) {
+		for (int i = 0; i < TC_HEAPS && !tc; i++)
+			if (!b->c[i].heap)
+				tc = &b->c[i];
+		if (!tc) {
+			/* All taken: the oldest one gives its blocks back. */
+			tc = &b->c[b->next++ % TC_HEAPS];
+			mpk__tc_flush_all(tc);
+		}
+		reset(tc, h);
+	}
+	return mpk__tc_last = tc;
+}
+
+void mpk__tc_forget(struct heap *h)
+{
+	struct bundle *b = mine;
+
+	__atomic_add_fetch(&mpk__heap_epoch, 1, __ATOMIC_RELEASE);
+	if (!b)
+		return;
+	for (int i = 0; i < TC_HEAPS; i++)
+		if (b->c[i].heap == h)
+			reset(&b->c[i], NULL);
+	if (mpk__tc_last && !mpk__tc_last->heap)
+		mpk__tc_last = NULL;
+}
