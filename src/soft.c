@@ -58,7 +58,7 @@ int mpk__soft_prot(const struct mpk_domain *d)
 static struct held *current(const struct mpk_domain *d)
 {
 	if (d->slot < t_cap && t_held[d->slot].uid == d->uid &&
-	    t_held[d->slot].gen == d->gen)
+	    t_held[d->slot].gen == __atomic_load_n(&d->gen, __ATOMIC_RELAXED))
 		return &t_held[d->slot];
 	return NULL;
 }
@@ -66,7 +66,8 @@ static struct held *current(const struct mpk_domain *d)
 int mpk__soft_get(const struct mpk_domain *d)
 {
 	struct held *h = current(d);
-	return h ? h->rights : d->base;
+	/* mpk_get() reads without the lock: a set_all may be changing them. */
+	return h ? h->rights : __atomic_load_n(&d->base, __ATOMIC_RELAXED);
 }
 
 /* mprotect every region to prot; on failure put back those already done. */
@@ -154,15 +155,16 @@ int mpk__soft_set_all_locked(struct mpk_domain *d, int rights)
 {
 	int base = d->base, readers = d->readers, writers = d->writers;
 
-	d->base = rights;
+	__atomic_store_n(&d->base, rights, __ATOMIC_RELAXED);
 	d->readers = d->writers = 0;
 	if (apply(d, mpk__soft_prot(d))) {
-		d->base = base;
+		__atomic_store_n(&d->base, base, __ATOMIC_RELAXED);
 		d->readers = readers;
 		d->writers = writers;
 		return -1;
 	}
-	d->gen++; /* every entry, this thread's too, is stale: all hold base */
+	/* every entry, this thread's too, is stale: all hold base */
+	__atomic_store_n(&d->gen, d->gen + 1, __ATOMIC_RELAXED);
 	return 0;
 }
 
