@@ -39,7 +39,7 @@ int mpk__atfork_register(void (*prepare)(void), void (*parent)(void), void (*chi
 
 /* How many layers the prepare handler saw: the others run the same set,
  * even if one registers in between (it waits for mpk_g.lock). */
-static int seen;
+static __thread int seen; /* forks in two threads at once each keep theirs */
 
 static void prepare(void)
 {

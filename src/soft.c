@@ -68,7 +68,7 @@ int mpk__soft_prot(const struct mpk_domain *d)
 static struct held *current(const struct mpk_domain *d)
 {
 	if (d->slot < t_cap && t_held[d->slot].uid == d->uid &&
-	    t_held[d->slot].gen == d->gen)
+	    t_held[d->slot].gen == __atomic_load_n(&d->gen, __ATOMIC_RELAXED))
 		return &t_held[d->slot];
 	return NULL;
 }
@@ -100,7 +100,8 @@ bool mpk__soft_holds(const struct mpk_domain *d, int rights)
 int mpk__soft_get(const struct mpk_domain *d)
 {
 	struct held *h = current(d);
-	return h ? h->rights : d->base;
+	/* mpk_get() reads without the lock: a set_all may be changing them. */
+	return h ? h->rights : __atomic_load_n(&d->base, __ATOMIC_RELAXED);
 }
 
 /* mprotect every region to prot; on failure put back those already done. */
@@ -219,10 +220,10 @@ int mpk__soft_set_all_locked(struct mpk_domain *d, int rights)
 {
 	int base = d->base, readers = d->readers, writers = d->writers;
 
-	d->base = rights;
+	__atomic_store_n(&d->base, rights, __ATOMIC_RELAXED);
 	d->readers = d->writers = 0;
 	if (apply(d, mpk__soft_prot(d))) {
-		d->base = base;
+		__atomic_store_n(&d->base, base, __ATOMIC_RELAXED);
 		d->readers = readers;
 		d->writers = writers;
 		return -1;
@@ -267,7 +268,7 @@ int mpk__prot_of_rights(int rights)
 void mpk__soft_keyed(struct mpk_domain *d)
 {
 	d->readers = d->writers = 0;
-	d->base = MPK_NONE;
+	__atomic_store_n(&d->base, MPK_NONE, __ATOMIC_RELAXED);
 	next_gen(d); /* entries from the soft period are done with */
 	d->prot = PROT_READ | PROT_WRITE;
 }
@@ -283,7 +284,7 @@ void mpk__soft_evicted(struct mpk_domain *d, int rights)
 	 * each thread in, with the rights it held under the key. */
 	next_gen(d);
 	d->readers = d->writers = 0;
-	d->base = MPK_NONE;
+	__atomic_store_n(&d->base, MPK_NONE, __ATOMIC_RELAXED);
 	d->prot = mpk__prot_of_rights(rights);
 	publish(d);
 }
@@ -301,7 +302,7 @@ bool mpk__soft_hold_signal(struct mpk_domain *d, int rights)
 
 void mpk__soft_evicted_loose(struct mpk_domain *d, int rights)
 {
-	d->base = rights;
+	__atomic_store_n(&d->base, rights, __ATOMIC_RELAXED);
 	publish(d);
 }
 
@@ -311,7 +312,7 @@ void mpk__soft_forget(struct mpk_domain *d)
 	if (d->slot < t_cap && t_held[d->slot].uid == d->uid)
 		t_held[d->slot].rights = MPK_NONE;
 	d->readers = d->writers = 0;
-	d->base = MPK_NONE;
+	__atomic_store_n(&d->base, MPK_NONE, __ATOMIC_RELAXED);
 	publish(d);
 }
 
