@@ -56,7 +56,7 @@ endif
 LIB_SRC := src/init.c src/os.c src/domain.c src/region.c src/memory.c \
            src/rights.c src/soft.c src/broadcast.c src/fault.c $(ARCH_SRC) \
            src/heap_meta.c src/heap_map.c src/heap_run.c src/heap_big.c src/heap.c \
-           src/heap_misuse.c src/vault.c src/env.c
+           src/heap_misuse.c src/vault.c src/env.c src/registry.c
 LIB_OBJ := $(LIB_SRC:%.c=$(B)/obj/%.o)
 PIC_OBJ := $(LIB_SRC:%.c=$(B)/pic/%.o)
 
@@ -104,7 +104,7 @@ $(B)/libmpkit.so: $(PIC_OBJ) src/libmpkit.map
 		-Wl,-z,defs -Wl,-z,now $(ALL_LDFLAGS) $(PIC_OBJ) -o $@
 	ln -sf libmpkit.so $(B)/$(SONAME)
 
-$(B)/mpkit: $(B)/obj/tools/mpkit.o $(B)/libmpkit.a
+$(B)/mpkit: $(B)/obj/tools/mpkit.o $(B)/obj/tools/maps.o $(B)/libmpkit.a
 	$(CC) $(ALL_LDFLAGS) $^ -o $@
 
 $(B)/obj/tools/%.o $(B)/obj/tests/%.o $(B)/obj/examples/%.o $(B)/obj/bench/%.o: MPK_XCFLAGS += -Itests
@@ -225,7 +225,7 @@ DIST := mpkit-$(VERSION)
 dist:
 	@rm -f $(DIST).tar.gz
 	@mkdir -p $(B)
-	@if git rev-parse --is-inside-work-tree >/dev/null 2>&1; then \
+	@if [ "$$(git rev-parse --show-toplevel 2>/dev/null)" = "$$(pwd -P)" ]; then \
 		git ls-files -co --exclude-standard | while IFS= read -r f; do [ -e "$$f" ] && echo "$$f"; done; \
 	else \
 		find . \( -path './build*' -o -name '*.tar.gz' \) -prune -o \( -type f -o -type l \) -print | sed 's|^\./||'; \

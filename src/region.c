@@ -10,6 +10,7 @@
 
 #include "internal.h"
 #include "os.h"
+#include "registry.h"
 
 #define CHUNK_SLOTS 128
 
@@ -50,6 +51,7 @@ struct mpk_region *mpk__region_add(struct mpk_domain *d, void *start, size_t len
 	r->next = d->regions;
 	d->regions = r;
 	__atomic_store_n(&r->start, (uintptr_t)start, __ATOMIC_RELEASE);
+	mpk__registry_add((uintptr_t)start, len, d->name);
 	return r;
 }
 
@@ -60,6 +62,7 @@ void mpk__region_del(struct mpk_region *r)
 	while (*pp != r)
 		pp = &(*pp)->next;
 	*pp = r->next;
+	mpk__registry_del(r->start);
 	__atomic_store_n(&r->start, 0, __ATOMIC_RELEASE);
 	r->next = NULL;
 }

@@ -11,6 +11,7 @@
 
 #include "mpkit.h"
 #include "env.h"
+#include "cli.h"
 
 static void usage(FILE *f)
 {
@@ -20,6 +21,9 @@ static void usage(FILE *f)
 		"commands:\n"
 		"  info [--json]   protection-key support of this CPU and kernel, the\n"
 		"                  backend mpkit would use, free keys, PKRU\n"
+		"  maps PID|self [--all] [--json]\n"
+		"                  a process's mpkit regions: domain, protection key,\n"
+		"                  permissions (--all: every mapping)\n"
 		"  bench [OPTIONS] what keys buy over mprotect(), measured: a table of\n"
 		"                  domain switch, mprotect, THP and libsodium costs by\n"
 		"                  region size and thread count (mpkit bench --help)\n"
@@ -38,14 +42,14 @@ static const char *yes(int v)
 	return v ? "yes" : "no";
 }
 
-static int is_json_flag(const char *a)
+int cli_is_json_flag(const char *a)
 {
 	return !strcmp(a, "--json") || !strcmp(a, "-J") || !strcmp(a, "-j");
 }
 
 /* stdout reached its destination: a write error (a full disk, a closed
  * pipe, /dev/full) is a failure of the command. */
-static int finish_output(const char *cmd, int rc)
+int cli_finish_output(const char *cmd, int rc)
 {
 	if (fflush(stdout) || ferror(stdout)) {
 		fprintf(stderr, "mpkit %s: writing the output failed: %s\n", cmd, strerror(errno));
@@ -54,7 +58,7 @@ static int finish_output(const char *cmd, int rc)
 	return rc;
 }
 
-static void json_str(const char *s)
+void cli_json_str(const char *s)
 {
 	putchar('"');
 	for (; *s; s++) {
@@ -79,14 +83,14 @@ static int env_report(int json)
 		bad |= !ok;
 		if (json) {
 			printf("%s\n    ", v ? "," : "");
-			json_str(mpk__env_name(v));
+			cli_json_str(mpk__env_name(v));
 			printf(": { \"value\": ");
 			if (val)
-				json_str(val);
+				cli_json_str(val);
 			else
 				printf("null");
 			printf(", \"valid\": %s, \"allowed\": ", ok ? "true" : "false");
-			json_str(mpk__env_allowed(v));
+			cli_json_str(mpk__env_allowed(v));
 			printf(" }");
 		} else {
 			printf("  %-28s %s%s%s%s\n", mpk__env_name(v), val ? "\"" : "(unset)",
@@ -115,11 +119,11 @@ static int cmd_info(int argc, char **argv)
 	int json = 0;
 
 	for (int i = 1; i < argc; i++) {
-		if (is_json_flag(argv[i])) {
+		if (cli_is_json_flag(argv[i])) {
 			json = 1;
 		} else if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) {
 			printf("usage: mpkit info [--json|-J|-j]\n");
-			return finish_output("info", 0);
+			return cli_finish_output("info", 0);
 		} else {
 			fprintf(stderr, "mpkit info: unknown argument '%s'\n", argv[i]);
 			return 2;
@@ -148,7 +152,7 @@ static int cmd_info(int argc, char **argv)
 		printf("  \"exec_only\": %s,\n", in.exec_only ? "true" : "false");
 		printf("  \"region_names\": %s,\n", in.region_names ? "true" : "false");
 		printf("  \"region_names_why\": ");
-		json_str(naming_why(&in));
+		cli_json_str(naming_why(&in));
 		printf(",\n");
 		if (in.pkru_valid)
 			printf("  \"pkru\": \"0x%08x\",\n", in.pkru);
@@ -159,7 +163,7 @@ static int cmd_info(int argc, char **argv)
 		printf("\n  },\n");
 		if (error) {
 			printf("  \"error\": ");
-			json_str(error);
+			cli_json_str(error);
 			printf(",\n");
 		}
 		printf("  \"ok\": %s\n}\n", rc ? "false" : "true");
@@ -184,7 +188,7 @@ static int cmd_info(int argc, char **argv)
 		if (error)
 			fprintf(stderr, "%s\n", error);
 	}
-	return finish_output("info", rc ? 1 : 0);
+	return cli_finish_output("info", rc ? 1 : 0);
 }
 
 /*
@@ -246,6 +250,8 @@ int main(int argc, char **argv)
 	}
 	if (!strcmp(argv[1], "info"))
 		return cmd_info(argc - 1, argv + 1);
+	if (!strcmp(argv[1], "maps"))
+		return cmd_maps(argc - 1, argv + 1);
 	if (!strcmp(argv[1], "bench"))
 		return cmd_bench(argv + 1);
 	fprintf(stderr, "mpkit: unknown command '%s' (try mpkit --help)\n", argv[1]);
