@@ -217,9 +217,16 @@ check-cmake: $(B)/tests/t_installed
 	ldd $(B)/cmake/user_shared | grep -q '$(STAGE)/lib/$(SONAME)'
 	@echo "cmake: find_package(mpkit) builds and runs (shared and static)"
 
+# Debian packages from the tarball, lintian, and programs built against
+# them (tests/deb/check-deb.sh; MPKIT_DEB_INSTALL=system installs them).
+check-deb:
+	tests/deb/check-deb.sh $(B)
+
 # ---- release tarball ----
 
 DIST := mpkit-$(VERSION)
+# One time stamp for every file: SOURCE_DATE_EPOCH, else the last commit's.
+DIST_TIME = $(or $(SOURCE_DATE_EPOCH),$(shell git log -1 --format=%ct 2>/dev/null),$(shell date +%s))
 # What a release contains: the files git knows (tracked, or new and not
 # ignored) or, in an unpacked tarball, what is there but build output.
 dist:
@@ -230,7 +237,7 @@ dist:
 	else \
 		find . \( -path './build*' -o -name '*.tar.gz' \) -prune -o \( -type f -o -type l \) -print | sed 's|^\./||'; \
 	fi | LC_ALL=C sort > $(B)/dist.files
-	tar --transform 's|^|$(DIST)/|' --owner=0 --group=0 --numeric-owner --mtime=@0 \
+	tar --transform 's|^|$(DIST)/|' --owner=0 --group=0 --numeric-owner --mtime=@$(DIST_TIME) \
 		-cf - -T $(B)/dist.files | gzip -9n > $(DIST).tar.gz
 	@echo "dist: $(DIST).tar.gz, $$(wc -l < $(B)/dist.files) files"
 
@@ -308,7 +315,7 @@ check-vm: all tests
 clean:
 	rm -rf build mpkit.pc mpkit-*.tar.gz
 
-.PHONY: all tests install uninstall gen-install-files dist distcheck check-cmake demo bench bench-alloc check check-native check-vm clean
+.PHONY: all tests install uninstall gen-install-files dist distcheck check-cmake check-deb demo bench bench-alloc check check-native check-vm clean
 .SECONDARY:
 
 -include $(shell find $(BUILD) -name '*.d' 2>/dev/null)
