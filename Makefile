@@ -56,7 +56,7 @@ endif
 LIB_SRC := src/init.c src/os.c src/domain.c src/region.c src/memory.c \
            src/rights.c src/soft.c src/broadcast.c src/fault.c $(ARCH_SRC) \
            src/heap_meta.c src/heap_map.c src/heap_run.c src/heap_big.c src/heap.c \
-           src/heap_misuse.c src/vault.c src/env.c src/registry.c
+           src/heap_misuse.c src/vault.c src/env.c src/registry.c src/backtrace.c
 LIB_OBJ := $(LIB_SRC:%.c=$(B)/obj/%.o)
 PIC_OBJ := $(LIB_SRC:%.c=$(B)/pic/%.o)
 

@@ -74,6 +74,10 @@ struct mpk_global {
 
 extern struct mpk_global mpk_g;
 
+/* backtrace.c: the report's backtrace on fd, async-signal-safe: names,
+ * module+offset per frame, and the addr2line commands. */
+void mpk__backtrace_print(int fd);
+
 /* init.c */
 int mpk__ensure_init(void); /* 0, or -1 with errno */
 

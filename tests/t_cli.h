@@ -3,6 +3,7 @@
 #ifndef MPK_TEST_CLI_H
 #define MPK_TEST_CLI_H
 
+#include <fcntl.h>
 #include <sys/prctl.h>
 
 #include "t.h"

@@ -6,7 +6,6 @@
  * --json; it says whether the kernel names regions; a write error (stdout
  * on /dev/full) is a failure, not exit 0.
  */
-#include <fcntl.h>
 
 #include "t_cli.h"
 

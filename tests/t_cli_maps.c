@@ -9,7 +9,6 @@
  * the listing.  Text output too, and `mpkit maps self` of a process
  * without domains lists none.
  */
-#include <fcntl.h>
 
 #include "t_cli.h"
 #include "t_state.h"
