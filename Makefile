@@ -222,6 +222,28 @@ check-cmake: $(B)/tests/t_installed
 check-deb:
 	tests/deb/check-deb.sh $(B)
 
+# The ABI against the last release (tests/check-abi.sh, abigail-tools);
+# make abi-baseline stores this version's as the next baseline (at a tag).
+abi-check: $(B)/libmpkit.so
+	@tests/check-abi.sh $(B)/libmpkit.so
+abi-baseline: $(B)/libmpkit.so
+	@tests/check-abi.sh $(B)/libmpkit.so --store
+
+# README's example program, cut out of README.md as printed, compiled
+# with every warning as an error, and run: it must work, and it must
+# fail cleanly (exit 1, a message, no crash) when mpkit cannot start.
+check-readme: $(B)/libmpkit.a
+	@mkdir -p $(B)/readme
+	@awk '/^<!-- example: readme.c -->/ { f = 1; next } f && /^```c/ { on = 1; next } \
+		on && /^```/ { exit } on { print }' README.md > $(B)/readme/readme.c
+	@test -s $(B)/readme/readme.c || { echo "readme: FAIL, no example marked in README.md"; exit 1; }
+	$(CC) $(ALL_CFLAGS) -Werror $(B)/readme/readme.c -o $(B)/readme/readme $(B)/libmpkit.a $(ALL_LDFLAGS)
+	$(B)/readme/readme
+	@MPKIT_BACKEND=bogus $(B)/readme/readme 2>$(B)/readme/bogus.err; rc=$$?; \
+	if [ $$rc != 1 ] || ! grep -q 'MPKIT_BACKEND="bogus"' $(B)/readme/bogus.err; then \
+		echo "readme: FAIL, with MPKIT_BACKEND=bogus the example exits $$rc:"; cat $(B)/readme/bogus.err; exit 1; fi
+	@echo "readme: the example compiles as printed, runs, and fails cleanly on a bad environment"
+
 # ---- release tarball ----
 
 DIST := mpkit-$(VERSION)
@@ -315,7 +337,7 @@ check-vm: all tests
 clean:
 	rm -rf build mpkit.pc mpkit-*.tar.gz
 
-.PHONY: all tests install uninstall gen-install-files dist distcheck check-cmake check-deb demo bench bench-alloc check check-native check-vm clean
+.PHONY: all tests install uninstall gen-install-files dist distcheck check-cmake check-deb abi-check abi-baseline check-readme demo bench bench-alloc check check-native check-vm clean
 .SECONDARY:
 
 -include $(shell find $(BUILD) -name '*.d' 2>/dev/null)
