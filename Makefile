@@ -5,14 +5,22 @@
 #   make bench      build and run the benchmark (table on stdout, CSV, JSON and
 #                   SVG in build/bench/); BENCH_ARGS="--sizes 4K,2M" passes options
 #   make bench-alloc  heaps against glibc malloc, vaults against libsodium
-#   make install PREFIX=/usr/local   (also the man pages, into $(MANDIR))
+#   make install PREFIX=/usr/local   (also the man pages, into $(MANDIR));
+#                   DESTDIR stages it; make uninstall removes the same files
+#   make dist       mpkit-VERSION.tar.gz;  make distcheck builds that tarball
+#                   by itself with extra CFLAGS, runs its checks, installs
+#                   and uninstalls it
 # SANITIZE=address,undefined builds everything with those sanitizers into
 # build/san/ (and `make check` then runs the native suite only).
+# CFLAGS, CPPFLAGS and LDFLAGS from the command line add to the flags mpkit
+# needs (MPK_CFLAGS, MPK_LDFLAGS); they never replace them.
 
 PREFIX  ?= /usr/local
 LIBDIR  ?= $(PREFIX)/lib
 INCDIR  ?= $(PREFIX)/include
 BINDIR  ?= $(PREFIX)/bin
+LIBEXECDIR ?= $(PREFIX)/libexec
+CMAKEDIR ?= $(LIBDIR)/cmake/mpkit
 PCDIR   ?= $(LIBDIR)/pkgconfig
 MANDIR  ?= $(PREFIX)/share/man
 DESTDIR ?=
@@ -24,15 +32,19 @@ SONAME  := libmpkit.so.0
 BUILD ?= build
 B := $(BUILD)$(if $(SANITIZE),/san)
 
+# The user's CFLAGS/LDFLAGS come last, so they can add and override
+# optimisation and hardening but never drop -Iinclude or -pthread.
 WARN    := -Wall -Wextra -Wshadow -Wstrict-prototypes -Wmissing-prototypes -Wno-missing-field-initializers
 CFLAGS  ?= -O2 -g
-CFLAGS  += -std=gnu11 $(WARN) -pthread -Iinclude
-LDFLAGS += -pthread
+MPK_CFLAGS  := -std=gnu11 $(WARN) -pthread -Iinclude
+MPK_LDFLAGS := -pthread
 ifneq ($(SANITIZE),)
-CFLAGS  += -fsanitize=$(SANITIZE) -fno-omit-frame-pointer -fno-sanitize-recover=all
-LDFLAGS += -fsanitize=$(SANITIZE)
+MPK_CFLAGS  += -fsanitize=$(SANITIZE) -fno-omit-frame-pointer -fno-sanitize-recover=all
+MPK_LDFLAGS += -fsanitize=$(SANITIZE)
 endif
 DEPFLAGS = -MMD -MP
+ALL_CFLAGS  = $(MPK_CFLAGS) $(MPK_XCFLAGS) $(CPPFLAGS) $(CFLAGS)
+ALL_LDFLAGS = $(MPK_LDFLAGS) $(LDFLAGS)
 
 ARCH := $(shell uname -m)
 ifeq ($(ARCH),x86_64)
@@ -45,7 +57,8 @@ LIB_SRC := src/init.c src/os.c src/domain.c src/region.c src/memory.c \
            src/rights.c src/soft.c src/broadcast.c src/thread.c src/fork.c src/fault.c $(ARCH_SRC) \
            src/layer.c src/heap/meta.c src/heap/map.c src/heap/run.c src/heap/big.c \
            src/heap/heap.c src/heap/misuse.c src/heap/cache.c src/heap/fork.c src/heap/vault.c \
-           src/scan.c src/lockdown.c src/lockdown_bpf.c src/landlock.c src/code.c src/watch.c src/window.c
+           src/scan.c src/lockdown.c src/lockdown_bpf.c src/landlock.c src/code.c src/watch.c src/window.c \
+           src/env.c src/registry.c src/backtrace.c
 LIB_OBJ := $(LIB_SRC:%.c=$(B)/obj/%.o)
 PIC_OBJ := $(LIB_SRC:%.c=$(B)/pic/%.o)
 
@@ -54,9 +67,18 @@ TEST_BIN := $(TEST_SRC:tests/%.c=$(B)/tests/%)
 EX_SRC   := $(wildcard examples/*.c)
 EX_BIN   := $(EX_SRC:examples/%.c=$(B)/examples/%)
 
-# The benchmark uses libsodium for its libsodium rows when pkg-config finds
-# it; the library and the mpkit command never link it.
-SODIUM_OK   := $(shell pkg-config --exists libsodium 2>/dev/null && echo yes)
+# The benchmark's libsodium rows: SODIUM=auto (default) uses libsodium when
+# pkg-config finds it, SODIUM=yes requires it, SODIUM=no leaves it out.  The
+# library and the mpkit command never link it.
+SODIUM ?= auto
+ifeq ($(SODIUM),no)
+SODIUM_OK :=
+else
+SODIUM_OK := $(shell pkg-config --exists libsodium 2>/dev/null && echo yes)
+ifeq ($(SODIUM)$(SODIUM_OK),yes)
+$(error SODIUM=yes but pkg-config finds no libsodium (apt-get install libsodium-dev))
+endif
+endif
 ifeq ($(SODIUM_OK),yes)
 BENCH_CPPFLAGS := -DMPKIT_BENCH_SODIUM $(shell pkg-config --cflags libsodium)
 BENCH_LIBS     := $(shell pkg-config --libs libsodium)
@@ -81,11 +103,11 @@ all: $(B)/libmpkit.a $(B)/libmpkit.so $(B)/mpkit $(B)/mpkit-bench $(B)/mpkit-ben
 
 $(B)/obj/%.o: %.c
 	@mkdir -p $(@D)
-	$(CC) $(CFLAGS) -fvisibility=hidden $(DEPFLAGS) -c $< -o $@
+	$(CC) $(ALL_CFLAGS) -fvisibility=hidden $(DEPFLAGS) -c $< -o $@
 
 $(B)/pic/%.o: %.c
 	@mkdir -p $(@D)
-	$(CC) $(CFLAGS) -fPIC -fvisibility=hidden $(DEPFLAGS) -c $< -o $@
+	$(CC) $(ALL_CFLAGS) -fPIC -fvisibility=hidden $(DEPFLAGS) -c $< -o $@
 
 $(B)/libmpkit.a: $(LIB_OBJ)
 	@rm -f $@
@@ -94,58 +116,60 @@ $(B)/libmpkit.a: $(LIB_OBJ)
 # Hidden visibility keeps internals out; the version script is the list.
 $(B)/libmpkit.so: $(PIC_OBJ) src/libmpkit.map
 	$(CC) -shared -Wl,-soname,$(SONAME) -Wl,--version-script=src/libmpkit.map \
-		-Wl,-z,defs -Wl,-z,now $(LDFLAGS) $(PIC_OBJ) -o $@
+		-Wl,-z,defs -Wl,-z,now $(ALL_LDFLAGS) $(PIC_OBJ) -o $@
 	ln -sf libmpkit.so $(B)/$(SONAME)
 
 # The scan command uses the library's scanner (src/scan.h, internal).
-$(B)/obj/tools/scan.o $(B)/obj/tests/t_scan_%.o: CFLAGS += -Isrc
-$(B)/mpkit: $(B)/obj/tools/mpkit.o $(B)/obj/tools/scan.o $(B)/libmpkit.a
-	$(CC) $(LDFLAGS) $^ -o $@
+$(B)/obj/tools/scan.o $(B)/obj/tests/t_scan_%.o: MPK_XCFLAGS += -Isrc
+$(B)/mpkit: $(B)/obj/tools/mpkit.o $(B)/obj/tools/scan.o $(B)/obj/tools/maps.o $(B)/libmpkit.a
+	$(CC) $(ALL_LDFLAGS) $^ -o $@
 
-$(B)/obj/tools/%.o $(B)/obj/tests/%.o $(B)/obj/examples/%.o $(B)/obj/bench/%.o: CFLAGS += -Itests
-$(B)/obj/bench/%.o $(B)/obj/tests/t_bench_smoke.o: CFLAGS += -Ibench $(BENCH_CPPFLAGS)
+$(B)/obj/tools/%.o $(B)/obj/tests/%.o $(B)/obj/examples/%.o $(B)/obj/bench/%.o: MPK_XCFLAGS += -Itests
+$(B)/obj/bench/%.o $(B)/obj/tests/t_bench_smoke.o: MPK_XCFLAGS += -Ibench $(BENCH_CPPFLAGS)
+# The command reads the environment through the library's own parser.
+$(B)/obj/tools/%.o: MPK_XCFLAGS += -Isrc
 
 # `mpkit bench` runs this program, found next to the mpkit binary.
 $(B)/mpkit-bench: $(B)/obj/bench/main.o $(BENCH_OBJ) $(B)/libmpkit.a
-	$(CC) $(LDFLAGS) $^ $(BENCH_LIBS) -lm -o $@
+	$(CC) $(ALL_LDFLAGS) $^ $(BENCH_LIBS) -lm -o $@
 
 # Heaps and vaults against glibc malloc and libsodium (`make bench-alloc`).
 $(B)/mpkit-bench-alloc: $(B)/obj/bench/alloc.o $(B)/libmpkit.a
-	$(CC) $(LDFLAGS) $^ $(BENCH_LIBS) -o $@
+	$(CC) $(ALL_LDFLAGS) $^ $(BENCH_LIBS) -o $@
 
 # Rights changes for one thread and for all (mpk_set_all) against mprotect.
 $(B)/mpkit-bench-threads: $(B)/obj/bench/threads.o $(B)/libmpkit.a
-	$(CC) $(LDFLAGS) $^ -pthread -o $@
+	$(CC) $(ALL_LDFLAGS) $^ -pthread -o $@
 
 # What mpk_lockdown() costs: its own time, and the MPK_WITH loop before/after.
 $(B)/mpkit-bench-lockdown: $(B)/obj/bench/lockdown.o $(BENCH_OBJ) $(B)/libmpkit.a
-	$(CC) $(LDFLAGS) $^ $(BENCH_LIBS) -lm -o $@
+	$(CC) $(ALL_LDFLAGS) $^ $(BENCH_LIBS) -lm -o $@
 
 # Lookups, faults, no-change sets, save/restore at scale (`make bench-scale`).
 $(B)/mpkit-bench-scale: $(B)/obj/bench/scale.o $(BENCH_OBJ) $(B)/libmpkit.a
-	$(CC) $(LDFLAGS) $^ $(BENCH_LIBS) -lm -pthread -o $@
+	$(CC) $(ALL_LDFLAGS) $^ $(BENCH_LIBS) -lm -pthread -o $@
 
 # One broadcast with 1..16 threads: time, signals and system calls.
 $(B)/mpkit-bench-broadcast: $(B)/obj/bench/broadcast.o $(B)/libmpkit.a
-	$(CC) $(LDFLAGS) $^ -pthread -o $@
+	$(CC) $(ALL_LDFLAGS) $^ -pthread -o $@
 
 # The VM smoke test of the benchmark engine: tiny sizes, both backends.
 $(B)/tests/t_bench_smoke: $(B)/obj/tests/t_bench_smoke.o $(BENCH_OBJ) $(B)/libmpkit.a
 	@mkdir -p $(@D)
-	$(CC) $(LDFLAGS) $^ $(BENCH_LIBS) -lm -o $@
+	$(CC) $(ALL_LDFLAGS) $^ $(BENCH_LIBS) -lm -o $@
 
 $(B)/tests/%: $(B)/obj/tests/%.o $(B)/libmpkit.a
 	@mkdir -p $(@D)
-	$(CC) $(LDFLAGS) $^ -o $@
+	$(CC) $(ALL_LDFLAGS) $^ -o $@
 
 # -rdynamic: fault-report backtraces name the example's functions.
 $(B)/examples/%: $(B)/obj/examples/%.o $(B)/libmpkit.a
 	@mkdir -p $(@D)
-	$(CC) $(LDFLAGS) -rdynamic $^ -o $@
+	$(CC) $(ALL_LDFLAGS) -rdynamic $^ -o $@
 
 # `mpkit watch`'s LD_PRELOAD helper: the library's objects and the helper,
 # built without sanitizers (it goes into programs built without them).
-PRELOAD_CFLAGS := $(filter-out -fsanitize=% -fno-sanitize-recover=%,$(CFLAGS))
+PRELOAD_CFLAGS = $(filter-out -fsanitize=% -fno-sanitize-recover=%,$(ALL_CFLAGS))
 PRELOAD_OBJ := $(LIB_SRC:%.c=$(B)/preload/%.o) $(B)/preload/tools/watch_preload.o
 $(B)/preload/%.o: %.c
 	@mkdir -p $(@D)
@@ -157,11 +181,11 @@ $(B)/libmpkit-watch.so: $(PRELOAD_OBJ) tools/watch_preload.map
 JIT_SRC := $(wildcard examples/jit/*.c)
 $(B)/examples/jit: $(JIT_SRC:%.c=$(B)/obj/%.o) $(B)/libmpkit.a
 	@mkdir -p $(@D)
-	$(CC) $(LDFLAGS) -rdynamic $^ -o $@
+	$(CC) $(ALL_LDFLAGS) -rdynamic $^ -o $@
 
 # JIT patching and watchpoints against mprotect (`make bench-code`).
 $(B)/mpkit-bench-code: $(B)/obj/bench/code.o $(B)/libmpkit.a
-	$(CC) $(LDFLAGS) $^ -pthread -o $@
+	$(CC) $(ALL_LDFLAGS) $^ -pthread -o $@
 
 # Files the tests run (copied next to them, so the VM image has them too):
 # the JIT example, and `mpkit watch`'s helper with a program to watch.
@@ -182,13 +206,13 @@ tests: $(TEST_BIN) $(TEST_FILES) $(B)/tests/t_installed $(EX_TEST_BIN)
 # Each is built under $(B)/examples/NAME/ and copied to $(B)/tests/ex/,
 # where its test (tests/t_ex_NAME.c) runs it and the VM harness packs it.
 
-$(B)/obj/examples/keyd/%.o $(B)/obj/tests/t_ex_keyd.o: CFLAGS += $(SODIUM_CFLAGS)
+$(B)/obj/examples/keyd/%.o $(B)/obj/tests/t_ex_keyd.o: MPK_XCFLAGS += $(SODIUM_CFLAGS)
 $(B)/examples/keyd/%: $(B)/obj/examples/keyd/%.o $(B)/libmpkit.a
 	@mkdir -p $(@D)
-	$(CC) $(LDFLAGS) -rdynamic $^ $(SODIUM_LIBS) -o $@
+	$(CC) $(ALL_LDFLAGS) -rdynamic $^ $(SODIUM_LIBS) -o $@
 $(B)/tests/t_ex_keyd: $(B)/obj/tests/t_ex_keyd.o $(B)/libmpkit.a
 	@mkdir -p $(@D)
-	$(CC) $(LDFLAGS) $^ $(SODIUM_LIBS) -o $@
+	$(CC) $(ALL_LDFLAGS) $^ $(SODIUM_LIBS) -o $@
 
 $(B)/tests/ex/%: $(B)/examples/keyd/%
 	@mkdir -p $(@D)
@@ -196,23 +220,23 @@ $(B)/tests/ex/%: $(B)/examples/keyd/%
 
 # SQLite (libsqlite3-dev): its allocator in an mpk_heap.
 SQLG_OBJ := $(B)/obj/examples/sqlite-guard/guard.o $(B)/obj/examples/sqlite-guard/workload.o
-$(B)/obj/examples/sqlite-guard/%.o $(B)/obj/bench/sqlite_guard.o: CFLAGS += $(SQLITE_CFLAGS) -Iexamples/sqlite-guard
+$(B)/obj/examples/sqlite-guard/%.o $(B)/obj/bench/sqlite_guard.o: MPK_XCFLAGS += $(SQLITE_CFLAGS) -Iexamples/sqlite-guard
 $(B)/examples/sqlite-guard/sqlite-guard: $(B)/obj/examples/sqlite-guard/main.o $(SQLG_OBJ) $(B)/libmpkit.a
 	@mkdir -p $(@D)
-	$(CC) $(LDFLAGS) -rdynamic $^ $(SQLITE_LIBS) -o $@
+	$(CC) $(ALL_LDFLAGS) -rdynamic $^ $(SQLITE_LIBS) -o $@
 $(B)/tests/ex/sqlite-guard: $(B)/examples/sqlite-guard/sqlite-guard
 	@mkdir -p $(@D)
 	cp $< $@
 # A store in a file mapped into a domain (mpk_map_file()).
 $(B)/examples/pstore/pstore: $(B)/obj/examples/pstore/main.o $(B)/obj/examples/pstore/store.o $(B)/libmpkit.a
 	@mkdir -p $(@D)
-	$(CC) $(LDFLAGS) -rdynamic $^ -o $@
+	$(CC) $(ALL_LDFLAGS) -rdynamic $^ -o $@
 $(B)/tests/ex/pstore: $(B)/examples/pstore/pstore
 	@mkdir -p $(@D)
 	cp $< $@
 # Its throughput with and without the guard (`make bench-sqlite`).
 $(B)/mpkit-bench-sqlite: $(B)/obj/bench/sqlite_guard.o $(SQLG_OBJ) $(B)/libmpkit.a
-	$(CC) $(LDFLAGS) $^ $(SQLITE_LIBS) -o $@
+	$(CC) $(ALL_LDFLAGS) $^ $(SQLITE_LIBS) -o $@
 
 # ---- install, and a test program built against the installed copy ----
 
@@ -221,35 +245,151 @@ MAN1 := $(wildcard man/man1/*.1)
 MAN3 := $(wildcard man/man3/*.3)
 MAN7 := $(wildcard man/man7/*.7)
 
-mpkit.pc: mpkit.pc.in include/mpkit.h
-	sed -e 's|@PREFIX@|$(PREFIX)|' -e 's|@LIBDIR@|$(LIBDIR)|' \
-	    -e 's|@INCDIR@|$(INCDIR)|' -e 's|@VERSION@|$(VERSION)|' $< > $@
+# pkg-config and CMake files name their directories relative to ${prefix}
+# (pkg-config) or to their own place (CMake) wherever they are under PREFIX,
+# so an installed tree can move (and pkg-config --define-prefix works).
+pc_rel   = $(patsubst $(PREFIX)/%,$${prefix}/%,$(1))
+GEN := $(B)/gen
+# From CMAKEDIR up to PREFIX: one ".." per directory below PREFIX.
+empty :=
+space := $(empty) $(empty)
+CMAKE_UP := $(subst $(space),/,$(patsubst %,..,$(subst /, ,$(patsubst $(PREFIX)/%,%,$(CMAKEDIR)))))
+cm_rel   = $(if $(filter $(PREFIX)/%,$(1)),$${_mpkit_prefix}/$(patsubst $(PREFIX)/%,%,$(1)),$(1))
 
-install: all
-	@rm -f mpkit.pc
-	$(MAKE) --no-print-directory mpkit.pc PREFIX=$(PREFIX) LIBDIR=$(LIBDIR) INCDIR=$(INCDIR)
-	install -d $(DESTDIR)$(INCDIR) $(DESTDIR)$(LIBDIR) $(DESTDIR)$(PCDIR) $(DESTDIR)$(BINDIR)
+gen-install-files: mpkit.pc.in cmake/mpkitConfig.cmake.in cmake/mpkitConfigVersion.cmake.in include/mpkit.h
+	@mkdir -p $(GEN)
+	@sed -e 's|@PREFIX@|$(PREFIX)|' -e 's|@LIBDIR@|$(call pc_rel,$(LIBDIR))|' \
+	    -e 's|@INCDIR@|$(call pc_rel,$(INCDIR))|' -e 's|@VERSION@|$(VERSION)|' mpkit.pc.in > $(GEN)/mpkit.pc
+	@sed -e 's|@PREFIX_FROM_HERE@|$(if $(filter $(PREFIX)/%,$(CMAKEDIR)),$${CMAKE_CURRENT_LIST_DIR}/$(CMAKE_UP),$(PREFIX))|' \
+	    -e 's|@LIBDIR@|$(call cm_rel,$(LIBDIR))|' -e 's|@INCDIR@|$(call cm_rel,$(INCDIR))|' \
+	    -e 's|@SONAME@|$(SONAME)|' -e 's|@VERSION@|$(VERSION)|' cmake/mpkitConfig.cmake.in > $(GEN)/mpkitConfig.cmake
+	@sed -e 's|@VERSION@|$(VERSION)|' cmake/mpkitConfigVersion.cmake.in > $(GEN)/mpkitConfigVersion.cmake
+
+# Each installed file, as a path under DESTDIR, for install and uninstall.
+INST_FILES = $(INCDIR)/mpkit.h $(LIBDIR)/libmpkit.a $(LIBDIR)/libmpkit.so.$(VERSION) \
+	$(LIBDIR)/$(SONAME) $(LIBDIR)/libmpkit.so $(PCDIR)/mpkit.pc \
+	$(CMAKEDIR)/mpkitConfig.cmake $(CMAKEDIR)/mpkitConfigVersion.cmake \
+	$(BINDIR)/mpkit $(BENCH_PROGS:%=$(LIBEXECDIR)/mpkit/%) $(LIBEXECDIR)/mpkit/libmpkit-watch.so \
+	$(patsubst man/%,$(MANDIR)/%,$(MAN1) $(MAN3) $(MAN7))
+INST_DIRS = $(CMAKEDIR) $(LIBEXECDIR)/mpkit
+BENCH_PROGS := mpkit-bench mpkit-bench-alloc mpkit-bench-threads
+
+install: all gen-install-files
+	install -d $(DESTDIR)$(INCDIR) $(DESTDIR)$(LIBDIR) $(DESTDIR)$(PCDIR) $(DESTDIR)$(BINDIR) \
+		$(DESTDIR)$(CMAKEDIR) $(DESTDIR)$(LIBEXECDIR)/mpkit
 	install -m 644 include/mpkit.h $(DESTDIR)$(INCDIR)/
 	install -m 644 $(B)/libmpkit.a $(DESTDIR)$(LIBDIR)/
-	install -m 755 $(B)/libmpkit.so $(DESTDIR)$(LIBDIR)/libmpkit.so.$(VERSION)
+	install -m 644 $(B)/libmpkit.so $(DESTDIR)$(LIBDIR)/libmpkit.so.$(VERSION)
 	ln -sf libmpkit.so.$(VERSION) $(DESTDIR)$(LIBDIR)/$(SONAME)
 	ln -sf $(SONAME) $(DESTDIR)$(LIBDIR)/libmpkit.so
-	install -m 644 mpkit.pc $(DESTDIR)$(PCDIR)/
-	install -m 755 $(B)/mpkit $(B)/mpkit-bench $(DESTDIR)$(BINDIR)/
-	install -m 644 $(B)/libmpkit-watch.so $(DESTDIR)$(LIBDIR)/
+	install -m 644 $(B)/libmpkit-watch.so $(DESTDIR)$(LIBEXECDIR)/mpkit/
+	install -m 644 $(GEN)/mpkit.pc $(DESTDIR)$(PCDIR)/
+	install -m 644 $(GEN)/mpkitConfig.cmake $(GEN)/mpkitConfigVersion.cmake $(DESTDIR)$(CMAKEDIR)/
+	install -m 755 $(B)/mpkit $(DESTDIR)$(BINDIR)/
+	install -m 755 $(BENCH_PROGS:%=$(B)/%) $(DESTDIR)$(LIBEXECDIR)/mpkit/
 	install -d $(DESTDIR)$(MANDIR)/man1 $(DESTDIR)$(MANDIR)/man3 $(DESTDIR)$(MANDIR)/man7
 	$(if $(MAN1),install -m 644 $(MAN1) $(DESTDIR)$(MANDIR)/man1/)
 	$(if $(MAN3),install -m 644 $(MAN3) $(DESTDIR)$(MANDIR)/man3/)
 	$(if $(MAN7),install -m 644 $(MAN7) $(DESTDIR)$(MANDIR)/man7/)
-	@rm -f mpkit.pc
+
+# Removes what install put there, and the directories only mpkit uses.
+uninstall:
+	rm -f $(addprefix $(DESTDIR),$(INST_FILES))
+	-rmdir $(addprefix $(DESTDIR),$(INST_DIRS)) 2>/dev/null
 
 STAGE := $(abspath $(B)/stage)
 # Prerequisites include all of `install: all`, so the sub-make builds nothing.
 $(B)/tests/t_installed: tests/installed/t_installed.c $(B)/libmpkit.so $(B)/libmpkit.a $(B)/mpkit include/mpkit.h
 	rm -rf $(STAGE)
 	$(MAKE) --no-print-directory install PREFIX=$(STAGE) SANITIZE=$(SANITIZE)
-	$(CC) $(CFLAGS) $< -o $@ $$(PKG_CONFIG_PATH=$(STAGE)/lib/pkgconfig pkg-config --cflags --libs mpkit) \
-		-Wl,-rpath,$(STAGE)/lib $(LDFLAGS)
+	$(CC) $(ALL_CFLAGS) $< -o $@ $$(PKG_CONFIG_PATH=$(STAGE)/lib/pkgconfig pkg-config --cflags --libs mpkit) \
+		-Wl,-rpath,$(STAGE)/lib $(ALL_LDFLAGS)
+
+# find_package(mpkit) from a CMake project, against the staged install that
+# t_installed made: shared and static targets, both run.
+check-cmake: $(B)/tests/t_installed
+	@command -v cmake >/dev/null || { echo "check-cmake: cmake not found (apt-get install cmake)"; exit 1; }
+	rm -rf $(B)/cmake
+	cmake -S tests/cmake -B $(B)/cmake -DCMAKE_PREFIX_PATH=$(STAGE) -DCMAKE_BUILD_RPATH=$(STAGE)/lib >$(B)/cmake.log
+	cmake --build $(B)/cmake >>$(B)/cmake.log
+	$(B)/cmake/user_shared && $(B)/cmake/user_static
+	ldd $(B)/cmake/user_shared | grep -q '$(STAGE)/lib/$(SONAME)'
+	@echo "cmake: find_package(mpkit) builds and runs (shared and static)"
+
+# Debian packages from the tarball, lintian, and programs built against
+# them (tests/deb/check-deb.sh; MPKIT_DEB_INSTALL=system installs them).
+check-deb:
+	tests/deb/check-deb.sh $(B)
+
+# The ABI against the last release (tests/check-abi.sh, abigail-tools);
+# make abi-baseline stores this version's as the next baseline (at a tag).
+abi-check: $(B)/libmpkit.so
+	@tests/check-abi.sh $(B)/libmpkit.so
+abi-baseline: $(B)/libmpkit.so
+	@tests/check-abi.sh $(B)/libmpkit.so --store
+
+# README's example program, cut out of README.md as printed, compiled
+# with every warning as an error, and run: it must work, and it must
+# fail cleanly (exit 1, a message, no crash) when mpkit cannot start.
+check-readme: $(B)/libmpkit.a
+	@mkdir -p $(B)/readme
+	@awk '/^<!-- example: readme.c -->/ { f = 1; next } f && /^```c/ { on = 1; next } \
+		on && /^```/ { exit } on { print }' README.md > $(B)/readme/readme.c
+	@test -s $(B)/readme/readme.c || { echo "readme: FAIL, no example marked in README.md"; exit 1; }
+	$(CC) $(ALL_CFLAGS) -Werror $(B)/readme/readme.c -o $(B)/readme/readme $(B)/libmpkit.a $(ALL_LDFLAGS)
+	$(B)/readme/readme
+	@MPKIT_BACKEND=bogus $(B)/readme/readme 2>$(B)/readme/bogus.err; rc=$$?; \
+	if [ $$rc != 1 ] || ! grep -q 'MPKIT_BACKEND="bogus"' $(B)/readme/bogus.err; then \
+		echo "readme: FAIL, with MPKIT_BACKEND=bogus the example exits $$rc:"; cat $(B)/readme/bogus.err; exit 1; fi
+	@echo "readme: the example compiles as printed, runs, and fails cleanly on a bad environment"
+
+# ---- release tarball ----
+
+DIST := mpkit-$(VERSION)
+# One time stamp for every file: SOURCE_DATE_EPOCH, else the last commit's.
+DIST_TIME = $(or $(SOURCE_DATE_EPOCH),$(shell git log -1 --format=%ct 2>/dev/null),$(shell date +%s))
+# What a release contains: the files git knows (tracked, or new and not
+# ignored) or, in an unpacked tarball, what is there but build output.
+dist:
+	@rm -f $(DIST).tar.gz
+	@mkdir -p $(B)
+	@if [ "$$(git rev-parse --show-toplevel 2>/dev/null)" = "$$(pwd -P)" ]; then \
+		git ls-files -co --exclude-standard | while IFS= read -r f; do [ -e "$$f" ] && echo "$$f"; done; \
+	else \
+		find . \( -path './build*' -o -name '*.tar.gz' \) -prune -o \( -type f -o -type l \) -print | sed 's|^\./||'; \
+	fi | LC_ALL=C sort > $(B)/dist.files
+	tar --transform 's|^|$(DIST)/|' --owner=0 --group=0 --numeric-owner --mtime=@$(DIST_TIME) \
+		-cf - -T $(B)/dist.files | gzip -9n > $(DIST).tar.gz
+	@echo "dist: $(DIST).tar.gz, $$(wc -l < $(B)/dist.files) files"
+
+# The tarball builds by itself, with a user's hardening flags added, passes
+# its checks, installs (into a DESTDIR), uninstalls leaving nothing behind,
+# and makes the same tarball again.  DISTCHECK_TARGET=check also runs the VM
+# suite (CI does: the kernel comes from MPKIT_VM_KERNEL or apt, as for
+# make check); the default is the native suite, which needs nothing.
+DISTCHECK_TARGET ?= check-native
+DISTCHECK_CFLAGS ?= -O2 -g -fstack-protector-strong -D_FORTIFY_SOURCE=2
+DISTCHECK_LDFLAGS ?= -Wl,-z,relro
+DC := $(abspath $(B)/distcheck)
+distcheck: dist
+	rm -rf $(DC) && mkdir -p $(DC)
+	tar -C $(DC) -xzf $(DIST).tar.gz
+	cd $(DC)/$(DIST) && $(MAKE) --no-print-directory -j2 CFLAGS="$(DISTCHECK_CFLAGS)" \
+		LDFLAGS="$(DISTCHECK_LDFLAGS)" BUILD=build SANITIZE= $(DISTCHECK_TARGET)
+	cd $(DC)/$(DIST) && $(MAKE) --no-print-directory CFLAGS="$(DISTCHECK_CFLAGS)" \
+		LDFLAGS="$(DISTCHECK_LDFLAGS)" BUILD=build SANITIZE= check-cmake
+	cd $(DC)/$(DIST) && $(MAKE) --no-print-directory BUILD=build SANITIZE= \
+		install DESTDIR=$(DC)/inst PREFIX=/usr >/dev/null
+	test -x $(DC)/inst/usr/libexec/mpkit/mpkit-bench && $(DC)/inst/usr/bin/mpkit --version
+	cd $(DC)/$(DIST) && $(MAKE) --no-print-directory BUILD=build SANITIZE= \
+		uninstall DESTDIR=$(DC)/inst PREFIX=/usr >/dev/null
+	@left=$$(find $(DC)/inst \( -type f -o -type l \) -print); \
+	if [ -n "$$left" ]; then echo "distcheck: FAIL, uninstall left:"; echo "$$left"; exit 1; fi
+	cd $(DC)/$(DIST) && $(MAKE) --no-print-directory BUILD=build dist >/dev/null
+	tar -tzf $(DC)/$(DIST)/$(DIST).tar.gz | sort > $(DC)/again.list
+	tar -tzf $(DIST).tar.gz | sort | cmp -s - $(DC)/again.list || \
+		{ echo "distcheck: FAIL, the unpacked tree makes another tarball"; exit 1; }
+	@echo "distcheck: $(DIST).tar.gz builds, passes $(DISTCHECK_TARGET), installs and uninstalls cleanly"
 
 # ---- running ----
 
@@ -313,9 +453,11 @@ check-vm: all tests
 	if [ $$vrc = 77 ] && [ -z "$$MPKIT_VM_REQUIRED" ]; then vrc=0; fi; exit $$vrc
 
 clean:
-	rm -rf build mpkit.pc
+	rm -rf build mpkit.pc mpkit-*.tar.gz
 
-.PHONY: all tests install demo example-keyd example-sqlite-guard example-pstore bench bench-alloc bench-code bench-sqlite bench-scale check check-native check-vm clean
+.PHONY: all tests install uninstall gen-install-files dist distcheck check-cmake check-deb abi-check abi-baseline check-readme \
+	demo example-keyd example-sqlite-guard example-pstore bench bench-alloc bench-code bench-sqlite bench-scale \
+	check check-native check-vm clean
 .SECONDARY:
 
 -include $(shell find $(BUILD) -name '*.d' 2>/dev/null)

@@ -192,23 +192,15 @@ long bench_vma_kb(const void *addr, int *named);
 
 /* ---- report.c ---- */
 void bench_print(FILE *f, const struct bench_results *r);
-int bench_write_csv(const char *path, const struct bench_results *r);
-int bench_write_json(const char *path, const struct bench_results *r);
+/* Write to f (not closed): 0, or -1 when a write failed. */
+int bench_write_csv(FILE *f, const struct bench_results *r);
+int bench_write_json(FILE *f, const struct bench_results *r);
 /* "4 KiB", "1 GiB"; "1.23 us" */
 const char *bench_size_str(size_t bytes, char *buf, size_t len);
 const char *bench_ns_str(double ns, char *buf, size_t len);
 int bench_parse_size(const char *s, size_t *out);
 
-/* ---- plot.c: log-log SVG, by gnuplot or by hand ---- */
-/* mpkit's own SVG writer: needs nothing, works everywhere. */
-int bench_write_svg(const char *path, const struct bench_results *r);
-
-enum bench_plotter {
-	BENCH_PLOT_AUTO,    /* gnuplot when it is on PATH, else the built-in writer */
-	BENCH_PLOT_GNUPLOT, /* gnuplot or nothing */
-	BENCH_PLOT_BUILTIN,
-};
-
+/* ---- plot.c: log-log SVG, by gnuplot ---- */
 struct bench_gnuplot {
 	int found;          /* an executable "gnuplot" is on PATH */
 	char exe[1024];     /* its path */
@@ -219,8 +211,9 @@ struct bench_gnuplot {
 /* A usable gnuplot (5.0 or later) on PATH: 0, or -1 and g->why. */
 int bench_gnuplot_find(struct bench_gnuplot *g);
 
-/* Draws the plot into path as `with` says.  0: drawn, msg says by what
- * (and, in auto mode, why not by gnuplot); -1: not drawn, msg says why. */
-int bench_plot(const char *path, const struct bench_results *r, enum bench_plotter with, char *msg, size_t len);
+/* Draws the plot into path with g (from bench_gnuplot_find()).  0: drawn,
+ * msg says by what; -1: not drawn, msg says why. */
+int bench_plot(const char *path, const struct bench_results *r, const struct bench_gnuplot *g, char *msg,
+	       size_t len);
 
 #endif

@@ -6,6 +6,8 @@
  */
 #define _GNU_SOURCE
 #include <errno.h>
+#include <fcntl.h>
+#include <unistd.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -33,13 +35,13 @@ static void usage(FILE *f)
 		"  --reps N            samples per measurement (default 15)\n"
 		"  --sample-time US    a sample lasts at least US microseconds (default 5000;\n"
 		"                      0: one iteration per sample)\n"
-		"  --csv FILE          write every measurement as CSV\n"
-		"  --json FILE         ... as JSON, with the machine and the hw fast path\n"
-		"  --plot FILE.svg     draw cost against size, log-log, one line per method\n"
-		"  --plot-with WHAT    auto: gnuplot when it is on PATH, else mpkit's built-in\n"
-		"                      SVG writer (the default); gnuplot: gnuplot or fail;\n"
-		"                      builtin: always the built-in writer.  The output says\n"
-		"                      which drew the plot\n"
+		"  --csv FILE          write every measurement as CSV ('-': stdout)\n"
+		"  -J, -j, --json FILE ... as JSON, with the machine and the hw fast path\n"
+		"                      ('-': stdout; the table then goes to stderr)\n"
+		"  --plot FILE.svg     draw cost against size, log-log, one line per method,\n"
+		"                      with gnuplot (apt-get install gnuplot-nox)\n"
+		"Output files are opened before the run: one that cannot be written, or\n"
+		"a missing gnuplot, fails at once.\n"
 		"  --no-pin            do not pin the measuring and the busy threads to CPUs\n"
 		"  --mem-fraction F    regions may use this share of MemAvailable (default 0.7)\n"
 		"  --smoke             a correctness run: 4K,64K, threads 0,1, 2 samples of one\n"
@@ -103,8 +105,6 @@ int main(int argc, char **argv)
 	struct bench_config cfg;
 	const char *csv = NULL, *json = NULL, *plot = NULL;
 	int sizes_set = 0, threads_set = 0, reps_set = 0, time_set = 0;
-	enum bench_plotter plot_with = BENCH_PLOT_AUTO;
-	const char *plot_with_arg = NULL;
 
 	if (argc > 0 && argv[0] && getenv("MPKIT_BENCH_PROG"))
 		prog = getenv("MPKIT_BENCH_PROG"); /* "mpkit bench" when run by mpkit */
@@ -157,23 +157,10 @@ int main(int argc, char **argv)
 			cfg.mem_fraction = x;
 		} else if (!strcmp(a, "--csv")) {
 			csv = need_arg(argc, argv, &i);
-		} else if (!strcmp(a, "--json")) {
+		} else if (!strcmp(a, "--json") || !strcmp(a, "-J") || !strcmp(a, "-j")) {
 			json = need_arg(argc, argv, &i);
 		} else if (!strcmp(a, "--plot")) {
 			plot = need_arg(argc, argv, &i);
-		} else if (!strcmp(a, "--plot-with")) {
-			plot_with_arg = need_arg(argc, argv, &i);
-			if (!strcmp(plot_with_arg, "auto")) {
-				plot_with = BENCH_PLOT_AUTO;
-			} else if (!strcmp(plot_with_arg, "gnuplot")) {
-				plot_with = BENCH_PLOT_GNUPLOT;
-			} else if (!strcmp(plot_with_arg, "builtin")) {
-				plot_with = BENCH_PLOT_BUILTIN;
-			} else {
-				fprintf(stderr, "%s: --plot-with wants auto, gnuplot or builtin, not '%s'\n", prog,
-					plot_with_arg);
-				return 2;
-			}
 		} else if (!strcmp(a, "--no-pin")) {
 			cfg.pin = 0;
 		} else if (!strcmp(a, "--smoke")) {
@@ -202,17 +189,41 @@ int main(int argc, char **argv)
 			cfg.sample_ns = 0;
 	}
 	cfg.exe_label = NULL; /* the binary's own path */
-	if (plot_with_arg && !plot) {
-		fprintf(stderr, "%s: --plot-with needs --plot FILE.svg\n", prog);
+	/* Before the run, which can take minutes: every output can be
+	 * written, and gnuplot is there if a plot is asked for. */
+	const char *outs[] = { csv, json };
+	FILE *files[2] = { NULL, NULL };
+	FILE *table = stdout;
+	for (int i = 0; i < 2; i++) {
+		if (!outs[i])
+			continue;
+		if (!strcmp(outs[i], "-")) {
+			files[i] = stdout;
+			table = stderr;
+		} else if (!(files[i] = fopen(outs[i], "w"))) {
+			fprintf(stderr, "%s: %s: %s\n", prog, outs[i], strerror(errno));
+			return 1;
+		}
+	}
+	if (csv && json && !strcmp(csv, "-") && !strcmp(json, "-")) {
+		fprintf(stderr, "%s: --csv and --json cannot both go to stdout\n", prog);
 		return 2;
 	}
-	/* Before the run, which can take minutes: a gnuplot that was asked
-	 * for and is not there fails now, not at the end. */
-	if (plot && plot_with == BENCH_PLOT_GNUPLOT) {
-		struct bench_gnuplot g;
+	struct bench_gnuplot g;
+	if (plot) {
+		if (!strcmp(plot, "-")) {
+			fprintf(stderr, "%s: --plot wants a file name (the SVG is not written to stdout)\n", prog);
+			return 2;
+		}
+		int fd = open(plot, O_WRONLY | O_CREAT | O_CLOEXEC, 0644);
+		if (fd < 0) {
+			fprintf(stderr, "%s: %s: %s\n", prog, plot, strerror(errno));
+			return 1;
+		}
+		close(fd);
 		if (bench_gnuplot_find(&g)) {
-			fprintf(stderr, "%s: --plot-with gnuplot: %s (install gnuplot, e.g. apt-get install gnuplot-nox, "
-					"or use --plot-with auto)\n", prog, g.why);
+			fprintf(stderr, "%s: --plot: %s (install gnuplot: apt-get install gnuplot-nox, "
+					"or leave out --plot)\n", prog, g.why);
 			return 1;
 		}
 	}
@@ -222,31 +233,37 @@ int main(int argc, char **argv)
 		fprintf(stderr, "%s: %s\n", prog, strerror(errno));
 		return 1;
 	}
-	bench_print(stdout, r);
-	fflush(stdout);
+	bench_print(table, r);
+	fflush(table);
 
 	int rc = 0;
-	const char *outs[] = { csv, json };
-	int (*writers[])(const char *, const struct bench_results *) = { bench_write_csv, bench_write_json };
+	int (*writers[])(FILE *, const struct bench_results *) = { bench_write_csv, bench_write_json };
 	for (int i = 0; i < 2; i++) {
-		if (!outs[i])
+		if (!files[i])
 			continue;
-		if (writers[i](outs[i], r)) {
+		int bad = writers[i](files[i], r);
+		if (files[i] != stdout && fclose(files[i]))
+			bad = 1;
+		if (bad) {
 			fprintf(stderr, "%s: writing %s: %s\n", prog, outs[i], strerror(errno));
 			rc = 1;
-		} else {
-			printf("wrote %s\n", outs[i]);
+		} else if (files[i] != stdout) {
+			fprintf(table, "wrote %s\n", outs[i]);
 		}
 	}
 	if (plot) {
 		char msg[2048];
-		fflush(stdout); /* our lines before anything gnuplot says on stderr */
-		if (bench_plot(plot, r, plot_with, msg, sizeof(msg))) {
+		fflush(NULL); /* our lines before anything gnuplot says on stderr */
+		if (bench_plot(plot, r, &g, msg, sizeof(msg))) {
 			fprintf(stderr, "%s: plot: %s\n", prog, msg);
 			rc = 1;
 		} else {
-			printf("plot: %s\nwrote %s\n", msg, plot);
+			fprintf(table, "plot: %s\nwrote %s\n", msg, plot);
 		}
+	}
+	if (fflush(stdout) || ferror(stdout)) {
+		fprintf(stderr, "%s: writing the output failed: %s\n", prog, strerror(errno));
+		rc = 1;
 	}
 
 	for (int m = 0; m < BM_COUNT; m++)

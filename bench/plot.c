@@ -1,11 +1,10 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * The plot: cost of close + re-open against region size, log-log, one line
- * per method (solid: the first thread count, dashed: the last).  Drawn by
- * gnuplot when it is on PATH (bench_plot), else by the hand-written SVG
- * writer below (bench_write_svg): that one always works, in CI and in the
- * VM too, and needs no package; gnuplot stays an optional program we run,
- * never a library we link.
+ * per method (solid: the first thread count, dashed: the last), drawn by
+ * gnuplot (Debian: gnuplot-nox), a program we run, never a library we
+ * link.  Without gnuplot --plot fails before the run and says how to get
+ * it; the table, CSV and JSON need nothing.
  */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -46,19 +45,6 @@ static const char *color(int m)
 	return colors[m] ? colors[m] : "#000000";
 }
 
-static void xml(FILE *f, const char *s)
-{
-	for (; *s; s++) {
-		switch (*s) {
-		case '&': fputs("&amp;", f); break;
-		case '<': fputs("&lt;", f); break;
-		case '>': fputs("&gt;", f); break;
-		case '"': fputs("&quot;", f); break;
-		default: fputc(*s, f);
-		}
-	}
-}
-
 #define W 1000
 #define H 600
 #define PX0 90.0
@@ -70,44 +56,7 @@ struct axes {
 	double x0, x1, y0, y1; /* log2 size, log10 ns */
 };
 
-static double X(const struct axes *a, size_t size)
-{
-	return PX0 + (log2((double)size) - a->x0) / (a->x1 - a->x0) * (PX1 - PX0);
-}
-
-static double Y(const struct axes *a, double ns)
-{
-	return PY1 - (log10(ns) - a->y0) / (a->y1 - a->y0) * (PY1 - PY0);
-}
-
-static void series(FILE *f, const struct bench_results *r, const struct axes *a, int m, int t, int dashed)
-{
-	int n = 0;
-	for (int s = 0; s < r->cfg.nsizes; s++) {
-		const struct bench_cell *c = bench_cell(r, m, s, t);
-		if (c->status != BS_OK || c->s_sw.median <= 0)
-			continue;
-		if (!n++)
-			fprintf(f, "<polyline fill=\"none\" stroke=\"%s\" stroke-width=\"%s\"%s points=\"", color(m),
-				dashed ? "1.5" : "2.2", dashed ? " stroke-dasharray=\"6 4\" opacity=\"0.8\"" : "");
-		fprintf(f, "%.1f,%.1f ", X(a, r->cfg.sizes[s]), Y(a, c->s_sw.median));
-	}
-	if (n)
-		fprintf(f, "\"/>\n");
-	for (int s = 0; s < r->cfg.nsizes; s++) {
-		const struct bench_cell *c = bench_cell(r, m, s, t);
-		if (c->status != BS_OK || c->s_sw.median <= 0)
-			continue;
-		if (dashed)
-			fprintf(f, "<circle cx=\"%.1f\" cy=\"%.1f\" r=\"2.5\" fill=\"white\" stroke=\"%s\"/>\n",
-				X(a, r->cfg.sizes[s]), Y(a, c->s_sw.median), color(m));
-		else
-			fprintf(f, "<circle cx=\"%.1f\" cy=\"%.1f\" r=\"3.2\" fill=\"%s\"/>\n", X(a, r->cfg.sizes[s]),
-				Y(a, c->s_sw.median), color(m));
-	}
-}
-
-/* The axes both writers use: half a binary order of magnitude around the
+/* The axes: half a binary order of magnitude around the
  * sizes, whole decades around the medians drawn. */
 static struct axes plot_axes(const struct bench_results *r)
 {
@@ -157,97 +106,6 @@ static void subtitles(const struct bench_results *r, char *l1, size_t n1, char *
 			      r->fastpath.fn[0].insns);
 	if ((r->cfg.smoke || mc->emulated) && n >= 0 && (size_t)n < n2)
 		snprintf(l2 + n, n2 - n, "; SMOKE TEST: timings mean nothing");
-}
-
-int bench_write_svg(const char *path, const struct bench_results *r)
-{
-	const struct bench_config *cfg = &r->cfg;
-	const struct bench_machine *mc = &r->machine;
-	int last = cfg->nthreads - 1;
-	char buf[64], l1[512], l2[512];
-	struct axes a = plot_axes(r);
-
-	FILE *f = fopen(path, "w");
-	if (!f)
-		return -1;
-	fprintf(f, "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n"
-		   "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"%d\" height=\"%d\" viewBox=\"0 0 %d %d\" "
-		   "font-family=\"DejaVu Sans, Helvetica, Arial, sans-serif\" font-size=\"12\">\n"
-		   "<rect width=\"100%%\" height=\"100%%\" fill=\"white\"/>\n", W, H, W, H);
-	subtitles(r, l1, sizeof(l1), l2, sizeof(l2));
-	fprintf(f, "<text x=\"%d\" y=\"28\" font-size=\"17\" font-weight=\"bold\">%s</text>\n", (int)PX0 - 40,
-		plot_title);
-	fprintf(f, "<text x=\"%d\" y=\"50\" fill=\"#444\">", (int)PX0 - 40);
-	xml(f, l1);
-	fprintf(f, "</text>\n<text x=\"%d\" y=\"68\" fill=\"#444\">", (int)PX0 - 40);
-	xml(f, l2);
-	fprintf(f, "</text>\n");
-
-	/* grid and axes */
-	for (double e = a.y0; e <= a.y1 + 1e-9; e++) {
-		double y = Y(&a, pow(10, e));
-		fprintf(f, "<line x1=\"%.0f\" y1=\"%.1f\" x2=\"%.0f\" y2=\"%.1f\" stroke=\"#ddd\"/>\n", PX0, y, PX1, y);
-		for (int k = 2; k < 10 && e < a.y1; k++) {
-			double ym = Y(&a, k * pow(10, e));
-			fprintf(f, "<line x1=\"%.0f\" y1=\"%.1f\" x2=\"%.0f\" y2=\"%.1f\" stroke=\"#f2f2f2\"/>\n", PX0, ym, PX1, ym);
-		}
-		fprintf(f, "<text x=\"%.0f\" y=\"%.1f\" text-anchor=\"end\">%s</text>\n", PX0 - 6, y + 4,
-			decade_str(e, buf, sizeof(buf)));
-	}
-	for (int s = 0; s < cfg->nsizes; s++) {
-		double x = X(&a, cfg->sizes[s]);
-		fprintf(f, "<line x1=\"%.1f\" y1=\"%.0f\" x2=\"%.1f\" y2=\"%.0f\" stroke=\"#ddd\"/>\n", x, PY0, x, PY1);
-		fprintf(f, "<text x=\"%.1f\" y=\"%.0f\" text-anchor=\"middle\">%s</text>\n", x, PY1 + 18,
-			bench_size_str(cfg->sizes[s], buf, sizeof(buf)));
-	}
-	fprintf(f, "<rect x=\"%.0f\" y=\"%.0f\" width=\"%.0f\" height=\"%.0f\" fill=\"none\" stroke=\"#333\"/>\n", PX0, PY0,
-		PX1 - PX0, PY1 - PY0);
-	fprintf(f, "<text x=\"%.0f\" y=\"%.0f\" text-anchor=\"middle\">region size (log scale)</text>\n", (PX0 + PX1) / 2,
-		PY1 + 40);
-	fprintf(f, "<text transform=\"translate(22 %.0f) rotate(-90)\" text-anchor=\"middle\">close + re-open, median (log scale)</text>\n",
-		(PY0 + PY1) / 2);
-
-	/* lines: dashed (most threads) first, solid on top */
-	if (last > 0)
-		for (int m = 0; m < BM_COUNT; m++)
-			series(f, r, &a, m, last, 1);
-	for (int m = 0; m < BM_COUNT; m++)
-		series(f, r, &a, m, 0, 0);
-
-	/* legend */
-	double ly = PY0 + 4;
-	for (int m = 0; m < BM_COUNT; m++) {
-		int any = 0;
-		for (int s = 0; s < cfg->nsizes; s++)
-			any |= bench_cell(r, m, s, 0)->status == BS_OK;
-		fprintf(f, "<line x1=\"%.0f\" y1=\"%.1f\" x2=\"%.0f\" y2=\"%.1f\" stroke=\"%s\" stroke-width=\"2.2\"%s/>\n",
-			PX1 + 20, ly, PX1 + 44, ly, color(m), any ? "" : " opacity=\"0.25\"");
-		fprintf(f, "<text x=\"%.0f\" y=\"%.1f\"%s>", PX1 + 50, ly + 4, any ? "" : " fill=\"#999\"");
-		xml(f, bench_methods[m].label);
-		if (!any)
-			fprintf(f, " (%s)", bench_setup(r, m, 0)->status == BS_NA ? "n/a" : "not measured");
-		fprintf(f, "</text>\n");
-		ly += 20;
-	}
-	ly += 10;
-	fprintf(f, "<line x1=\"%.0f\" y1=\"%.1f\" x2=\"%.0f\" y2=\"%.1f\" stroke=\"#333\" stroke-width=\"2.2\"/>\n", PX1 + 20,
-		ly, PX1 + 44, ly);
-	fprintf(f, "<text x=\"%.0f\" y=\"%.1f\">%d other thread%s</text>\n", PX1 + 50, ly + 4, cfg->threads[0],
-		cfg->threads[0] == 1 ? "" : "s");
-	if (last > 0) {
-		ly += 20;
-		fprintf(f, "<line x1=\"%.0f\" y1=\"%.1f\" x2=\"%.0f\" y2=\"%.1f\" stroke=\"#333\" stroke-width=\"1.5\" stroke-dasharray=\"6 4\"/>\n",
-			PX1 + 20, ly, PX1 + 44, ly);
-		fprintf(f, "<text x=\"%.0f\" y=\"%.1f\">%d other busy thread%s (TLB shootdowns)</text>\n", PX1 + 50, ly + 4,
-			cfg->threads[last], cfg->threads[last] == 1 ? "" : "s");
-	}
-	ly += 30;
-	fprintf(f, "<text x=\"%.0f\" y=\"%.1f\" fill=\"#444\">median of %d samples per point</text>\n", PX1 + 20, ly,
-		cfg->reps);
-	fprintf(f, "<text x=\"%.0f\" y=\"%.1f\" fill=\"#444\">mpkit %s, run took %.0f s</text>\n", PX1 + 20, ly + 16,
-		mc->mpkit_version, r->seconds);
-	fprintf(f, "</svg>\n");
-	return fclose(f);
 }
 
 /* ---- gnuplot, when it is on PATH ---- */
@@ -400,8 +258,7 @@ static int has_points(const struct bench_results *r, int m, int t)
 }
 
 /* The data (one block per method and thread count, "size_bytes median_ns")
- * and the script that draws it like the built-in writer does, SVG on
- * stdout.  0, or -1 with errno. */
+ * and the script that draws it, SVG on stdout.  0, or -1 with errno. */
 static int write_gnuplot_input(const char *dat, const char *gp, const struct bench_results *r)
 {
 	const struct bench_config *cfg = &r->cfg;
@@ -434,7 +291,7 @@ static int write_gnuplot_input(const char *dat, const char *gp, const struct ben
 	subtitles(r, l1, sizeof(l1), l2, sizeof(l2));
 	/* enhanced for the bold title only: texts from the machine and the
 	 * methods are marked noenhanced, so "@" and "_" in them stay literal */
-	fprintf(f, "# mpkit bench plot: the same picture as mpkit's built-in SVG writer\n"
+	fprintf(f, "# mpkit bench plot\n"
 		   "set terminal svg size %d,%d fixed enhanced font 'DejaVu Sans,12' background '#ffffff'\n"
 		   "set encoding utf8\n"
 		   "set output\n", W, H);
@@ -596,49 +453,19 @@ out:
 	return rc;
 }
 
-int bench_plot(const char *path, const struct bench_results *r, enum bench_plotter with, char *msg, size_t len)
+int bench_plot(const char *path, const struct bench_results *r, const struct bench_gnuplot *g, char *msg,
+	       size_t len)
 {
-	static const char builtin[] = "mpkit's built-in SVG writer";
-	struct bench_gnuplot g;
 	char why[2048];
 
-	if (with == BENCH_PLOT_BUILTIN) {
-		if (bench_write_svg(path, r))
-			goto write_error;
-		snprintf(msg, len, "drawn with %s (--plot-with builtin)", builtin);
-		return 0;
-	}
-	if (bench_gnuplot_find(&g)) {
-		if (with == BENCH_PLOT_GNUPLOT) {
-			snprintf(msg, len, "%s; not drawn (--plot-with gnuplot)", g.why);
-			return -1;
-		}
-		if (bench_write_svg(path, r))
-			goto write_error;
-		if (!g.found)
-			snprintf(msg, len, "gnuplot not found on PATH; drawn with %s (install gnuplot for gnuplot's rendering)",
-				 builtin);
-		else
-			snprintf(msg, len, "%s; drawn with %s instead", g.why, builtin);
-		return 0;
-	}
-	switch (draw_gnuplot(path, r, &g, why, sizeof(why))) {
+	switch (draw_gnuplot(path, r, g, why, sizeof(why))) {
 	case 0:
-		snprintf(msg, len, "drawn with %s (%s)", g.version, g.exe);
+		snprintf(msg, len, "drawn with %s (%s)", g->version, g->exe);
 		return 0;
 	case -2:
-		goto write_error;
-	}
-	if (with == BENCH_PLOT_GNUPLOT) {
-		snprintf(msg, len, "%s; not drawn (--plot-with gnuplot)", why);
+		snprintf(msg, len, "writing %s: %s", path, strerror(errno));
 		return -1;
 	}
-	if (bench_write_svg(path, r))
-		goto write_error;
-	snprintf(msg, len, "%s; drawn with %s instead", why, builtin);
-	return 0;
-
-write_error:
-	snprintf(msg, len, "writing %s: %s", path, strerror(errno));
+	snprintf(msg, len, "%s; not drawn", why);
 	return -1;
 }

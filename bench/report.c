@@ -498,11 +498,8 @@ void bench_print(FILE *f, const struct bench_results *r)
 
 /* ---------------------------------------------------------------- CSV */
 
-int bench_write_csv(const char *path, const struct bench_results *r)
+int bench_write_csv(FILE *f, const struct bench_results *r)
 {
-	FILE *f = fopen(path, "w");
-	if (!f)
-		return -1;
 	fprintf(f, "size_bytes,method,label,backend_row,other_threads,status,samples,iters_per_switch_sample,"
 		   "iters_per_touch_sample,median_ns,p10_ns,p90_ns,ratio_to_switch,touch_after_median_ns,"
 		   "touch_after_p10_ns,touch_after_p90_ns,touch_nochange_median_ns,refill_ns,same_region_mprotect_median_ns,"
@@ -528,7 +525,7 @@ int bench_write_csv(const char *path, const struct bench_results *r)
 					fprintf(f, ",,");
 				fprintf(f, "%ld,%ld,%d,\"\"\n", st->huge_kb, st->mappings, st->fault_code);
 			}
-	return fclose(f);
+	return fflush(f) || ferror(f) ? -1 : 0;
 }
 
 /* ---------------------------------------------------------------- JSON */
@@ -566,13 +563,10 @@ static void jstat(FILE *f, const struct bench_stat *s)
 	fprintf(f, "}");
 }
 
-int bench_write_json(const char *path, const struct bench_results *r)
+int bench_write_json(FILE *f, const struct bench_results *r)
 {
 	const struct bench_machine *mc = &r->machine;
 	const struct bench_fastpath *fp = &r->fastpath;
-	FILE *f = fopen(path, "w");
-	if (!f)
-		return -1;
 	fprintf(f, "{\n  \"mpkit_version\": ");
 	jstr(f, mc->mpkit_version);
 	fprintf(f, ",\n  \"smoke\": %s,\n  \"seconds\": %.1f,\n", r->cfg.smoke ? "true" : "false", r->seconds);
@@ -680,5 +674,5 @@ int bench_write_json(const char *path, const struct bench_results *r)
 					st->verified ? "true" : "false");
 			}
 	fprintf(f, "\n  ]\n}\n");
-	return fclose(f);
+	return fflush(f) || ferror(f) ? -1 : 0;
 }

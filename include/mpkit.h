@@ -12,6 +12,15 @@
  * non-negative value) on success and -1 with errno set on failure; functions
  * returning a pointer return NULL with errno set.  A failed call leaves every
  * state as it was.
+ *
+ * Stability (docs/abi.md): from 1.0 on, everything declared here without
+ * a "mpk__" prefix is stable within a major version (soname libmpkit.so.N):
+ * functions keep their behaviour, enum values their meaning, and structs
+ * their layout; new members of struct mpk_info, mpk_stats and
+ * mpk_heap_stats take their reserved space, so the sizes never change.
+ * Before 1.0 (now) the soname is libmpkit.so.0 and each minor release
+ * (0.Y) may change the API; its notes (NEWS.md) say how.  Names with
+ * "mpk__" are internal to the macros and may change in any release.
  */
 #ifndef MPKIT_H
 #define MPKIT_H
@@ -80,6 +89,13 @@ struct mpk_info {
 	int pkru_valid;         /* pkru below is meaningful (hw only) */
 	uint32_t pkru;          /* the calling thread's PKRU */
 	int domains;            /* live domains */
+	int region_names;       /* the kernel shows regions as [anon:mpk:NAME] */
+	int region_names_errno; /* if not, why: the errno of prctl(PR_SET_VMA),
+				   EINVAL before Linux 5.17 or without
+				   CONFIG_ANON_VMA_NAME */
+	const char *error;      /* why mpkit cannot start (one line naming the
+				   variable), NULL when it can */
+	uint64_t mpk__reserved[8]; /* for members to come; zero */
 };
 
 /* Fill *info.  Works on every machine and never changes any state; when
@@ -93,6 +109,7 @@ struct mpk_stats {
 	uint64_t mprotect_calls;  /* mprotect()/pkey_mprotect() made by mpkit */
 	uint64_t broadcasts;      /* all-thread PKRU rewrites */
 	uint64_t faults_reported; /* domain faults seen by the fault handler */
+	uint64_t mpk__reserved[13]; /* for counters to come; zero */
 };
 int mpk_stats_get(struct mpk_stats *stats);
 
@@ -226,10 +243,25 @@ mpk_scope mpk_enter(mpk_domain *d, int rights);
 int mpk_leave(mpk_scope *scope);
 
 /*
- * Block scope: rights to d inside the block, restored on every way out of it
- * (the end, break, continue, return, goto) but longjmp.  break and continue
- * leave the MPK_WITH itself, not a loop around it.  If mpk_enter() fails
- * the body is skipped, with errno set.
+ * Block scopes: rights to d inside the block, restored on every way out of
+ * it (the end, break, continue, return, goto) but longjmp.  break and
+ * continue leave the scope itself, not a loop around it.
+ *
+ * MPK_WITH_ELSE runs its else branch, with errno set, when mpk_enter()
+ * fails (a bad domain or rights; ENOMEM where rights take mprotect()):
+ *
+ *	MPK_WITH_ELSE(keys, MPK_READ) {
+ *		encrypt(blk, k);
+ *	} else {
+ *		perror("mpk_enter");
+ *		return -1;
+ *	}
+ *
+ * MPK_WITH has no else: when mpk_enter() fails it skips the body, with
+ * errno set, and the program goes on after it.  Define MPK_WITH_ABORTS
+ * (to anything) before including mpkit.h and it prints the error on
+ * stderr and aborts instead, for programs where a skipped body is never
+ * right.  MPK_WITH_ELSE is the same with both definitions.
  *
  *	MPK_WITH(keys, MPK_READ) {
  *		encrypt(blk, k);
@@ -238,10 +270,29 @@ int mpk_leave(mpk_scope *scope);
 #define MPK__CAT2(a, b) a##b
 #define MPK__CAT(a, b) MPK__CAT2(a, b)
 #define MPK_WITH(d, rights) MPK__WITH(d, rights, MPK__CAT(mpk__scope_, __LINE__))
+#ifdef MPK_WITH_ABORTS
+/* saved is -1 only when mpk_enter() failed: not after the body left. */
+#define MPK__WITH_OK(s)                                                      \
+	((s).domain || ((s).saved < 0 && (mpk__scope_failed(&(s), __FILE__, __LINE__), 0)))
+#else
+#define MPK__WITH_OK(s) ((s).domain)
+#endif
 #define MPK__WITH(d, rights, s)                                              \
 	for (mpk_scope s __attribute__((cleanup(mpk__scope_cleanup))) =      \
 		     mpk_enter((d), (rights));                                \
-	     s.domain; mpk_leave(&s), s.domain = NULL)
+	     MPK__WITH_OK(s); mpk_leave(&s), s.domain = NULL)
+#define MPK_WITH_ELSE(d, rights)                                             \
+	MPK__WITH_ELSE(d, rights, MPK__CAT(mpk__scope_, __LINE__),            \
+		       MPK__CAT(mpk__once_, __LINE__))
+#define MPK__WITH_ELSE(d, rights, s, once)                                   \
+	for (mpk_scope s __attribute__((cleanup(mpk__scope_cleanup))) =      \
+		     mpk_enter((d), (rights)),                                \
+		     *once = &s;                                              \
+	     once; once = NULL)                                               \
+		if (s.domain)
+
+/* Used by MPK_WITH with MPK_WITH_ABORTS: prints the failure, aborts. */
+__attribute__((noreturn)) void mpk__scope_failed(const mpk_scope *scope, const char *file, int line);
 
 /* Used by MPK_WITH's cleanup; also fine to call directly. */
 void mpk__scope_cleanup(mpk_scope *scope);
@@ -551,6 +602,7 @@ struct mpk_heap_stats {
 	int meta_closed; /* the metadata is closed between calls */
 	size_t meta_opens; /* times calls on this heap opened the closed metadata
 			    * (2 WRPKRU each on hw; this call counts too) */
+	uint64_t mpk__reserved[3]; /* for members to come; zero */
 };
 /* Fill *stats.  Errors: EINVAL (bad heap, stats NULL). */
 int mpk_heap_stats_get(mpk_heap *h, struct mpk_heap_stats *stats);

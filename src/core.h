@@ -44,6 +44,10 @@ int mpk__free_owned(mpk_domain *d, void *addr);
 /* Resize an owned region (mremap, moving it if need be; its key and
  * protection go with it): the new start, or NULL/errno, nothing changed. */
 void *mpk__remap_owned(mpk_domain *d, void *addr, size_t new_len);
+/* backtrace.c: the report's backtrace on fd, async-signal-safe: names,
+ * module+offset per frame, and the addr2line commands. */
+void mpk__backtrace_print(int fd);
+
 /* window.c: len bytes (page multiple) mapped with prot in a reserved
  * window, align-aligned, between reserved guard pages; not yet a region.
  * NULL/ENOMEM.  _unmap reserves them again. */

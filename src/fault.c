@@ -106,16 +106,11 @@ MPK_EXPORT size_t mpk_fault_format(const struct mpk_fault *f, char *buf, size_t 
 static void report(const struct mpk_fault *f)
 {
 	char buf[512];
-	void *frames[32];
 	size_t n = mpk_fault_format(f, buf, sizeof(buf));
 
 	if (write(STDERR_FILENO, buf, n < sizeof(buf) ? n : sizeof(buf) - 1) < 0)
 		return;
-	static const char bt[] = "mpkit:   backtrace:\n";
-	if (write(STDERR_FILENO, bt, sizeof(bt) - 1) < 0)
-		return;
-	int depth = backtrace(frames, 32);
-	backtrace_symbols_fd(frames, depth, STDERR_FILENO);
+	mpk__backtrace_print(STDERR_FILENO);
 }
 
 /* ---- the handler ---- */

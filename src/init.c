@@ -2,10 +2,12 @@
 /* Backend selection, configuration from the environment, info and stats. */
 #define _GNU_SOURCE
 #include <errno.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
 
+#include "env.h"
 #include "internal.h"
 #include "os.h"
 
@@ -14,6 +16,12 @@ struct mpk_global mpk_g = {
 	.budget = MPK_ARCH_NKEYS ? MPK_ARCH_NKEYS - 1 : 0,
 	.next_uid = 1,
 };
+
+/* The public structs keep these sizes for the life of the ABI: new members
+ * take the reserved space (see docs/abi.md). */
+_Static_assert(sizeof(struct mpk_info) == 128, "struct mpk_info changed size");
+_Static_assert(sizeof(struct mpk_stats) == 128, "struct mpk_stats changed size");
+_Static_assert(sizeof(struct mpk_heap_stats) == 64, "struct mpk_heap_stats changed size");
 
 static pthread_once_t init_once = PTHREAD_ONCE_INIT;
 
@@ -38,48 +46,33 @@ static bool kernel_has_pkeys(void)
 	return ok;
 }
 
-/* 0 auto, MPK_BACKEND_* forced, -1 unknown value. */
-static int env_backend(void)
-{
-	const char *v = getenv("MPKIT_BACKEND");
-	if (!v || !*v || !strcmp(v, "auto"))
-		return 0;
-	if (!strcmp(v, "hw"))
-		return MPK_BACKEND_HW;
-	if (!strcmp(v, "soft"))
-		return MPK_BACKEND_SOFT;
-	return -1;
-}
-
-/* The budget from MPKIT_KEYS (1..15), default when unset, -1 when bad. */
-static int env_budget(void)
-{
-	const char *v = getenv("MPKIT_KEYS");
-	char *end;
-
-	if (!v || !*v)
-		return mpk_g.budget;
-	errno = 0;
-	long n = strtol(v, &end, 10);
-	if (errno || *end || n < 1 || n > MPK_ARCH_NKEYS - 1)
-		return -1;
-	return (int)n;
-}
+/* Why initialisation failed, one line (see env.c); "" when it did not. */
+static char init_msg[200];
 
 static void do_init(void)
 {
-	int want = env_backend(), budget = env_budget();
+	int want = mpk__env_parse(MPK_ENV_BACKEND, 0);
+	int budget = mpk__env_parse(MPK_ENV_KEYS, mpk_g.budget);
+	int meta = mpk__env_parse(MPK_ENV_HEAP_META, 0);
 	bool hw = kernel_has_pkeys();
 
 	/* First of all mpkit's fork handlers: layers above register theirs
 	 * with mpk__atfork_register() (fork.c), not pthread_atfork(). */
 	mpk__atfork_init();
 
-	if (want < 0 || budget < 0) {
+	if (want < 0 || budget < 0 || meta < 0) {
+		mpk__env_describe(want < 0 ? MPK_ENV_BACKEND : budget < 0 ? MPK_ENV_KEYS : MPK_ENV_HEAP_META,
+				  init_msg, sizeof(init_msg));
 		mpk_g.init_errno = EINVAL;
 		return;
 	}
 	if (want == MPK_BACKEND_HW && !hw) {
+		struct mpk_arch_caps caps;
+		mpk_arch_caps(&caps);
+		snprintf(init_msg, sizeof(init_msg),
+			 "mpkit: MPKIT_BACKEND=\"hw\" but this machine has no protection keys "
+			 "(CPU PKU: %s, enabled by the OS: %s, pkey_alloc: no): use soft or auto",
+			 caps.cpu_keys ? "yes" : "no", caps.os_enabled ? "yes" : "no");
 		mpk_g.init_errno = ENOTSUP;
 		return;
 	}
@@ -88,7 +81,9 @@ static void do_init(void)
 	mpk_g.backend = want ? want : hw ? MPK_BACKEND_HW : MPK_BACKEND_SOFT;
 }
 
-int mpk__ensure_init(void)
+/* Like mpk__ensure_init(), but a failure is only reported through errno
+ * (mpk_info() reports, it does not complain). */
+static int init_quietly(void)
 {
 	pthread_once(&init_once, do_init);
 	if (unlikely(mpk_g.init_errno)) {
@@ -97,6 +92,14 @@ int mpk__ensure_init(void)
 	}
 	mpk__thread_register(); /* broadcasts find it without /proc */
 	return 0;
+}
+
+int mpk__ensure_init(void)
+{
+	if (likely(!init_quietly()))
+		return 0;
+	mpk__env_complain(init_msg);
+	return -1;
 }
 
 MPK_EXPORT int mpk_init(void)
@@ -160,7 +163,7 @@ MPK_EXPORT int mpk_info(struct mpk_info *info)
 		errno = EINVAL;
 		return -1;
 	}
-	rc = mpk__ensure_init();
+	rc = init_quietly();
 	int err = errno;
 	memset(info, 0, sizeof(*info));
 	mpk_arch_caps(&caps);
@@ -184,7 +187,9 @@ MPK_EXPORT int mpk_info(struct mpk_info *info)
 		info->pkru_valid = 1;
 		info->pkru = mpk_arch_reg_read();
 	}
+	info->region_names = mpk_os_region_names(&info->region_names_errno);
 	if (rc) {
+		info->error = init_msg;
 		/* Report what would run had the environment been valid. */
 		info->backend = info->kernel_pkeys ? MPK_BACKEND_HW : MPK_BACKEND_SOFT;
 		errno = err;

@@ -226,6 +226,28 @@ void mpk_os_name_region(void *addr, size_t len, const char *name)
 	errno = saved;
 }
 
+/* Whether the kernel names anonymous memory (Linux 5.17 and later, built
+ * with CONFIG_ANON_VMA_NAME): name a scratch page and see.  0 and the
+ * errno of the refusal in *err when it does not. */
+int mpk_os_region_names(int *err)
+{
+	int saved = errno, ok = 0;
+	size_t len = mpk_os_page_size();
+	void *p = mmap(NULL, len, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+
+	*err = 0;
+	if (p == MAP_FAILED) {
+		*err = errno;
+	} else {
+		ok = prctl(PR_SET_VMA, PR_SET_VMA_ANON_NAME, p, len, "mpk:probe") == 0;
+		if (!ok)
+			*err = errno;
+		munmap(p, len);
+	}
+	errno = saved;
+	return ok;
+}
+
 int mpk_os_range_is_private_anon_rw(const void *addr, size_t len)
 {
 	unsigned long want = (unsigned long)addr, end = want + len;

@@ -40,6 +40,7 @@ size_t mpk_os_page_size(void);
 /* Give [addr, addr+len) the name "mpk:NAME" in /proc/PID/maps; best effort
  * (Linux 5.17+ with CONFIG_ANON_VMA_NAME). */
 void mpk_os_name_region(void *addr, size_t len, const char *name);
+int mpk_os_region_names(int *err);
 
 /* Whether [addr, addr+len) is wholly covered by private anonymous mappings
  * with exactly PROT_READ|PROT_WRITE.  -1/errno if /proc cannot be read. */

@@ -6,6 +6,7 @@
  */
 #define _GNU_SOURCE
 #include <errno.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -154,6 +155,16 @@ MPK_EXPORT void mpk__scope_cleanup(mpk_scope *s)
 {
 	if (s && s->domain)
 		mpk_leave(s);
+}
+
+MPK_EXPORT void mpk__scope_failed(const mpk_scope *s, const char *file, int line)
+{
+	int err = errno;
+
+	(void)s;
+	fprintf(stderr, "%s:%d: MPK_WITH: mpk_enter failed: %s (MPK_WITH_ABORTS is defined)\n",
+		file, line, strerror(err));
+	abort();
 }
 
 /* ---- every thread ---------------------------------------------------- */

@@ -93,6 +93,11 @@ static void one(int wr)
 	/* The backtrace has frames after its heading. */
 	const char *bt = strstr(report, "backtrace:\n");
 	CHECK(bt && strlen(bt + strlen("backtrace:\n")) > 0);
+	/* ... as module+offset too, and the addr2line command naming this
+	 * test's binary */
+	CHECK(strstr(report, "frames as module+offset:\n") != NULL);
+	CHECK(strstr(report, "addr2line -f -i -C -e /") != NULL);
+	CHECK(strstr(report, "t_fault_report 0x") != NULL);
 
 	/* Exactly what mpk_fault_format() says of this fault. */
 	struct mpk_fault f = {

@@ -20,13 +20,14 @@
 #include <sys/random.h>
 #include <time.h>
 
+#include "../env.h"
 #include "heap.h"
 
 #define META_REGION ((size_t)4 << 20)
 #define META_ORDERS 11 /* 1 to 1024 pages */
 #define META_RANGES 64
 
-enum { MODE_AUTO, MODE_OPEN, MODE_CLOSED };
+enum { MODE_AUTO = MPK_META_AUTO, MODE_OPEN = MPK_META_OPEN, MODE_CLOSED = MPK_META_CLOSED };
 
 pthread_mutex_t mpk__meta_lock = PTHREAD_MUTEX_INITIALIZER;
 pthread_mutex_t mpk__heaps_lock = PTHREAD_MUTEX_INITIALIZER;
@@ -44,19 +45,6 @@ static struct {
 	int nheaps;
 	uint64_t key;
 } meta;
-
-static int env_mode(void)
-{
-	const char *v = getenv("MPKIT_HEAP_META");
-
-	if (!v || !*v || !strcmp(v, "auto"))
-		return MODE_AUTO;
-	if (!strcmp(v, "open"))
-		return MODE_OPEN;
-	if (!strcmp(v, "closed"))
-		return MODE_CLOSED;
-	return -1;
-}
 
 static uint64_t random_key(void)
 {
@@ -77,8 +65,12 @@ int mpk__meta_get(void)
 		meta.nheaps++;
 		return 0;
 	}
-	int mode = env_mode();
+	int mode = mpk__env_parse(MPK_ENV_HEAP_META, 0);
 	if (mode < 0) {
+		/* Changed since mpk_init() checked it. */
+		char msg[200];
+		mpk__env_describe(MPK_ENV_HEAP_META, msg, sizeof(msg));
+		mpk__env_complain(msg);
 		errno = EINVAL;
 		return -1;
 	}

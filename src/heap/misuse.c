@@ -73,17 +73,13 @@ MPK_EXPORT size_t mpk_misuse_format(const struct mpk_misuse *m, char *buf, size_
 static void report(const struct mpk_misuse *m)
 {
 	char buf[768];
-	void *frames[32];
 	size_t n = mpk_misuse_format(m, buf, sizeof(buf));
 
 	if (n >= sizeof(buf))
 		n = sizeof(buf) - 1;
 	if (write(STDERR_FILENO, buf, n) < 0)
 		return;
-	static const char bt[] = "mpkit:   backtrace:\n";
-	if (write(STDERR_FILENO, bt, sizeof(bt) - 1) < 0)
-		return;
-	backtrace_symbols_fd(frames, backtrace(frames, 32), STDERR_FILENO);
+	mpk__backtrace_print(STDERR_FILENO);
 }
 
 void mpk__misuse(struct mpk_misuse *m)

@@ -1,0 +1,570 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * mpkit: memory protection keys made practical.
+ *
+ * A protection domain is a named set of memory regions whose access rights a
+ * thread changes in nanoseconds.  With hardware keys (x86 PKU) a rights change
+ * is one WRPKRU and affects the calling thread only; without them mpkit falls
+ * back to mprotect() and rights become process-wide (the union of what every
+ * thread holds).  See README.md for the differences.
+ *
+ * Error convention, everywhere: functions returning int return 0 (or a
+ * non-negative value) on success and -1 with errno set on failure; functions
+ * returning a pointer return NULL with errno set.  A failed call leaves every
+ * state as it was.
+ *
+ * Stability (docs/abi.md): from 1.0 on, everything declared here without
+ * a "mpk__" prefix is stable within a major version (soname libmpkit.so.N):
+ * functions keep their behaviour, enum values their meaning, and structs
+ * their layout; new members of struct mpk_info, mpk_stats and
+ * mpk_heap_stats take their reserved space, so the sizes never change.
+ * Before 1.0 (now) the soname is libmpkit.so.0 and each minor release
+ * (0.Y) may change the API; its notes (NEWS.md) say how.  Names with
+ * "mpk__" are internal to the macros and may change in any release.
+ */
+#ifndef MPKIT_H
+#define MPKIT_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define MPK_VERSION_MAJOR 0
+#define MPK_VERSION_MINOR 1
+#define MPK_VERSION_PATCH 0
+#define MPK_VERSION_STRING "0.1.0"
+
+/* The version of the library actually loaded (may differ from the header). */
+const char *mpk_version(void);
+
+/* ---- rights ------------------------------------------------------------ */
+
+/* Access rights of one thread to one domain.  x86 keys never govern
+ * instruction fetch, so there is no execute right.  Any other value is
+ * rejected with EINVAL. */
+enum {
+	MPK_NONE = 0, /* no access: reads and writes fault */
+	MPK_READ = 1, /* read-only: writes fault */
+	MPK_RW   = 3, /* read and write */
+};
+
+/* ---- backends ---------------------------------------------------------- */
+
+enum mpk_backend {
+	MPK_BACKEND_HW   = 1, /* hardware protection keys (PKRU per thread) */
+	MPK_BACKEND_SOFT = 2, /* mprotect() emulation, rights are process-wide */
+};
+
+/*
+ * Choose the backend.  Called implicitly by the first mpkit call; calling it
+ * first lets a program see an error early.  The environment variable
+ * MPKIT_BACKEND=hw|soft|auto (default auto) decides: auto picks hw where the
+ * CPU and kernel support keys, else soft.  Errors: EINVAL (MPKIT_BACKEND or
+ * MPKIT_KEYS holds an unknown value), ENOTSUP (hw asked for but not
+ * available).  The outcome is sticky for the life of the process.
+ */
+int mpk_init(void);
+
+/* The backend in use (MPK_BACKEND_HW or _SOFT), or -1 with errno as mpk_init. */
+int mpk_backend(void);
+
+/* "hw" or "soft" for a backend value, NULL with EINVAL for anything else. */
+const char *mpk_backend_name(int backend);
+
+/* What the machine and mpkit can do; filled by mpk_info(). */
+struct mpk_info {
+	int cpu_pku;            /* CPUID.7.0:ECX.PKU */
+	int cpu_ospke;          /* CPUID.7.0:ECX.OSPKE: the kernel enabled PKRU */
+	int kernel_pkeys;       /* pkey_alloc() works in this process */
+	int backend;            /* what runs (or would run): MPK_BACKEND_* */
+	int backend_forced;     /* MPKIT_BACKEND named it */
+	int keys_free;          /* keys pkey_alloc() could hand out right now */
+	int key_budget;         /* most keys mpkit will take (MPKIT_KEYS) */
+	int keys_in_use;        /* keys mpkit holds now */
+	int exec_only;          /* mmap(PROT_EXEC) gives execute-only memory */
+	int pkru_valid;         /* pkru below is meaningful (hw only) */
+	uint32_t pkru;          /* the calling thread's PKRU */
+	int domains;            /* live domains */
+	int region_names;       /* the kernel shows regions as [anon:mpk:NAME] */
+	int region_names_errno; /* if not, why: the errno of prctl(PR_SET_VMA),
+				   EINVAL before Linux 5.17 or without
+				   CONFIG_ANON_VMA_NAME */
+	const char *error;      /* why mpkit cannot start (one line naming the
+				   variable), NULL when it can */
+	uint64_t mpk__reserved[8]; /* for members to come; zero */
+};
+
+/* Fill *info.  Works on every machine and never changes any state; when
+ * mpkit cannot start (a bad MPKIT_BACKEND or MPKIT_KEYS: EINVAL;
+ * MPKIT_BACKEND=hw without keys: ENOTSUP) it still fills the hardware
+ * facts and returns -1 with that errno.  EINVAL for info NULL. */
+int mpk_info(struct mpk_info *info);
+
+/* Counters for tests and tools; monotonic over the life of the process. */
+struct mpk_stats {
+	uint64_t mprotect_calls;  /* mprotect()/pkey_mprotect() made by mpkit */
+	uint64_t broadcasts;      /* all-thread PKRU rewrites */
+	uint64_t faults_reported; /* domain faults seen by the fault handler */
+	uint64_t mpk__reserved[13]; /* for counters to come; zero */
+};
+int mpk_stats_get(struct mpk_stats *stats);
+
+/*
+ * Most hardware keys mpkit takes (1..15).  Default 15, or MPKIT_KEYS from
+ * the environment.  Lowering below the number of keys held fails with EBUSY.
+ */
+int mpk_set_key_budget(int keys);
+
+/* ---- domains ----------------------------------------------------------- */
+
+typedef struct mpk_domain mpk_domain;
+
+/* Flags for mpk_domain_create(). */
+enum {
+	/* Open to every thread from the start: rights apply to every thread
+	 * of the process (as mpk_set_all()), and threads created later get
+	 * them too (hw: they inherit their creator's PKRU, as always; soft:
+	 * they hold the domain's process-wide rights). */
+	MPK_DOMAIN_SHARED = 1u << 0,
+};
+
+/*
+ * Create a domain.  name: 1..63 printable characters (it appears in fault
+ * reports and in /proc/PID/maps as [anon:mpk:NAME] where the kernel allows).
+ * rights: what the calling thread gets; every other thread gets MPK_NONE,
+ * unless flags has MPK_DOMAIN_SHARED (then every thread gets rights).
+ * flags: 0 or MPK_DOMAIN_SHARED.
+ *
+ * Domains are not limited by hardware keys: keys are a cache.  With no key
+ * free within the budget, a create that gives rights evicts the least
+ * recently used domain that can go exactly (every thread holds the same
+ * rights to it: its pages get that protection, without a key); failing
+ * that, or when rights is MPK_NONE, the domain starts without a key,
+ * protected with mprotect() (the union of threads' rights, as on soft)
+ * until a thread takes rights to it and it wins a key the same way.  No
+ * thread gains or loses access by a move.  See docs/virtual-domains.md.
+ *
+ * Errors: EINVAL, ENOMEM, EAGAIN (shared, hw: a thread could not be
+ * reached; nothing was created), ENOTSUP / EINVAL from mpk_init.
+ */
+mpk_domain *mpk_domain_create(const char *name, int rights, unsigned flags);
+
+/*
+ * Destroy a domain: unmap all its memory (allocated or adopted), revoke its
+ * key in every thread, then release the key.  Its vault goes with it, but
+ * while a heap uses the domain or a secret in it is live, it fails with
+ * EBUSY and changes nothing.  Destroying a domain twice is detected
+ * (EINVAL) for a while, but like free() it is a bug.
+ */
+int mpk_domain_destroy(mpk_domain *d);
+
+/* The domain's name, NULL/EINVAL for a bad domain. */
+const char *mpk_domain_name(const mpk_domain *d);
+
+/* The hardware key the domain holds now, or -1 with errno ENOENT (soft
+ * backend, or a domain without a key at the moment: keys move). */
+int mpk_domain_key(const mpk_domain *d);
+
+/* The domain owning addr, or NULL with errno ENOENT. */
+mpk_domain *mpk_domain_of(const void *addr);
+
+/* ---- domain memory ----------------------------------------------------- */
+
+/*
+ * Map len bytes (rounded up to pages) of zeroed memory in domain d.  The
+ * memory is readable/writable as far as the domain's rights allow.
+ * Errors: EINVAL (bad domain, len 0 or absurd), ENOMEM.
+ */
+void *mpk_alloc(mpk_domain *d, size_t len);
+
+/* Unmap memory from mpk_alloc() or mpk_adopt() of domain d.  addr must be
+ * the start of that region.  EINVAL if it is not one (a region a heap or
+ * vault of d made for itself is not: mpk_heap_destroy() gives it back). */
+int mpk_free(mpk_domain *d, void *addr);
+
+/*
+ * Put an existing private anonymous read/write mapping (page-aligned addr,
+ * len a multiple of the page size, wholly mapped) into domain d.  Ownership
+ * passes to the domain: mpk_free() or destroying the domain unmaps it.
+ * Contents are kept.  Errors: EINVAL (unaligned, zero length, not private
+ * anonymous read/write, overlaps memory of a domain), ENOMEM.
+ */
+int mpk_adopt(mpk_domain *d, void *addr, size_t len);
+
+/* ---- rights of the calling thread ---------------------------------------
+ *
+ * On hw, for a domain holding a key, these touch the calling thread's PKRU
+ * only: no system call, no lock, no allocation.  A domain without a key at
+ * the moment (virtual domains: more domains than keys) goes through a lock;
+ * taking rights to it makes it try to win a key (see mpk_domain_create()).
+ * On soft they change the union of all threads' rights and call mprotect()
+ * only when that union changes.
+ */
+
+/* Set the calling thread's rights to d.  Errors: EINVAL (bad domain or
+ * rights); where rights take mprotect() (soft, or a domain without a key)
+ * ENOMEM or another mprotect() error, and nothing changed.  The same holds
+ * for mpk_enter() and mpk_leave(). */
+int mpk_set(mpk_domain *d, int rights);
+
+/* The calling thread's rights to d (MPK_NONE/READ/RW), or -1/EINVAL. */
+int mpk_get(const mpk_domain *d);
+
+/* A saved right, from mpk_enter(), for mpk_leave(). */
+typedef struct mpk_scope {
+	mpk_domain *domain;
+	int saved; /* the rights held before mpk_enter(), or -1 if it failed */
+} mpk_scope;
+
+/*
+ * Take rights to d for a scope and remember what was held before.
+ * mpk_leave() restores exactly that, so scopes nest, also on one domain.
+ * On failure scope.saved is -1 and errno is set; leaving it is a no-op.
+ */
+mpk_scope mpk_enter(mpk_domain *d, int rights);
+int mpk_leave(mpk_scope *scope);
+
+/*
+ * Block scopes: rights to d inside the block, restored on every way out of
+ * it (the end, break, continue, return, goto) but longjmp.  break and
+ * continue leave the scope itself, not a loop around it.
+ *
+ * MPK_WITH_ELSE runs its else branch, with errno set, when mpk_enter()
+ * fails (a bad domain or rights; ENOMEM where rights take mprotect()):
+ *
+ *	MPK_WITH_ELSE(keys, MPK_READ) {
+ *		encrypt(blk, k);
+ *	} else {
+ *		perror("mpk_enter");
+ *		return -1;
+ *	}
+ *
+ * MPK_WITH has no else: when mpk_enter() fails it skips the body, with
+ * errno set, and the program goes on after it.  Define MPK_WITH_ABORTS
+ * (to anything) before including mpkit.h and it prints the error on
+ * stderr and aborts instead, for programs where a skipped body is never
+ * right.  MPK_WITH_ELSE is the same with both definitions.
+ *
+ *	MPK_WITH(keys, MPK_READ) {
+ *		encrypt(blk, k);
+ *	}
+ */
+#define MPK__CAT2(a, b) a##b
+#define MPK__CAT(a, b) MPK__CAT2(a, b)
+#define MPK_WITH(d, rights) MPK__WITH(d, rights, MPK__CAT(mpk__scope_, __LINE__))
+#ifdef MPK_WITH_ABORTS
+/* saved is -1 only when mpk_enter() failed: not after the body left. */
+#define MPK__WITH_OK(s)                                                      \
+	((s).domain || ((s).saved < 0 && (mpk__scope_failed(&(s), __FILE__, __LINE__), 0)))
+#else
+#define MPK__WITH_OK(s) ((s).domain)
+#endif
+#define MPK__WITH(d, rights, s)                                              \
+	for (mpk_scope s __attribute__((cleanup(mpk__scope_cleanup))) =      \
+		     mpk_enter((d), (rights));                                \
+	     MPK__WITH_OK(s); mpk_leave(&s), s.domain = NULL)
+#define MPK_WITH_ELSE(d, rights)                                             \
+	MPK__WITH_ELSE(d, rights, MPK__CAT(mpk__scope_, __LINE__),            \
+		       MPK__CAT(mpk__once_, __LINE__))
+#define MPK__WITH_ELSE(d, rights, s, once)                                   \
+	for (mpk_scope s __attribute__((cleanup(mpk__scope_cleanup))) =      \
+		     mpk_enter((d), (rights)),                                \
+		     *once = &s;                                              \
+	     once; once = NULL)                                               \
+		if (s.domain)
+
+/* Used by MPK_WITH with MPK_WITH_ABORTS: prints the failure, aborts. */
+__attribute__((noreturn)) void mpk__scope_failed(const mpk_scope *scope, const char *file, int line);
+
+/* Used by MPK_WITH's cleanup; also fine to call directly. */
+void mpk__scope_cleanup(mpk_scope *scope);
+
+/* ---- rights of every thread ---------------------------------------------- */
+
+/*
+ * Set every thread's rights to d, process-wide: each thread of the process,
+ * including threads blocked in system calls and threads in the middle of
+ * their own mpk_set()/enter/leave, has exactly these rights to d when the
+ * call returns (a thread's own later mpk_set()/mpk_leave()/restore changes
+ * them again, for itself).  Threads created later inherit them (hw: from
+ * their creator's PKRU; soft: they hold d's process-wide rights).
+ * Concurrent calls from several threads are serialised; none is lost.
+ *
+ * hw: every thread is signalled (SIGRTMAX-2) and its saved PKRU edited;
+ * this costs a few microseconds per thread.  soft: one mprotect() per
+ * region at most; after it every thread holds rights until it sets its
+ * own, and the pages stay at least that open until the next mpk_set_all()
+ * (see README).  Not async-signal-safe.
+ *
+ * Errors: EINVAL (bad domain or rights), ENOMEM/mprotect errors (soft,
+ * nothing changed), EAGAIN (hw: a thread kept SIGRTMAX-2 blocked for over
+ * 100 ms or did not answer within 5 s; the threads reached, and the caller,
+ * are given back what they held, so nothing changed; call again).
+ */
+int mpk_set_all(mpk_domain *d, int rights);
+
+/* ---- saving and restoring a thread's rights ------------------------------
+ *
+ * For fibers, coroutines and user-level schedulers: save the calling
+ * thread's rights to every domain as one value, restore them later on the
+ * same or another thread.
+ *
+ *	mpk_rights_t a, b;
+ *	mpk_rights_save(&a);            ... switch fibers ...
+ *	mpk_rights_restore(&b);         the thread now holds b's rights
+ *
+ * A save covers the domains that live when it is made.  A restore sets the
+ * calling thread's rights to each of those domains that still lives to what
+ * was saved, and leaves every other domain (created since) as it is;
+ * entries of domains destroyed since are ignored.  It overrides
+ * mpk_set_all() made in between, for the calling thread, like mpk_set().
+ * hw: only the PKRU bits of keys mpkit owns change (never key 0, never a
+ * key of the application), in one restartable write; the value lives in
+ * the mpk_rights_t, no allocation.  Domains without a key (soft backend,
+ * or virtual domains past the keys on hw): their rights are copied to the
+ * heap (free it with mpk_rights_dispose()); restore updates the union and
+ * mprotect()s as needed, all or nothing.  A domain that moved between a key
+ * and none since the save is restored the way it is held now.
+ */
+typedef struct mpk_rights {
+	uint64_t mpk__opaque[32];
+} mpk_rights_t;
+
+/* Save the calling thread's rights into *r (overwrites it: dispose of an
+ * earlier save first).  Errors: EINVAL (r NULL), ENOMEM (soft). */
+int mpk_rights_save(mpk_rights_t *r);
+
+/* Make the calling thread's rights those saved in *r (which stays valid:
+ * restore it as often as wanted).  Errors: EINVAL (r NULL or not a save),
+ * ENOMEM and mprotect() errors (soft; nothing changed). */
+int mpk_rights_restore(const mpk_rights_t *r);
+
+/* Free what a save holds (soft) and invalidate *r; NULL or an invalid *r
+ * is a no-op.  Always 0. */
+int mpk_rights_dispose(mpk_rights_t *r);
+
+/* ---- faults ------------------------------------------------------------ */
+
+/* What the fault handler knows about a stray access to domain memory. */
+struct mpk_fault {
+	mpk_domain *domain;      /* the domain whose memory was touched */
+	const char *domain_name;
+	void *addr;              /* the faulting address */
+	size_t offset;           /* from the start of the region */
+	void *region;            /* start of the region */
+	size_t region_len;       /* its length in bytes */
+	int write;               /* 1 write, 0 read */
+	int pkey;                /* si_pkey (hw), -1 on soft */
+	int si_code;             /* SEGV_PKUERR (hw) or SEGV_ACCERR (soft) */
+	pid_t tid;               /* the faulting thread */
+	int rights;              /* that thread's rights to the domain then */
+};
+
+enum {
+	MPK_FAULT_ABORT = 0, /* print the report and abort() */
+	MPK_FAULT_RETRY = 1, /* the handler fixed rights: retry the access */
+};
+
+/*
+ * Called in signal context (only async-signal-safe work; mpk_set() and
+ * mpk_get() are allowed and act on the interrupted thread's rights: on a
+ * domain without a key, and on soft, mpk_set() takes mpkit's lock, which is
+ * safe for a fault in your code but not one inside an mpkit call).
+ * Return MPK_FAULT_RETRY to resume the faulting access, MPK_FAULT_ABORT to
+ * have the report printed and the process aborted.
+ */
+typedef int (*mpk_fault_fn)(const struct mpk_fault *fault, void *arg);
+
+/*
+ * Install the SIGSEGV handler (opt-in).  Faults in domain memory produce a
+ * report on stderr (domain, address and offset, read/write, key, thread,
+ * backtrace) and abort, or go to fn if it is not NULL.  Faults that are not
+ * mpkit's go to the handler that was installed before, or the default
+ * action.  Calling it again replaces fn/arg.  Errors: errno of sigaction().
+ */
+int mpk_fault_handler_install(mpk_fault_fn fn, void *arg);
+
+/* Restore the previous SIGSEGV handler. EINVAL if none was installed. */
+int mpk_fault_handler_remove(void);
+
+/* Format the report for fault into buf (async-signal-safe), like
+ * snprintf(): it returns the length of the whole report, writes at most
+ * size bytes, NUL included.  0 with EINVAL for fault NULL, or buf NULL with
+ * size not 0. */
+size_t mpk_fault_format(const struct mpk_fault *fault, char *buf, size_t size);
+
+/* ---- guarded heaps -------------------------------------------------------
+ *
+ * A heap is a general-purpose allocator whose blocks live in one domain, so
+ * a thread without rights to the domain can neither read nor write them.
+ * Small blocks share pages by size class; large ones are page runs; memory
+ * goes back to the kernel as the heap shrinks.  The allocator's metadata
+ * lives apart from every block, in one area shared by all heaps and vaults:
+ * on hw a domain of its own ("heap-meta", one hardware key however many
+ * heaps), open only for the thread running an allocator call.  On soft,
+ * closing it would cost two mprotect() per call, so there it is left open
+ * unless MPKIT_HEAP_META=closed (MPKIT_HEAP_META=open|closed|auto; open on
+ * hw saves the key).  See README for the costs.
+ *
+ * Every call works whatever rights the calling thread holds to the heap's
+ * domain and leaves them exactly as they were; calls are thread-safe (not
+ * async-signal-safe).  Blocks are 16-byte aligned.  A domain with a heap
+ * cannot be destroyed (EBUSY) until the heap is.
+ *
+ * Misuse (a double free, a pointer from another heap or from nowhere, a
+ * corrupted block header) goes to the misuse handler below, which by
+ * default prints a report and aborts.  If a handler returns, the call fails
+ * with EINVAL and changes nothing.  Detection is best effort: once a freed
+ * block's address is handed out again, a second free of the old pointer
+ * frees the new block, as with any allocator.
+ *
+ * Besides the codes each call lists, a heap or vault call can fail with
+ * what mpk_init() reports, and, where opening the metadata or the domain
+ * takes mprotect() (soft, or a domain without a key), with its error
+ * (ENOMEM); nothing changes then.
+ */
+typedef struct mpk_heap mpk_heap;
+
+enum {
+	/* Each block gets pages of its own, between two guard pages, and
+	 * ends flush against the one after it: an overflow faults at once
+	 * (past the size rounded up to the alignment, 16). */
+	MPK_HEAP_GUARDED = 1u << 0,
+	/* The same, but the block starts flush against the guard page
+	 * before it: an underflow faults at once. */
+	MPK_HEAP_GUARDED_BELOW = 1u << 1,
+};
+
+/*
+ * A heap whose blocks live in d.  flags: 0, MPK_HEAP_GUARDED or
+ * MPK_HEAP_GUARDED_BELOW.  Errors: EINVAL (bad domain or flags, bad
+ * MPKIT_HEAP_META), ENOMEM.  On hw the metadata domain (made with the
+ * first heap) is virtual like any other: with no key free it is protected
+ * with mprotect() until it wins one back, never an error.
+ */
+mpk_heap *mpk_heap_create(mpk_domain *d, unsigned flags);
+
+/* Destroy h: every block and all its metadata go; the domain stays.  A
+ * destroyed heap is detected (EINVAL) for a while, but like free() it is a
+ * bug to use it.  Errors: EINVAL (and see above). */
+int mpk_heap_destroy(mpk_heap *h);
+
+/* The domain of h, or NULL with EINVAL. */
+mpk_domain *mpk_heap_domain(const mpk_heap *h);
+
+/*
+ * malloc(), calloc(), aligned_alloc() and realloc() for heap h.  Size 0
+ * gives a block of its own (usable size at least 1).  realloc() to 0 is
+ * realloc() to 1: it returns a new block and frees the old one (it never
+ * just frees, unlike some libcs).  realloc() keeps the bytes up to the size
+ * last asked for, not the usable size beyond it.  realloc(h, NULL, n) is
+ * malloc(); when it fails the old block is untouched.  Errors: EINVAL (bad heap; for aligned_alloc
+ * an alignment that is not a power of two up to 2 MiB), ENOMEM (out of
+ * memory, or a size no memory can hold).
+ */
+void *mpk_heap_malloc(mpk_heap *h, size_t size);
+void *mpk_heap_calloc(mpk_heap *h, size_t n, size_t size);
+void *mpk_heap_aligned_alloc(mpk_heap *h, size_t align, size_t size);
+void *mpk_heap_realloc(mpk_heap *h, void *p, size_t size);
+
+/* free(): NULL is a no-op.  Errors: EINVAL (bad heap, or misuse reported
+ * to a handler that returned). */
+int mpk_heap_free(mpk_heap *h, void *p);
+
+/* Bytes usable at p (at least the size asked for), or 0 with EINVAL (bad
+ * heap, p NULL, misuse reported to a handler that returned). */
+size_t mpk_heap_usable_size(mpk_heap *h, const void *p);
+
+struct mpk_heap_stats {
+	size_t blocks;   /* live blocks */
+	size_t bytes;    /* their usable bytes */
+	size_t mapped;   /* domain memory mapped for blocks (guard pages not counted) */
+	unsigned flags;  /* as created */
+	int meta_closed; /* the metadata is closed between calls */
+	uint64_t mpk__reserved[4]; /* for members to come; zero */
+};
+/* Fill *stats.  Errors: EINVAL (bad heap, stats NULL). */
+int mpk_heap_stats_get(mpk_heap *h, struct mpk_heap_stats *stats);
+
+/* ---- secrets --------------------------------------------------------------
+ *
+ * For keys and passwords, the way sodium_malloc() is used, minus its four
+ * pages and its system calls per secret: each domain has a vault, made on
+ * its first secret.  Secrets share pages (a 32-byte key takes 32 bytes),
+ * locked in memory (mlock), left out of core dumps (MADV_DONTDUMP), zero in
+ * a forked child (MADV_WIPEONFORK) and wiped when freed.  A secret is as
+ * open as its domain: create the domain with MPK_NONE and every thread is
+ * closed to it until it opens it (mpk_secret_readonly(), or MPK_WITH(d,
+ * MPK_READ)), for itself only on hw.  Opening one secret opens every secret
+ * of its domain: put secrets that must open apart in domains apart (no
+ * guard page separates the secrets of a vault).  The calls leave the
+ * caller's rights as they were, and a domain with live secrets cannot be
+ * destroyed (EBUSY); its vault goes with it.
+ */
+
+/*
+ * A zeroed secret of len bytes in d's vault, 16-byte aligned.  Errors:
+ * EINVAL (bad domain, len 0, bad MPKIT_HEAP_META), ENOMEM (out of memory,
+ * or a len no memory can hold), EPERM (mlock() refused the
+ * pages: RLIMIT_MEMLOCK without CAP_IPC_LOCK, as a rule), or an error of
+ * madvise() (EINVAL before Linux 4.14, which lacks MADV_WIPEONFORK).
+ * Nothing is allocated when it fails.
+ */
+void *mpk_secret_alloc(mpk_domain *d, size_t len);
+
+/* Wipe and free a secret; NULL is a no-op.  Misuse (double free, not a
+ * secret) goes to the misuse handler.  Errors: EINVAL (after a handler
+ * returned). */
+int mpk_secret_free(void *p);
+
+/* The calling thread's rights to the domain of secret p (every secret in
+ * it): none, read-only, read-write.  mpk_set() on mpk_domain_of(p), for a
+ * live secret only.  Errors: EINVAL (p is not a live secret). */
+int mpk_secret_noaccess(void *p);
+int mpk_secret_readonly(void *p);
+int mpk_secret_readwrite(void *p);
+
+/* ---- misuse of heaps and vaults ------------------------------------------ */
+
+enum {
+	MPK_MISUSE_DOUBLE_FREE = 1, /* the block was freed already */
+	MPK_MISUSE_FOREIGN = 2,     /* it belongs to another heap or a vault */
+	MPK_MISUSE_WILD = 3,        /* no heap or vault handed it out */
+	MPK_MISUSE_CORRUPT = 4,     /* its header was overwritten */
+};
+
+struct mpk_misuse {
+	int kind;                      /* MPK_MISUSE_* */
+	const char *call;              /* the mpkit function, e.g. "mpk_heap_free" */
+	void *addr;                    /* the pointer it was given */
+	mpk_heap *heap;                /* the heap it was given (NULL: a secret call) */
+	mpk_domain *domain;            /* that heap's domain, or the vault's */
+	const char *domain_name;
+	mpk_heap *owner;               /* FOREIGN: the heap p belongs to (NULL: a vault) */
+	mpk_domain *owner_domain;      /* FOREIGN: the domain p belongs to */
+	const char *owner_domain_name;
+};
+
+typedef void (*mpk_misuse_fn)(const struct mpk_misuse *misuse, void *arg);
+
+/*
+ * Replace the misuse handler; fn NULL restores the default, which prints
+ * the report (mpk_misuse_format() and a backtrace) on stderr and aborts.
+ * It runs in the thread that made the call, with that thread's rights, and
+ * may call mpkit; if it returns, the call fails with EINVAL and changes
+ * nothing.  Errors: EINVAL (arg without fn).
+ */
+int mpk_misuse_handler_set(mpk_misuse_fn fn, void *arg);
+
+/* Format the report for misuse into buf; returns its length (as snprintf),
+ * or 0 with EINVAL. */
+size_t mpk_misuse_format(const struct mpk_misuse *misuse, char *buf, size_t size);
+
+#ifdef __cplusplus
+}
+#endif
+#endif /* MPKIT_H */

@@ -1,0 +1,181 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The backtrace of fault and misuse reports, async-signal-safe: the
+ * frames as backtrace_symbols_fd() names them (function names where the
+ * binary exports them), then each frame as module+offset from
+ * /proc/self/maps, and per module the addr2line command that turns them
+ * into functions and lines.  Only open/read/write and static buffers: no
+ * malloc, no stdio, no locks.
+ */
+#define _GNU_SOURCE
+#include <execinfo.h>
+#include <fcntl.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "internal.h"
+
+#define MAX_FRAMES 32
+#define PATH_LEN 256
+
+struct frame {
+	uintptr_t addr;
+	uintptr_t off;   /* in the module's file */
+	int module;      /* index into modules, -1 unknown */
+};
+
+static char modules[MAX_FRAMES][PATH_LEN];
+
+static void put(int fd, const char *s, size_t n)
+{
+	while (n) {
+		ssize_t k = write(fd, s, n);
+		if (k <= 0)
+			return;
+		s += k;
+		n -= (size_t)k;
+	}
+}
+
+static void puts_fd(int fd, const char *s)
+{
+	put(fd, s, strlen(s));
+}
+
+static void hex(int fd, uintptr_t v)
+{
+	char b[2 + 2 * sizeof(v)], *p = b + sizeof(b);
+	do
+		*--p = "0123456789abcdef"[v & 15];
+	while (v >>= 4);
+	*--p = 'x';
+	*--p = '0';
+	put(fd, p, (size_t)(b + sizeof(b) - p));
+}
+
+static const char *parse_hex(const char *s, uintptr_t *v)
+{
+	*v = 0;
+	for (;; s++) {
+		int d = *s >= '0' && *s <= '9' ? *s - '0' : *s >= 'a' && *s <= 'f' ? *s - 'a' + 10 : -1;
+		if (d < 0)
+			return s;
+		*v = *v << 4 | (uintptr_t)d;
+	}
+}
+
+/* One line of /proc/self/maps: "lo-hi perms offset dev inode   path". */
+static void match_line(const char *l, struct frame *fr, int n, int *nmod)
+{
+	uintptr_t lo, hi, off;
+	l = parse_hex(l, &lo);
+	if (*l++ != '-')
+		return;
+	l = parse_hex(l, &hi);
+	l = strchr(l, ' ');
+	if (!l || !(l = strchr(l + 1, ' ')))
+		return;
+	l = parse_hex(l + 1, &off);
+	for (int field = 0; field < 2 && l; field++) /* dev, inode */
+		l = strchr(l + 1, ' ');
+	if (!l)
+		return;
+	while (*l == ' ')
+		l++;
+	if (*l != '/')
+		return; /* anonymous, [vdso]: nothing for addr2line */
+	for (int i = 0; i < n; i++) {
+		if (fr[i].module >= 0 || fr[i].addr < lo || fr[i].addr >= hi)
+			continue;
+		int m = 0;
+		while (m < *nmod && strcmp(modules[m], l))
+			m++;
+		if (m == *nmod) {
+			size_t len = strlen(l);
+			if (len >= PATH_LEN)
+				continue;
+			memcpy(modules[m], l, len + 1);
+			(*nmod)++;
+		}
+		fr[i].module = m;
+		fr[i].off = fr[i].addr - lo + off;
+	}
+}
+
+static int locate(struct frame *fr, int n)
+{
+	static char buf[4096], line[PATH_LEN + 128];
+	size_t len = 0;
+	int nmod = 0, fd = open("/proc/self/maps", O_RDONLY | O_CLOEXEC);
+
+	if (fd < 0)
+		return 0;
+	for (ssize_t k; (k = read(fd, buf, sizeof(buf))) > 0;)
+		for (ssize_t i = 0; i < k; i++) {
+			if (buf[i] != '\n') {
+				if (len < sizeof(line) - 1)
+					line[len++] = buf[i];
+				continue;
+			}
+			line[len] = 0;
+			match_line(line, fr, n, &nmod);
+			len = 0;
+		}
+	close(fd);
+	return nmod;
+}
+
+static void print_located(int fd, void *const *addrs, int n);
+
+void mpk__backtrace_print(int fd)
+{
+	/* The buffers are static (a signal stack may be small): one thread
+	 * at a time; a second report at once gets the names only. */
+	static int busy;
+	void *addrs[MAX_FRAMES];
+	int n = backtrace(addrs, MAX_FRAMES);
+
+	puts_fd(fd, "mpkit:   backtrace:\n");
+	backtrace_symbols_fd(addrs, n, fd);
+	if (__atomic_exchange_n(&busy, 1, __ATOMIC_ACQUIRE))
+		return;
+	print_located(fd, addrs, n);
+	__atomic_store_n(&busy, 0, __ATOMIC_RELEASE);
+}
+
+static void print_located(int fd, void *const *addrs, int n)
+{
+	static struct frame fr[MAX_FRAMES];
+
+	for (int i = 0; i < n; i++) {
+		/* As given: return addresses (addr2line names the line of the
+		 * call, or the next one), but the frame after the signal
+		 * trampoline is the faulting instruction itself. */
+		fr[i].addr = (uintptr_t)addrs[i];
+		fr[i].module = -1;
+	}
+	int nmod = locate(fr, n);
+	if (!nmod)
+		return;
+	puts_fd(fd, "mpkit:   frames as module+offset:\n");
+	for (int i = 0; i < n; i++) {
+		if (fr[i].module < 0)
+			continue;
+		puts_fd(fd, "mpkit:     ");
+		puts_fd(fd, modules[fr[i].module]);
+		puts_fd(fd, "+");
+		hex(fd, fr[i].off);
+		puts_fd(fd, "\n");
+	}
+	puts_fd(fd, "mpkit:   for functions and lines (a binary with -g), run:\n");
+	for (int m = 0; m < nmod; m++) {
+		puts_fd(fd, "mpkit:     addr2line -f -i -C -e ");
+		puts_fd(fd, modules[m]);
+		for (int i = 0; i < n; i++)
+			if (fr[i].module == m) {
+				puts_fd(fd, " ");
+				hex(fd, fr[i].off);
+			}
+		puts_fd(fd, "\n");
+	}
+}

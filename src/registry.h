@@ -1,0 +1,37 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The registry: which address ranges belong to which domain, in a page
+ * another process can read (through /proc/PID/mem), for `mpkit maps` on
+ * kernels that do not name anonymous memory.  The layout is shared with
+ * the mpkit tool and versioned by its magic.
+ */
+#ifndef MPK_REGISTRY_H
+#define MPK_REGISTRY_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#define MPK_REG_MAGIC "mpkit-registry-1"  /* 16 bytes, NUL included */
+#define MPK_REG_SIZE (64u * 1024)         /* one mapping of exactly this size */
+#define MPK_REG_NAME 64
+
+struct mpk_reg_entry {
+	uint64_t start, len;
+	char name[MPK_REG_NAME]; /* the domain's name */
+};
+
+struct mpk_reg_header {
+	char magic[16];
+	uint32_t seq;      /* odd while an update is under way */
+	uint32_t count;    /* entries in use */
+	uint32_t cap;      /* entries that fit */
+	uint32_t dropped;  /* regions left out: the registry was full */
+	uint64_t reserved[2];
+	struct mpk_reg_entry entry[];
+};
+
+/* Called with mpk_g.lock held; best effort (no memory: not recorded). */
+void mpk__registry_add(uintptr_t start, size_t len, const char *name);
+void mpk__registry_del(uintptr_t start);
+
+#endif

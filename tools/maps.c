@@ -1,0 +1,251 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * mpkit maps PID|self: a process's mappings with their protection key
+ * (ProtectionKey in /proc/PID/smaps) and the mpkit domain they belong to,
+ * from the region's name ([anon:mpk:NAME], where the kernel names memory)
+ * or else from the registry page the library keeps (src/registry.h), read
+ * through /proc/PID/mem (the ptrace rules apply: the same user with
+ * kernel.yama.ptrace_scope 0, a parent, or root).
+ */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "cli.h"
+#include "registry.h"
+
+struct vma {
+	uint64_t lo, hi;
+	char perms[5];
+	unsigned long inode;
+	char path[256];
+	int pkey; /* -1: the kernel does not say */
+	const char *domain;
+};
+
+struct maps {
+	struct vma *v;
+	size_t n, cap;
+	int have_pkeys;
+};
+
+static int read_smaps(const char *pid, struct maps *m)
+{
+	char path[64], line[512];
+
+	snprintf(path, sizeof(path), "/proc/%s/smaps", pid);
+	FILE *f = fopen(path, "re");
+	if (!f)
+		return -1;
+	while (fgets(line, sizeof(line), f)) {
+		struct vma v = { .pkey = -1 };
+		int key, off = 0;
+		if (sscanf(line, "%" SCNx64 "-%" SCNx64 " %4s %*s %*s %lu %n", &v.lo, &v.hi, v.perms, &v.inode,
+			   &off) >= 4 && off) {
+			snprintf(v.path, sizeof(v.path), "%s", line + off);
+			v.path[strcspn(v.path, "\n")] = 0;
+			if (m->n == m->cap) {
+				m->cap = m->cap ? 2 * m->cap : 64;
+				struct vma *nv = realloc(m->v, m->cap * sizeof(*nv));
+				if (!nv) {
+					fclose(f);
+					errno = ENOMEM;
+					return -1;
+				}
+				m->v = nv;
+			}
+			m->v[m->n++] = v;
+		} else if (m->n && sscanf(line, "ProtectionKey: %d", &key) == 1) {
+			m->v[m->n - 1].pkey = key;
+			m->have_pkeys = 1;
+		}
+	}
+	int bad = ferror(f);
+	fclose(f);
+	return bad ? -1 : 0;
+}
+
+/* The registry of pid, copied whole and consistent; NULL with errno
+ * ENOENT (none: not an mpkit process, or no region yet) or the error of
+ * /proc/PID/mem (EACCES, EPERM: the ptrace rules). */
+static struct mpk_reg_header *read_registry(const char *pid, const struct maps *m)
+{
+	char path[64];
+	int err = ENOENT;
+
+	snprintf(path, sizeof(path), "/proc/%s/mem", pid);
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return NULL;
+	struct mpk_reg_header *r = malloc(MPK_REG_SIZE);
+	for (size_t i = 0; r && i < m->n; i++) {
+		const struct vma *v = &m->v[i];
+		if (v->hi - v->lo != MPK_REG_SIZE || strcmp(v->perms, "rw-p") || v->inode ||
+		    (v->path[0] && strcmp(v->path, "[anon:mpk:registry]")))
+			continue;
+		for (int tries = 0; tries < 100; tries++) {
+			uint32_t seq;
+			if (pread(fd, r, MPK_REG_SIZE, (off_t)v->lo) != (ssize_t)MPK_REG_SIZE) {
+				err = errno;
+				break;
+			}
+			if (memcmp(r->magic, MPK_REG_MAGIC, sizeof(r->magic)))
+				break;
+			if (pread(fd, &seq, sizeof(seq), (off_t)(v->lo + offsetof(struct mpk_reg_header, seq))) ==
+				    sizeof(seq) &&
+			    seq == r->seq && !(seq & 1) && r->count <= r->cap) {
+				close(fd);
+				return r;
+			}
+			usleep(1000); /* an update under way */
+		}
+	}
+	free(r);
+	close(fd);
+	errno = err;
+	return NULL;
+}
+
+/* The domain of each mapping: its name from the kernel, else the
+ * registry (a region the mapping lies in; the kernel may split one). */
+static void attach_domains(struct maps *m, const struct mpk_reg_header *r)
+{
+	for (size_t i = 0; i < m->n; i++) {
+		struct vma *v = &m->v[i];
+		if (!strncmp(v->path, "[anon:mpk:", 10) && strcmp(v->path, "[anon:mpk:registry]")) {
+			v->domain = v->path + 10;
+			v->path[strlen(v->path) - 1] = 0; /* the ']' */
+			continue;
+		}
+		for (uint32_t k = 0; r && k < r->count; k++) {
+			const struct mpk_reg_entry *e = &r->entry[k];
+			if (v->lo >= e->start && v->hi <= e->start + e->len) {
+				v->domain = e->name;
+				break;
+			}
+		}
+	}
+}
+
+static void print_json(const char *pid, const struct maps *m, const struct mpk_reg_header *r, int reg_err,
+		       int all)
+{
+	int first = 1;
+
+	printf("{\n  \"pid\": %s,\n", pid);
+	printf("  \"protection_keys\": %s,\n", m->have_pkeys ? "true" : "false");
+	printf("  \"registry\": %s,\n", r ? "true" : "false");
+	if (!r) {
+		printf("  \"registry_error\": ");
+		cli_json_str(strerror(reg_err));
+		printf(",\n");
+	} else if (r->dropped) {
+		printf("  \"registry_dropped\": %u,\n", r->dropped);
+	}
+	printf("  \"mappings\": [");
+	for (size_t i = 0; i < m->n; i++) {
+		const struct vma *v = &m->v[i];
+		if (!all && !v->domain && v->pkey <= 0)
+			continue;
+		printf("%s\n    { \"start\": \"0x%" PRIx64 "\", \"end\": \"0x%" PRIx64 "\", \"perms\": \"%s\", ",
+		       first ? "" : ",", v->lo, v->hi, v->perms);
+		first = 0;
+		if (v->pkey >= 0)
+			printf("\"pkey\": %d, ", v->pkey);
+		else
+			printf("\"pkey\": null, ");
+		printf("\"domain\": ");
+		if (v->domain)
+			cli_json_str(v->domain);
+		else
+			printf("null");
+		if (!v->domain && v->path[0]) {
+			printf(", \"path\": ");
+			cli_json_str(v->path);
+		}
+		printf(" }");
+	}
+	/* Rights are each thread's PKRU (hw) or the pages' protection (soft):
+	 * the perms above show the latter; a thread's PKRU is register state
+	 * another process reads only by stopping it with ptrace. */
+	printf("\n  ],\n  \"thread_rights\": null\n}\n");
+}
+
+static void print_text(const char *pid, const struct maps *m, const struct mpk_reg_header *r, int reg_err,
+		       int all)
+{
+	size_t shown = 0;
+
+	printf("%-14s %-14s %-5s %-4s %s\n", "START", "END", "PERMS", "KEY", "DOMAIN");
+	for (size_t i = 0; i < m->n; i++) {
+		const struct vma *v = &m->v[i];
+		if (!all && !v->domain && v->pkey <= 0)
+			continue;
+		char key[16] = "-";
+		if (v->pkey >= 0)
+			snprintf(key, sizeof(key), "%d", v->pkey);
+		printf("%-14" PRIx64 " %-14" PRIx64 " %-5s %-4s %s\n", v->lo, v->hi, v->perms, key,
+		       v->domain ? v->domain : v->path[0] ? v->path : "-");
+		shown++;
+	}
+	printf("process %s: %zu mapping%s shown; keys %s; domains from %s\n", pid, shown, shown == 1 ? "" : "s",
+	       m->have_pkeys ? "from ProtectionKey" : "not reported (no PKU)",
+	       r ? "the registry and region names" : "region names only");
+	if (!r)
+		printf("  (no registry: %s)\n",
+		       reg_err == ENOENT ? "not an mpkit process, or no domain memory yet" : strerror(reg_err));
+	else if (r->dropped)
+		printf("  (the registry was full: %u regions unnamed)\n", r->dropped);
+}
+
+int cmd_maps(int argc, char **argv)
+{
+	const char *pid = NULL;
+	int json = 0, all = 0;
+
+	for (int i = 1; i < argc; i++) {
+		if (cli_is_json_flag(argv[i])) {
+			json = 1;
+		} else if (!strcmp(argv[i], "--all") || !strcmp(argv[i], "-a")) {
+			all = 1;
+		} else if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) {
+			printf("usage: mpkit maps PID|self [--all|-a] [--json|-J|-j]\n");
+			return cli_finish_output("maps", 0);
+		} else if (!pid && (!strcmp(argv[i], "self") || strspn(argv[i], "0123456789") == strlen(argv[i]))) {
+			pid = argv[i];
+		} else {
+			fprintf(stderr, "mpkit maps: unknown argument '%s' (want PID or self)\n", argv[i]);
+			return 2;
+		}
+	}
+	if (!pid || !*pid) {
+		fprintf(stderr, "usage: mpkit maps PID|self [--all] [--json]\n");
+		return 2;
+	}
+	struct maps m = { 0 };
+	if (read_smaps(pid, &m)) {
+		fprintf(stderr, "mpkit maps: /proc/%s/smaps: %s\n", pid, strerror(errno));
+		free(m.v);
+		return 1;
+	}
+	struct mpk_reg_header *r = read_registry(pid, &m);
+	int reg_err = r ? 0 : errno;
+	attach_domains(&m, r);
+	char self[32];
+	if (!strcmp(pid, "self")) {
+		snprintf(self, sizeof(self), "%d", (int)getpid());
+		pid = self;
+	}
+	if (json)
+		print_json(pid, &m, r, reg_err, all);
+	else
+		print_text(pid, &m, r, reg_err, all);
+	free(r);
+	free(m.v);
+	return cli_finish_output("maps", 0);
+}
