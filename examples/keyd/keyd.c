@@ -103,33 +103,30 @@ static uintptr_t mapping_start(const void *p)
 	return mapping_of(p, &end, perms);
 }
 
-/* The pool right below the vault's pages.  mpkit keeps an inaccessible
- * guard page there; the pool takes its place on purpose (MAP_FIXED on that
- * one page only, after checking that it is the guard), so that the
- * over-read runs straight into the key: the worst layout an allocator
- * could give, and the one the plain build has. */
+/* The pool right below the vault's pages.  mpkit keeps the vault in a
+ * reserved window, with inaccessible reserved pages below it (the guard);
+ * the pool takes their place on purpose (MAP_FIXED, after checking that
+ * the whole range is that reservation), so that the over-read runs
+ * straight into the key: the worst layout an allocator could give, and
+ * the one the plain build has.  A real program never maps into mpkit's
+ * reservation; keyd makes no more domain memory after this. */
 static void *pool_below(uintptr_t vault)
 {
-	uintptr_t page = (uintptr_t)sysconf(_SC_PAGESIZE), gend = 0;
+	uintptr_t lo = vault - POOL_SIZE, gend = 0;
 	char perms[5] = "";
-	void *want = (void *)(vault - POOL_SIZE), *p;
+	void *p;
 
-	if (mapping_of((void *)(vault - page), &gend, perms) &&
-	    (gend != vault || strcmp(perms, "---p"))) {
+	if (mapping_of((void *)lo, &gend, perms) != 0 && (gend < vault || strcmp(perms, "---p"))) {
 		errno = EEXIST; /* something else lies right below the vault */
 		return MAP_FAILED;
 	}
-	p = mmap(want, POOL_SIZE - page, PROT_READ | PROT_WRITE,
-		 MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED_NOREPLACE, -1, 0);
-	if (p == MAP_FAILED)
-		return p;
-	if (p != want || mmap((void *)(vault - page), page, PROT_READ | PROT_WRITE,
-			      MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED, -1, 0) == MAP_FAILED) {
-		munmap(p, POOL_SIZE - page);
-		errno = EEXIST;
-		return MAP_FAILED;
+	if (!gend) { /* a hole: take it */
+		p = mmap((void *)lo, POOL_SIZE, PROT_READ | PROT_WRITE,
+			 MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED_NOREPLACE, -1, 0);
+		return p != MAP_FAILED && p != (void *)lo ? (errno = EEXIST, MAP_FAILED) : p;
 	}
-	return p;
+	return mmap((void *)lo, POOL_SIZE, PROT_READ | PROT_WRITE,
+		    MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED, -1, 0);
 }
 
 static int read_seed(const char *file, unsigned char seed[32])

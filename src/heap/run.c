@@ -65,41 +65,30 @@ static void free_remove(struct arena *a, struct run *r)
 }
 
 /* A CHUNK_SIZE-aligned region of d (finding a block's chunk is then a
- * mask), between two PROT_NONE guard pages outside any domain, which keep
- * it apart from other mappings as mpk_alloc()'s regions are.  NULL/errno. */
+ * mask), carved from a reserved window: the reservation around it keeps
+ * it apart from other mappings as mpk_alloc()'s regions are, and the
+ * lockdown filter covers it.  NULL/errno. */
 static void *chunk_map(struct mpk_domain *d)
 {
-	size_t page = mpk__page(), len = 2 * CHUNK_SIZE + page;
-	uintptr_t r = (uintptr_t)mpk_os_map(len, PROT_NONE);
+	void *base = mpk__window_map(CHUNK_SIZE, CHUNK_SIZE, PROT_NONE);
 
-	if (!r) {
+	if (!base) {
 		errno = ENOMEM;
 		return NULL;
 	}
-	uintptr_t base = (r + page + CHUNK_SIZE - 1) & ~(uintptr_t)(CHUNK_SIZE - 1);
-	uintptr_t lo = base - page, hi = base + CHUNK_SIZE + page;
-	if (lo > r)
-		mpk_os_unmap((void *)r, lo - r);
-	if (hi < r + len)
-		mpk_os_unmap((void *)hi, r + len - hi);
-	if (mpk__adopt_fresh(d, (void *)base, CHUNK_SIZE)) {
+	if (mpk__adopt_fresh(d, base, CHUNK_SIZE)) {
 		int err = errno;
-		mpk_os_unmap((void *)lo, hi - lo);
+		mpk__window_unmap(base, CHUNK_SIZE);
 		errno = err;
 		return NULL;
 	}
-	return (void *)base;
+	return base;
 }
 
 static void chunk_unmap(struct mpk_domain *d, void *base)
 {
-	size_t page = mpk__page();
-
-	/* The region first (mpkit unmaps it), then each guard. */
 	mpk__san_forget((uintptr_t)base, CHUNK_SIZE);
-	mpk__free_owned(d, base);
-	mpk_os_unmap((char *)base - page, page);
-	mpk_os_unmap((char *)base + CHUNK_SIZE, page);
+	mpk__free_owned(d, base); /* reserved again, guards and all */
 }
 
 static struct chunk *chunk_new(struct arena *a)
