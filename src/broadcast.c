@@ -276,7 +276,9 @@ static int wait_round(size_t from)
 
 	while (!rc && (p = __atomic_load_n(&req.pending, __ATOMIC_ACQUIRE)) > 0) {
 		count_syscalls(1);
-		if (mpk_os_futex_wait(&req.pending, p, 2 * 1000 * 1000) == 0 || errno != ETIMEDOUT)
+		/* 10 ms before looking at /proc: an emulated CPU can take
+		 * milliseconds to deliver a round of signals. */
+		if (mpk_os_futex_wait(&req.pending, p, 10 * 1000 * 1000) == 0 || errno != ETIMEDOUT)
 			continue;
 		/* Slow to answer: dead, blocking the signal, or stuck. */
 		uint64_t now = now_ns();

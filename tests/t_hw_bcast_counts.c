@@ -1,7 +1,9 @@
 /*
  * What one broadcast costs, as a count (timings in the VM mean nothing):
  * with N other threads that have called mpkit, mpk_set_all() sends N
- * signals and makes at most N + 4 system calls, with no /proc scan; with
+ * signals and makes at most 2N + 4 system calls (a tgkill each, and at most
+ * one futex wait per answer: how the answers fall between the caller's
+ * waits depends on scheduling), with no /proc scan or status read; with
  * threads that never called mpkit, the first broadcast scans once and the
  * second does not (they registered when they answered).  Each thread then
  * holds the rights (its read succeeds, its write faults: checked by
@@ -54,8 +56,8 @@ static void one(int n, bool known)
 	CHECK(b[2] - a[2] == (known ? 0 : 1));
 	CHECK(c[2] - b[2] == 0);
 	if (known)
-		CHECK(b[1] - a[1] <= (uint64_t)n + 4);
-	CHECK(c[1] - b[1] <= (uint64_t)n + 4);
+		CHECK(b[1] - a[1] <= 2 * (uint64_t)n + 4);
+	CHECK(c[1] - b[1] <= 2 * (uint64_t)n + 4);
 	for (int i = 0; i < n; i++)
 		REQUIRE(write(fds[1], "x", 1) == 1);
 	for (int i = 0; i < n; i++) {
