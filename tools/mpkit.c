@@ -69,7 +69,7 @@ int cli_finish_output(const char *cmd, int rc)
 void cli_json_str(const char *s)
 {
 	putchar('"');
-	for (; *s; s++) {
+	for (; s && *s; s++) {
 		if (*s == '"' || *s == '\\')
 			printf("\\%c", *s);
 		else if ((unsigned char)*s < 0x20)

@@ -11,6 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "cli.h"
 #include "scan.h"
 #include "scan_cmd.h"
 
@@ -34,32 +35,18 @@ static void note_mapping(const char *where, uint64_t addr, uint64_t len, uint64_
 	o->nmaps++;
 }
 
-static void json_str(const char *s)
-{
-	putchar('"');
-	for (; s && *s; s++) {
-		if (*s == '"' || *s == '\\')
-			printf("\\%c", *s);
-		else if ((unsigned char)*s < 0x20)
-			printf("\\u%04x", *s);
-		else
-			putchar(*s);
-	}
-	putchar('"');
-}
-
 static int print_gadget(const struct mpk_gadget *g, void *arg)
 {
 	struct out *o = arg;
 
 	if (o->json) {
 		printf("%s\n    {\"where\": ", o->count ? "," : "");
-		json_str(g->where);
+		cli_json_str(g->where);
 		printf(", \"address\": \"0x%llx\", \"offset\": %llu, \"kind\": \"%s\", \"symbol\": ",
 		       (unsigned long long)g->addr, (unsigned long long)g->file_off,
 		       mpk__gadget_kind_name(g->kind));
 		if (g->sym)
-			json_str(g->sym);
+			cli_json_str(g->sym);
 		else
 			printf("null");
 		printf(", \"symbol_offset\": %llu, \"mpkit\": %s}", (unsigned long long)(g->sym ? g->sym_off : 0),
