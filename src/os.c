@@ -206,10 +206,13 @@ int mpk_os_futex_wake(int *word)
 
 size_t mpk_os_page_size(void)
 {
-	static size_t page;
-	if (!page)
-		page = (size_t)sysconf(_SC_PAGESIZE);
-	return page;
+	static size_t page; /* atomic: any thread may be first */
+	size_t p = __atomic_load_n(&page, __ATOMIC_RELAXED);
+	if (!p) {
+		p = (size_t)sysconf(_SC_PAGESIZE);
+		__atomic_store_n(&page, p, __ATOMIC_RELAXED);
+	}
+	return p;
 }
 
 void mpk_os_name_region(void *addr, size_t len, const char *name)
