@@ -6,7 +6,7 @@
 #include "t_state.h"
 
 #define ROUNDS 200 /* creates at least */
-#define INFOS 200  /* mpk_info() calls alongside at least */
+#define INFOS 50   /* mpk_info() calls alongside at least (each reads /proc; slow in the VM) */
 #define LIMIT 20000
 
 static volatile int stop;
