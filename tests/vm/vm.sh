@@ -28,6 +28,8 @@
 #                          meta-package such as linux-image-6.12-amd64 works
 #   MPKIT_VM_ACCEL         force "kvm" or "tcg" (default: see choose_accel)
 #   MPKIT_TEST_FILTER      passed on to run-tests.sh inside the VM
+#   MPKIT_VM_ENV           more NAME=VALUE words exported inside the VM, e.g.
+#                          "MPKIT_MODEL_STEPS=100000 MPKIT_MODEL_SEED=7"
 
 set -eu -o pipefail
 
@@ -307,6 +309,13 @@ sh_quote() {
 }
 # Values baked into /init.
 filter_q=$(sh_quote "${MPKIT_TEST_FILTER:-}")
+extra_env=
+for kv in ${MPKIT_VM_ENV:-}; do
+    case $kv in
+        [A-Za-z_]*=*) extra_env+="export ${kv%%=*}=$(sh_quote "${kv#*=}")"$'\n' ;;
+        *) echo "$0: MPKIT_VM_ENV: not NAME=VALUE: $kv" >&2; exit 2 ;;
+    esac
+done
 ld_path_q=$(sh_quote "$ld_path")
 
 cat >"$root/init" <<EOF
@@ -327,7 +336,7 @@ export LD_LIBRARY_PATH=$ld_path_q
 export MPKIT_BACKEND=hw
 export MPKIT_TEST_FILTER=$filter_q
 [ -n "\$MPKIT_TEST_FILTER" ] || unset MPKIT_TEST_FILTER
-
+$extra_env
 echo  # the BIOS leaves the cursor mid-line
 echo "MPKIT-VM-BEGIN"
 echo "kernel: \$(uname -r), cpus: \$(nproc)"
