@@ -111,8 +111,9 @@ for path in ./t_*; do
         0)
             passed=$((passed + 1))
             echo "PASS $name"
-            # rows a test wants in the log (the pitfalls table)
-            grep '^pit: ' "$out" | awk '{ print "    " $0 }'
+            # lines a test wants in the log: the pitfalls table's rows,
+            # and its own summary lines ("t_name: ...")
+            grep -e '^pit: ' -e "^$name: " "$out" | awk '{ print "    " $0 }'
             ;;
         77)
             skipped=$((skipped + 1))
