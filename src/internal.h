@@ -50,6 +50,10 @@ struct mpk_domain {
 	int base;
 	uint64_t gen;  /* atomic: the no-change check reads it without the lock */
 	int base_pub;  /* base, stored (release) once its protection is in place */
+	/* In soft.c's list of keyless domains whose base is not MPK_NONE
+	 * (pprev NULL: not in it); under mpk_g.lock. */
+	struct mpk_domain *based_next, **based_pprev;
+	uint64_t restore_mark; /* rights.c: in the save being restored; under mpk_g.lock */
 	uint64_t lru; /* mpk_g.tick when last used; atomic, relaxed */
 	int holds; /* heaps and vaults built on it: destroy says EBUSY */
 	bool sealed; /* has sealed regions: keeps its key, never destroyed */
@@ -129,9 +133,39 @@ int mpk__key_give_back(void);
 
 /* soft.c: rights through mprotect() (callers hold mpk_g.lock) */
 int mpk__soft_get(const struct mpk_domain *d);
+/* A thread's soft rights: entries by domain slot (soft.c says when one
+ * counts), and the list of slots whose entry may hold more than none
+ * (pos: index in that list + 1, 0 not listed), so that saving, restoring
+ * and exiting cost what the thread holds, not what exists.  cap is
+ * published last (release) when the table grows: read it first. */
+struct mpk_soft_held {
+	uint64_t uid;
+	uint64_t gen; /* the domain's generation when set */
+	int rights;
+	uint32_t pos;
+};
+struct mpk_soft_thread {
+	struct mpk_soft_held *held;
+	uint32_t *list;
+	uint32_t cap, n;
+};
+/* initial-exec: the fault handler and the no-change check read it. */
+extern __thread struct mpk_soft_thread mpk__soft_t __attribute__((tls_model("initial-exec")));
 /* Without the lock (soft backend): whether the calling thread holds
- * exactly rights to d already, so that setting them changes nothing. */
-bool mpk__soft_holds(const struct mpk_domain *d, int rights);
+ * exactly rights to d already, so that setting them changes nothing.
+ * Inline, so that set_slow's early return needs no frame. */
+static inline bool mpk__soft_holds(const struct mpk_domain *d, int rights)
+{
+	uint64_t gen = __atomic_load_n(&d->gen, __ATOMIC_ACQUIRE);
+	uint32_t s = d->slot;
+
+	if (s < __atomic_load_n(&mpk__soft_t.cap, __ATOMIC_ACQUIRE)) {
+		const struct mpk_soft_held *h = &mpk__soft_t.held[s];
+		if (h->uid == d->uid && h->gen == gen)
+			return h->rights == rights;
+	}
+	return __atomic_load_n(&d->base_pub, __ATOMIC_ACQUIRE) == rights;
+}
 int mpk__soft_set_locked(struct mpk_domain *d, int rights);
 void mpk__soft_forget(struct mpk_domain *d); /* on destroy */
 int mpk__soft_prot(const struct mpk_domain *d);
@@ -143,9 +177,12 @@ struct mpk_rights_soft {
 	uint64_t uid;
 	int rights;
 };
-/* Rights of the calling thread to every keyless domain: *e NULL when n
- * is 0, else malloc()ed.  -1/ENOMEM. */
+/* The keyless domains the calling thread holds more than none to: *e NULL when n is 0, else malloc()ed.  -1/ENOMEM.  Costs
+ * what the thread holds plus the domains with a base (mpk_set_all). */
 int mpk__soft_save_locked(struct mpk_rights_soft **e, uint32_t *n);
+/* The same, unsorted, into e with room for mpk__soft_listed_max(). */
+uint32_t mpk__soft_listed_max(void);
+uint32_t mpk__soft_listed(struct mpk_rights_soft *e);
 /* Key changes: d got a key (its soft state no longer counts), or d lost it
  * while every thread held rights: pages at prot(rights), no holder
  * counted and base none; then each thread (in the broadcast that closes
