@@ -120,7 +120,7 @@ $(B)/libmpkit.so: $(PIC_OBJ) src/libmpkit.map
 	ln -sf libmpkit.so $(B)/$(SONAME)
 
 # The scan command uses the library's scanner (src/scan.h, internal).
-$(B)/obj/tools/scan.o $(B)/obj/tests/t_scan_%.o: MPK_XCFLAGS += -Isrc
+$(B)/obj/tools/scan.o $(B)/obj/tests/t_scan_%.o $(B)/obj/tests/t_soft_domain_lock.o: MPK_XCFLAGS += -Isrc
 $(B)/mpkit: $(B)/obj/tools/mpkit.o $(B)/obj/tools/scan.o $(B)/obj/tools/maps.o $(B)/libmpkit.a
 	$(CC) $(ALL_LDFLAGS) $^ -o $@
 

@@ -39,6 +39,12 @@ struct mpk_domain {
 	uint64_t uid;     /* never reused: tells a slot's owners apart */
 	char name[MPK_NAME_MAX + 1];
 	struct mpk_region *regions;
+	/* The domain's own lock: its region list, and its soft rights and
+	 * protection below.  Taken after mpk_g.lock by whoever holds that;
+	 * alone by a soft rights change on the soft backend (soft.c), so that
+	 * threads changing rights to different domains do not wait for each
+	 * other's mprotect() calls.  On hw, soft rights change under both. */
+	pthread_mutex_t lock;
 	/* soft protection (key == -1): threads holding each right, and the
 	 * protection the regions have now (their union). */
 	int readers, writers;
@@ -93,7 +99,8 @@ static inline bool mpk__domain_ok(const struct mpk_domain *d)
 }
 struct mpk_domain *mpk__domain_by_key(int key); /* signal-safe */
 
-/* region.c (callers hold mpk_g.lock except for lookup) */
+/* region.c (callers hold mpk_g.lock except for lookup; add and del also the
+ * domain's lock) */
 struct mpk_region *mpk__region_add(struct mpk_domain *d, void *start, size_t len);
 void mpk__region_del(struct mpk_region *r);
 struct mpk_region *mpk__region_lookup(const void *addr); /* signal-safe */
@@ -166,8 +173,14 @@ static inline bool mpk__soft_holds(const struct mpk_domain *d, int rights)
 	}
 	return __atomic_load_n(&d->base_pub, __ATOMIC_ACQUIRE) == rights;
 }
+/* The calling thread's rights to keyless d become rights: takes d->lock
+ * (the caller may hold mpk_g.lock).  mpk__soft_set: the soft backend's
+ * mpk_set(), with d->lock alone (d checked again under it). */
 int mpk__soft_set_locked(struct mpk_domain *d, int rights);
-void mpk__soft_forget(struct mpk_domain *d); /* on destroy */
+int mpk__soft_set(struct mpk_domain *d, int rights);
+void mpk__soft_forget(struct mpk_domain *d); /* on destroy, d->lock held */
+/* fork(): every live domain's lock, taken after mpk_g.lock (fork.c). */
+void mpk__domains_lock(void), mpk__domains_unlock(void), mpk__domains_child(void);
 int mpk__soft_prot(const struct mpk_domain *d);
 /* Every thread's rights to d become rights (process-wide). */
 int mpk__soft_set_all_locked(struct mpk_domain *d, int rights);

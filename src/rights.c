@@ -51,20 +51,31 @@ static int set_locked(struct mpk_domain *d, int rights)
 	return mpk__soft_set_locked(d, rights);
 }
 
-static __attribute__((noinline, cold)) int set_slow(struct mpk_domain *d, int rights)
+static __attribute__((noinline, cold)) int set_wait(struct mpk_domain *d, int rights)
 {
-	if (!mpk__domain_ok(d) || !mpk__rights_ok(rights)) {
-		errno = EINVAL;
-		return -1;
-	}
-	/* Soft, nothing to change: no lock, no tick (flat in threads). */
-	if (mpk_g.backend == MPK_BACKEND_SOFT && mpk__soft_holds(d, rights))
-		return 0;
 	pthread_mutex_lock(&mpk_g.lock);
 	/* Re-checked under the lock: a concurrent destroy may have won. */
 	int rc = mpk__domain_ok(d) ? set_locked(d, rights) : (errno = EINVAL, -1);
 	pthread_mutex_unlock(&mpk_g.lock);
 	return rc;
+}
+
+static __attribute__((noinline, cold)) int einval(void)
+{
+	errno = EINVAL;
+	return -1;
+}
+
+/* Only tail calls: the soft no-change return needs no frame. */
+static __attribute__((noinline, cold)) int set_slow(struct mpk_domain *d, int rights)
+{
+	if (!mpk__domain_ok(d) || !mpk__rights_ok(rights))
+		return einval();
+	/* Soft: nothing to change is a thread-local check, no lock, no tick
+	 * (flat in threads); a change takes d's own lock, not the global. */
+	if (mpk_g.backend == MPK_BACKEND_SOFT)
+		return mpk__soft_holds(d, rights) ? 0 : mpk__soft_set(d, rights);
+	return set_wait(d, rights);
 }
 
 static inline int set_rights(struct mpk_domain *d, int rights)

@@ -236,7 +236,8 @@ static int reserve(uint32_t slot, bool in_signal)
 	return 0;
 }
 
-int mpk__soft_set_locked(struct mpk_domain *d, int rights)
+/* d->lock held. */
+static int set_held(struct mpk_domain *d, int rights)
 {
 	/* A stale entry (or none) means this thread held the base, which is
 	 * not in the counts: only a current entry is taken out. */
@@ -258,9 +259,27 @@ int mpk__soft_set_locked(struct mpk_domain *d, int rights)
 	return 0;
 }
 
+int mpk__soft_set_locked(struct mpk_domain *d, int rights)
+{
+	pthread_mutex_lock(&d->lock);
+	int rc = set_held(d, rights);
+	pthread_mutex_unlock(&d->lock);
+	return rc;
+}
+
+int mpk__soft_set(struct mpk_domain *d, int rights)
+{
+	pthread_mutex_lock(&d->lock);
+	/* Checked again: a destroy marks d dead under its lock. */
+	int rc = mpk__domain_ok(d) ? set_held(d, rights) : (errno = EINVAL, -1);
+	pthread_mutex_unlock(&d->lock);
+	return rc;
+}
+
 int mpk__soft_set_all_locked(struct mpk_domain *d, int rights)
 {
-	int base = d->base, readers = d->readers, writers = d->writers;
+	pthread_mutex_lock(&d->lock);
+	int base = d->base, readers = d->readers, writers = d->writers, rc = 0;
 
 	set_base(d, rights);
 	d->readers = d->writers = 0;
@@ -268,10 +287,12 @@ int mpk__soft_set_all_locked(struct mpk_domain *d, int rights)
 		set_base(d, base);
 		d->readers = readers;
 		d->writers = writers;
-		return -1;
+		rc = -1;
+	} else {
+		next_gen(d); /* every entry, this thread's too, is stale: all hold base */
 	}
-	next_gen(d); /* every entry, this thread's too, is stale: all hold base */
-	return 0;
+	pthread_mutex_unlock(&d->lock);
+	return rc;
 }
 
 uint32_t mpk__soft_listed_max(void)
@@ -396,12 +417,16 @@ static void thread_exit(void *arg)
 		if (h->rights == MPK_NONE || s >= mpk_g.nslots)
 			continue;
 		struct mpk_domain *d = mpk_g.slots[s];
-		if (d && d->uid == h->uid && d->gen == h->gen) {
+		if (!d || d->uid != h->uid)
+			continue;
+		pthread_mutex_lock(&d->lock);
+		if (d->gen == h->gen) {
 			count(d, h->rights, -1);
 			/* If this fails the region stays more open than
 			 * needed, never less: nobody loses access. */
 			apply(d, mpk__soft_prot(d));
 		}
+		pthread_mutex_unlock(&d->lock);
 	}
 	t_exiting = true;
 	pthread_mutex_unlock(&mpk_g.lock);
@@ -414,4 +439,33 @@ static void thread_exit(void *arg)
 	table_unmap(old, old_cap);
 	for (int i = 0; i < RETIRED_MAX; i++)
 		table_unmap(t_retired[i].p, t_retired[i].cap);
+}
+
+/* fork(): no domain lock may be held in the child (mpk_g.lock held, so
+ * the slots stand still). */
+static void each_domain(int (*fn)(pthread_mutex_t *))
+{
+	for (uint32_t s = 0; s < mpk_g.nslots; s++)
+		if (mpk_g.slots[s])
+			fn(&mpk_g.slots[s]->lock);
+}
+
+static int lock_init(pthread_mutex_t *m)
+{
+	return pthread_mutex_init(m, NULL);
+}
+
+void mpk__domains_lock(void)
+{
+	each_domain(pthread_mutex_lock);
+}
+
+void mpk__domains_unlock(void)
+{
+	each_domain(pthread_mutex_unlock);
+}
+
+void mpk__domains_child(void)
+{
+	each_domain(lock_init);
 }
