@@ -179,7 +179,7 @@ static inline bool mpk__soft_holds(const struct mpk_domain *d, int rights)
 int mpk__soft_set_locked(struct mpk_domain *d, int rights);
 int mpk__soft_set(struct mpk_domain *d, int rights);
 void mpk__soft_forget(struct mpk_domain *d); /* on destroy, d->lock held */
-/* fork(): every live domain's lock, taken after mpk_g.lock (fork.c). */
+/* fork(): after mpk_g.lock, wait for soft changes in flight (fork.c). */
 void mpk__domains_lock(void), mpk__domains_unlock(void), mpk__domains_child(void);
 int mpk__soft_prot(const struct mpk_domain *d);
 /* Every thread's rights to d become rights (process-wide). */

@@ -22,6 +22,7 @@
  */
 #define _GNU_SOURCE
 #include <errno.h>
+#include <sched.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
@@ -267,12 +268,25 @@ int mpk__soft_set_locked(struct mpk_domain *d, int rights)
 	return rc;
 }
 
+/* Soft rights changes under way with d->lock alone, and a fork waiting
+ * for them to end (mpk__domains_lock); sequentially consistent, so that
+ * a change and a fork starting together see each other. */
+static int inflight, forking;
+
 int mpk__soft_set(struct mpk_domain *d, int rights)
 {
+	while (__atomic_add_fetch(&inflight, 1, __ATOMIC_SEQ_CST),
+	       __atomic_load_n(&forking, __ATOMIC_SEQ_CST)) {
+		__atomic_sub_fetch(&inflight, 1, __ATOMIC_SEQ_CST);
+		/* The fork holds it until its parent handler runs. */
+		pthread_mutex_lock(&mpk_g.lock);
+		pthread_mutex_unlock(&mpk_g.lock);
+	}
 	pthread_mutex_lock(&d->lock);
 	/* Checked again: a destroy marks d dead under its lock. */
 	int rc = mpk__domain_ok(d) ? set_held(d, rights) : (errno = EINVAL, -1);
 	pthread_mutex_unlock(&d->lock);
+	__atomic_sub_fetch(&inflight, 1, __ATOMIC_SEQ_CST);
 	return rc;
 }
 
@@ -441,31 +455,25 @@ static void thread_exit(void *arg)
 		table_unmap(t_retired[i].p, t_retired[i].cap);
 }
 
-/* fork(): no domain lock may be held in the child (mpk_g.lock held, so
- * the slots stand still). */
-static void each_domain(int (*fn)(pthread_mutex_t *))
-{
-	for (uint32_t s = 0; s < mpk_g.nslots; s++)
-		if (mpk_g.slots[s])
-			fn(&mpk_g.slots[s]->lock);
-}
-
-static int lock_init(pthread_mutex_t *m)
-{
-	return pthread_mutex_init(m, NULL);
-}
-
+/* fork(): no domain lock may be held in the child, nor a change be
+ * half done.  Whoever holds mpk_g.lock takes a domain's lock after it; a
+ * soft rights change alone counts itself in flight; so the fork handler,
+ * which holds mpk_g.lock, stops new ones and waits for those in flight
+ * (they need no lock it holds), and then no domain lock is held. */
 void mpk__domains_lock(void)
 {
-	each_domain(pthread_mutex_lock);
+	__atomic_store_n(&forking, 1, __ATOMIC_SEQ_CST);
+	while (__atomic_load_n(&inflight, __ATOMIC_SEQ_CST))
+		sched_yield();
 }
 
 void mpk__domains_unlock(void)
 {
-	each_domain(pthread_mutex_unlock);
+	__atomic_store_n(&forking, 0, __ATOMIC_SEQ_CST);
 }
 
 void mpk__domains_child(void)
 {
-	each_domain(lock_init);
+	inflight = 0; /* the others' threads are gone */
+	forking = 0;
 }
