@@ -19,6 +19,14 @@
  * thread, now or later, may hold it and mpkit cannot tell when none does.
  * So after mpk_set_all(d, r) the pages stay at least as open as r until
  * the next mpk_set_all; they are never less open than some thread's rights.
+ *
+ * Cost.  A no-change mpk_set() is the thread-local check in internal.h, no
+ * lock.  A change on the soft backend takes the domain's own lock only
+ * (mpk__soft_set), so threads working on different domains do not wait
+ * for each other's mprotect(); on hw, keyless domains change under
+ * mpk_g.lock too (keys move there).  Each thread lists the slots it holds
+ * above none, and the domains with a base above none are listed too: a
+ * save, a restore and a thread's exit walk those lists, not every slot.
  */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -262,6 +270,11 @@ static int set_held(struct mpk_domain *d, int rights)
 
 int mpk__soft_set_locked(struct mpk_domain *d, int rights)
 {
+	/* Holds them already: no lock (the base changes under mpk_g.lock,
+	 * which the caller holds; the entry is this thread's). */
+	struct mpk_soft_held *h = current(d);
+	if ((h ? h->rights : d->base) == rights)
+		return 0;
 	pthread_mutex_lock(&d->lock);
 	int rc = set_held(d, rights);
 	pthread_mutex_unlock(&d->lock);
