@@ -120,7 +120,7 @@ $(B)/libmpkit.so: $(PIC_OBJ) src/libmpkit.map
 	ln -sf libmpkit.so $(B)/$(SONAME)
 
 # The scan command uses the library's scanner (src/scan.h, internal).
-$(B)/obj/tools/scan.o $(B)/obj/tests/t_scan_%.o: MPK_XCFLAGS += -Isrc
+$(B)/obj/tools/scan.o $(B)/obj/tests/t_scan_%.o $(B)/obj/tests/t_soft_domain_lock.o: MPK_XCFLAGS += -Isrc
 $(B)/mpkit: $(B)/obj/tools/mpkit.o $(B)/obj/tools/scan.o $(B)/obj/tools/maps.o $(B)/libmpkit.a
 	$(CC) $(ALL_LDFLAGS) $^ -o $@
 
@@ -146,11 +146,11 @@ $(B)/mpkit-bench-lockdown: $(B)/obj/bench/lockdown.o $(BENCH_OBJ) $(B)/libmpkit.
 	$(CC) $(ALL_LDFLAGS) $^ $(BENCH_LIBS) -lm -o $@
 
 # Lookups, faults, no-change sets, save/restore at scale (`make bench-scale`).
-$(B)/mpkit-bench-scale: $(B)/obj/bench/scale.o $(BENCH_OBJ) $(B)/libmpkit.a
+$(B)/mpkit-bench-scale: $(B)/obj/bench/scale.o $(B)/obj/bench/bcast.o $(BENCH_OBJ) $(B)/libmpkit.a
 	$(CC) $(ALL_LDFLAGS) $^ $(BENCH_LIBS) -lm -pthread -o $@
 
 # One broadcast with 1..16 threads: time, signals and system calls.
-$(B)/mpkit-bench-broadcast: $(B)/obj/bench/broadcast.o $(B)/libmpkit.a
+$(B)/mpkit-bench-broadcast: $(B)/obj/bench/broadcast.o $(B)/obj/bench/bcast.o $(B)/libmpkit.a
 	$(CC) $(ALL_LDFLAGS) $^ -pthread -o $@
 
 # The VM smoke test of the benchmark engine: tiny sizes, both backends.
@@ -272,7 +272,7 @@ INST_FILES = $(INCDIR)/mpkit.h $(LIBDIR)/libmpkit.a $(LIBDIR)/libmpkit.so.$(VERS
 	$(BINDIR)/mpkit $(BENCH_PROGS:%=$(LIBEXECDIR)/mpkit/%) $(LIBEXECDIR)/mpkit/libmpkit-watch.so \
 	$(patsubst man/%,$(MANDIR)/%,$(MAN1) $(MAN3) $(MAN7))
 INST_DIRS = $(CMAKEDIR) $(LIBEXECDIR)/mpkit
-BENCH_PROGS := mpkit-bench mpkit-bench-alloc mpkit-bench-threads
+BENCH_PROGS := mpkit-bench mpkit-bench-alloc mpkit-bench-threads mpkit-bench-scale
 
 install: all gen-install-files
 	install -d $(DESTDIR)$(INCDIR) $(DESTDIR)$(LIBDIR) $(DESTDIR)$(PCDIR) $(DESTDIR)$(BINDIR) \

@@ -17,113 +17,19 @@
  *   mpkit-bench-broadcast [--quick]
  */
 #define _GNU_SOURCE
-#include <pthread.h>
-#include <stdint.h>
 #include <stdio.h>
-#include <stdlib.h>
 #include <string.h>
-#include <time.h>
-#include <unistd.h>
 
 #include <mpkit.h>
 
-/* Internal, from libmpkit.a (hidden in the .so). */
-int mpk__broadcast(uint32_t clear, uint32_t set);
-void mpk__broadcast_stub(int on);
-void mpk__broadcast_counters(uint64_t c[3]);
-
-#define RUNS 9
-#define MAXT 16
-
-static int fds[2];
-
-static double now_us(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return ts.tv_sec * 1e6 + ts.tv_nsec / 1e3;
-}
-
-static int cmp(const void *a, const void *b)
-{
-	double x = *(const double *)a, y = *(const double *)b;
-	return (x > y) - (x < y);
-}
-
-static void *blocked(void *arg)
-{
-	char c;
-	if (arg)
-		mpk_init(); /* known to mpkit */
-	while (read(fds[0], &c, 1) < 0)
-		;
-	return NULL;
-}
-
-struct row {
-	double us, first_us;
-	double signals, syscalls, scans;
-};
-
-static void start(pthread_t *th, int n, int known)
-{
-	for (int i = 0; i < n; i++)
-		if (pthread_create(&th[i], NULL, blocked, known ? (void *)1 : NULL))
-			abort();
-	usleep(20000); /* all blocked in read() */
-}
-
-static void stop(pthread_t *th, int n)
-{
-	for (int i = 0; i < n; i++)
-		if (write(fds[1], "x", 1) != 1)
-			abort();
-	for (int i = 0; i < n; i++)
-		pthread_join(th[i], NULL);
-}
-
-static struct row measure(int n, int iters)
-{
-	pthread_t th[MAXT];
-	double v[RUNS];
-	uint64_t c0[3], c1[3];
-	struct row r;
-
-	/* unknown threads: the first broadcast finds them by a scan */
-	start(th, n, 0);
-	double t0 = now_us();
-	if (mpk__broadcast(0, 0))
-		abort();
-	r.first_us = now_us() - t0;
-	stop(th, n);
-
-	start(th, n, 1);
-	mpk__broadcast(0, 0); /* warm */
-	mpk__broadcast_counters(c0);
-	for (int k = 0; k < RUNS; k++) {
-		t0 = now_us();
-		for (int i = 0; i < iters; i++)
-			if (mpk__broadcast(0, 0))
-				abort();
-		v[k] = (now_us() - t0) / iters;
-	}
-	mpk__broadcast_counters(c1);
-	stop(th, n);
-	qsort(v, RUNS, sizeof(*v), cmp);
-	r.us = v[RUNS / 2];
-	double total = (double)RUNS * iters;
-	r.signals = (double)(c1[0] - c0[0]) / total;
-	r.syscalls = (double)(c1[1] - c0[1]) / total;
-	r.scans = (double)(c1[2] - c0[2]) / total;
-	return r;
-}
+#include "bcast.h"
 
 int main(int argc, char **argv)
 {
 	int iters = argc > 1 && !strcmp(argv[1], "--quick") ? 20 : 200;
 	static const int counts[] = { 1, 2, 4, 8, 16 };
 
-	if (pipe(fds) || mpk_init())
+	if (mpk_init())
 		return 1;
 	mpk__broadcast_stub(mpk_backend() != MPK_BACKEND_HW);
 	printf("broadcast, backend %s%s; other threads blocked in read()\n",
@@ -132,7 +38,9 @@ int main(int argc, char **argv)
 	printf("%7s %10s %10s %9s %9s %9s %12s %9s\n", "threads", "us/bcast", "us/thread",
 	       "signals", "syscalls", "scans", "first(scan)", "ratio");
 	for (size_t i = 0; i < sizeof(counts) / sizeof(counts[0]); i++) {
-		struct row r = measure(counts[i], iters);
+		struct bench_bcast r;
+		if (bench_bcast_measure(counts[i], iters, 9, &r))
+			return 1;
 		printf("%7d %10.2f %10.2f %9.2f %9.2f %9.2f %12.2f %8.1fx\n", counts[i], r.us,
 		       r.us / counts[i], r.signals, r.syscalls, r.scans, r.first_us,
 		       r.first_us / r.us);

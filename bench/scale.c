@@ -1,12 +1,15 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * mpkit at scale (`make bench-scale`): address lookups and fault + retry at
- * 10 / 1,000 / 100,000 regions, a no-change mpk_set() at 1/2/4/8 threads,
- * rights save + restore at 1/15/1,000 domains, and the fast path's
- * instruction counts from the disassembly.  Regions past the few mapped
- * ones are registered over carved window units (vm.max_map_count allows no
- * 100,000 mappings); they are the same table entries.  A table, never a
- * test: timings on a loaded 2-CPU machine vary by tens of percent.
+ * mpkit at scale (`mpkit bench --scale`, `make bench-scale`): address
+ * lookups and fault + retry at 10 / 1,000 / 100,000 regions, a no-change
+ * mpk_set() at 1/2/4/8 threads, rights save + restore at 1/15/1,000
+ * domains, one broadcast per thread, and the fast path's instruction
+ * counts from the disassembly.  Regions past the few mapped ones are
+ * registered over carved window units (vm.max_map_count allows no 100,000
+ * mappings); they are the same table entries.  A table, never a test:
+ * timings on a loaded 2-CPU machine vary by tens of percent.  --smoke is
+ * the correctness run (few iterations, every result checked): exit 1 if a
+ * lookup, a retried fault or a restore came out wrong.
  */
 #define _GNU_SOURCE
 #include <pthread.h>
@@ -18,6 +21,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "bcast.h"
 #include "bench.h"
 #include "mpkit.h"
 
@@ -32,9 +36,19 @@ static double now_ns(void)
 	return ts.tv_sec * 1e9 + ts.tv_nsec;
 }
 
-static const int counts[3] = { 10, 1000, 100000 };
+static int counts[3] = { 10, 1000, 100000 };
 static void *units[100000];
 static volatile long sink;
+static bool smoke;
+static int failed;
+/* Iterations: timed run, and --smoke. */
+#define IT(timed, quick) (smoke ? (quick) : (timed))
+
+static void wrong(const char *what, int at)
+{
+	fprintf(stderr, "mpkit bench --scale: %s wrong (at %d)\n", what, at);
+	failed = 1;
+}
 
 /* n regions of bulk (rights never change, so soft never mprotects them). */
 static void regions(mpk_domain *bulk, int from, int to, bool add)
@@ -52,10 +66,16 @@ static void regions(mpk_domain *bulk, int from, int to, bool add)
 	}
 }
 
-static double lookup_ns(int n)
+static double lookup_ns(mpk_domain *bulk, int n)
 {
-	enum { ITER = 2000000 };
+	const int ITER = IT(2000000, 2000);
 	unsigned x = 1;
+	/* Every unit, its first and last byte, and the guard page after the
+	 * newest (nobody's): checked once, outside the timing. */
+	size_t page = (size_t)sysconf(_SC_PAGESIZE);
+	for (int i = 0; i < n; i++)
+		if (mpk_domain_of(units[i]) != bulk || mpk_domain_of((char *)units[i] + page - 1) != bulk)
+			wrong("mpk_domain_of", i);
 	double t0 = now_ns();
 	for (int i = 0; i < ITER; i++) {
 		x = x * 1103515245u + 12345u;
@@ -64,22 +84,29 @@ static double lookup_ns(int n)
 	return (now_ns() - t0) / ITER;
 }
 
+static long nfaults;
+
 static int on_fault(const struct mpk_fault *f, void *arg)
 {
 	(void)arg;
+	nfaults++;
 	mpk_set(f->domain, MPK_RW);
 	return MPK_FAULT_RETRY;
 }
 
 static double fault_us(mpk_domain *d, volatile char *p)
 {
-	enum { ITER = 2000 };
+	const int ITER = IT(2000, 20);
+	long n0 = nfaults;
 	double t0 = now_ns();
 	for (int i = 0; i < ITER; i++) {
 		mpk_set(d, MPK_NONE);
 		p[0] = (char)i; /* faults; the callback opens; retried */
 	}
-	return (now_ns() - t0) / ITER / 1000;
+	double us = (now_ns() - t0) / ITER / 1000;
+	if (nfaults - n0 != ITER || p[0] != (char)(ITER - 1))
+		wrong("fault + retry", (int)(nfaults - n0));
+	return us;
 }
 
 static mpk_domain *nc_dom;
@@ -88,14 +115,16 @@ static double nc_res[8];
 
 static void *nochange(void *arg)
 {
-	enum { ITER = 2000000 };
-	int id = (int)(long)arg;
+	const int ITER = IT(2000000, 2000);
+	int id = (int)(long)arg, rc = 0;
 	mpk_set(nc_dom, MPK_RW);
 	pthread_barrier_wait(&bar);
 	double t0 = now_ns();
 	for (int i = 0; i < ITER; i++)
-		mpk_set(nc_dom, MPK_RW);
+		rc |= mpk_set(nc_dom, MPK_RW);
 	nc_res[id] = (now_ns() - t0) / ITER;
+	if (rc || mpk_get(nc_dom) != MPK_RW)
+		wrong("no-change mpk_set", id);
 	return NULL;
 }
 
@@ -114,35 +143,82 @@ static double nochange_ns(int threads)
 	return sum / threads;
 }
 
-static double saverestore_us(int ndom)
+/* ndom domains, the calling thread holding READ to held of them (none
+ * to the rest): a save + restore costs what is held, not what exists. */
+static double saverestore_us(int ndom, int held)
 {
-	enum { ITER = 2000 };
+	const int ITER = IT(2000, 5);
 	mpk_domain **d = calloc((size_t)ndom, sizeof(*d));
 	char name[32];
 	mpk_rights_t r;
 	for (int i = 0; i < ndom; i++) {
 		snprintf(name, sizeof(name), "sr%d", i);
-		d[i] = mpk_domain_create(name, i % 2 ? MPK_READ : MPK_NONE, 0);
+		d[i] = mpk_domain_create(name, i < held ? MPK_READ : MPK_NONE, 0);
 	}
+	int rc = 0;
 	double t0 = now_ns();
 	for (int i = 0; i < ITER; i++) {
-		mpk_rights_save(&r);
-		mpk_rights_restore(&r);
+		rc |= mpk_rights_save(&r);
+		rc |= mpk_rights_restore(&r);
 		mpk_rights_dispose(&r);
 	}
 	double us = (now_ns() - t0) / ITER / 1000;
+	/* Closed all, then the save restored: the held ones reopen. */
+	if (mpk_rights_save(&r))
+		rc = -1;
+	for (int i = 0; i < held; i++)
+		rc |= mpk_set(d[i], MPK_NONE);
+	rc |= mpk_rights_restore(&r);
+	mpk_rights_dispose(&r);
+	for (int i = 0; i < ndom; i++)
+		if (rc || mpk_get(d[i]) != (i < held ? MPK_READ : MPK_NONE))
+			wrong("save + restore", i);
 	for (int i = 0; i < ndom; i++)
 		mpk_domain_destroy(d[i]);
 	free(d);
 	return us;
 }
 
+static const char *prog = "mpkit-bench-scale";
+
+static void usage(FILE *f)
+{
+	fprintf(f,
+		"usage: %s [--smoke] [-h|--help]\n"
+		"\n"
+		"mpkit at scale, side by side in one run: mpk_domain_of() and a fault +\n"
+		"MPK_FAULT_RETRY at 10 / 1,000 / 100,000 regions, a no-change mpk_set() at\n"
+		"1/2/4/8 threads, mpk_rights_save()+restore() at 1/15/1,000 domains (3\n"
+		"held, and all held), one broadcast per thread (frame edit stubbed without\n"
+		"keys), and the fast path's instruction counts from the disassembly.\n"
+		"\n"
+		"  --smoke     correctness run: 10/100/1,000 regions, a few iterations,\n"
+		"              every result checked (exit 1 if one is wrong); the timings\n"
+		"              then mean nothing\n",
+		prog);
+}
+
 int main(int argc, char **argv)
 {
-	(void)argc;
-	double lk[3], ft[3], nc[4], sr[3];
+	double lk[3], ft[3], nc[4], sr[3], sa[3];
+	struct bench_bcast bc[4];
 	static const int thr[4] = { 1, 2, 4, 8 }, doms[3] = { 1, 15, 1000 };
 
+	if (getenv("MPKIT_BENCH_PROG"))
+		prog = "mpkit bench --scale"; /* run by mpkit */
+	for (int i = 1; i < argc; i++) {
+		if (!strcmp(argv[i], "--smoke")) {
+			smoke = true;
+		} else if (!strcmp(argv[i], "-h") || !strcmp(argv[i], "--help")) {
+			usage(stdout);
+			return 0;
+		} else {
+			fprintf(stderr, "%s: unknown argument '%s' (try --help)\n", prog, argv[i]);
+			return 2;
+		}
+	}
+	if (smoke)
+		counts[1] = 100, counts[2] = 1000;
 	if (mpk_init())
 		return 1;
 	mpk_domain *bulk = mpk_domain_create("bulk", MPK_RW, 0);
@@ -153,25 +229,47 @@ int main(int argc, char **argv)
 	for (int c = 0, have = 0; c < 3; c++) {
 		regions(bulk, have, counts[c], true);
 		have = counts[c];
-		lk[c] = lookup_ns(have);
+		lk[c] = lookup_ns(bulk, have);
 		ft[c] = fault_us(f, p);
 	}
 	nc_dom = mpk_domain_create("nochange", MPK_RW, MPK_DOMAIN_SHARED);
 	for (int i = 0; i < 4; i++)
 		nc[i] = nochange_ns(thr[i]);
-	for (int i = 0; i < 3; i++)
-		sr[i] = saverestore_us(doms[i]);
+	for (int i = 0; i < 3; i++) {
+		sr[i] = saverestore_us(doms[i], 1 + 2 * (i > 0)); /* 1, 3, 3 held */
+		sa[i] = saverestore_us(doms[i], doms[i]);
+	}
+	memset(bc, 0, sizeof(bc));
+#ifndef __SANITIZE_THREAD__ /* TSan holds signals to threads blocked in read() */
+	mpk__broadcast_stub(mpk_backend() != MPK_BACKEND_HW);
+	for (int i = 0; i < 4; i++)
+		if (bench_bcast_measure(thr[i], IT(100, 2), IT(9, 1), &bc[i]))
+			wrong("broadcast", thr[i]);
+	mpk__broadcast_stub(0);
+#endif
 
-	printf("mpkit at scale, %s backend (timings in a VM under TCG mean nothing)\n\n",
-	       mpk_backend_name(mpk_backend()));
-	printf("%-30s %12s %12s %12s %10s\n", "", "10", "1,000", "100,000", "100k/10");
-	printf("%-30s %9.1f ns %9.1f ns %9.1f ns %9.2fx\n", "mpk_domain_of (regions)", lk[0], lk[1], lk[2], lk[2] / lk[0]);
-	printf("%-30s %9.2f us %9.2f us %9.2f us %9.2fx\n", "fault + retry (regions)", ft[0], ft[1], ft[2], ft[2] / ft[0]);
-	printf("\n%-30s %12s %12s %12s %12s %10s\n", "", "1", "2", "4", "8", "8/1");
-	printf("%-30s %9.1f ns %9.1f ns %9.1f ns %9.1f ns %9.2fx\n", "no-change mpk_set (threads)", nc[0], nc[1], nc[2], nc[3], nc[3] / nc[0]);
-	printf("\n%-30s %12s %12s %12s %10s\n", "", "1", "15", "1,000", "1000/1");
-	printf("%-30s %9.2f us %9.2f us %9.2f us %9.2fx\n", "save + restore (domains)", sr[0], sr[1], sr[2], sr[2] / sr[0]);
-	printf("\n%-30s %s\n", "broadcast per thread", "(the thread registry's row: branch threads)");
+	printf("mpkit at scale, %s backend (timings in a VM under TCG mean nothing)\n%s\n",
+	       mpk_backend_name(mpk_backend()), smoke ? "SMOKE RUN: few iterations, every result checked, timings mean nothing\n" : "");
+	char h[3][16];
+	for (int i = 0; i < 3; i++) /* 1,000 */
+		snprintf(h[i], sizeof(h[i]), counts[i] >= 1000 ? "%d,%03d" : "%.0d%d",
+			 counts[i] / 1000, counts[i] % 1000);
+	printf("%-30s %12s %12s %12s %10s\n", "regions", h[0], h[1], h[2], "last/first");
+	printf("%-30s %9.1f ns %9.1f ns %9.1f ns %9.2fx\n", "mpk_domain_of", lk[0], lk[1], lk[2], lk[2] / lk[0]);
+	printf("%-30s %9.2f us %9.2f us %9.2f us %9.2fx\n", "fault + retry", ft[0], ft[1], ft[2], ft[2] / ft[0]);
+	printf("\n%-30s %12s %12s %12s %12s %10s\n", "threads", "1", "2", "4", "8", "8/1");
+	printf("%-30s %9.1f ns %9.1f ns %9.1f ns %9.1f ns %9.2fx\n", "no-change mpk_set", nc[0], nc[1], nc[2], nc[3], nc[3] / nc[0]);
+	printf("%-30s %9.2f us %9.2f us %9.2f us %9.2f us %9.2fx\n", "broadcast, per thread",
+	       bc[0].us / 1, bc[1].us / 2, bc[2].us / 4, bc[3].us / 8, bc[3].us / 8 / bc[0].us);
+	printf("%-30s %12.1f %12.1f %12.1f %12.1f %10s\n", "  signals per broadcast",
+	       bc[0].signals, bc[1].signals, bc[2].signals, bc[3].signals, "");
+	printf("%-30s %12.1f %12.1f %12.1f %12.1f %10s\n", "  its system calls",
+	       bc[0].syscalls, bc[1].syscalls, bc[2].syscalls, bc[3].syscalls, "");
+	printf("\n%-30s %12s %12s %12s %10s\n", "domains", "1", "15", "1,000", "1000/1");
+	printf("%-30s %9.2f us %9.2f us %9.2f us %9.2fx\n", "save + restore, <= 3 held", sr[0], sr[1], sr[2], sr[2] / sr[0]);
+	printf("%-30s %9.2f us %9.2f us %9.2f us %9.2fx\n", "save + restore, all held", sa[0], sa[1], sa[2], sa[2] / sa[0]);
+	if (mpk_backend() != MPK_BACKEND_HW)
+		printf("(broadcast: the protocol with its frame edit stubbed, no keys here)\n");
 
 	struct bench_fastpath fp;
 	memset(&fp, 0, sizeof(fp));
@@ -184,5 +282,11 @@ int main(int argc, char **argv)
 			printf("  %-10s %3d instructions, %d branches, %d calls\n",
 			       fp.fn[i].name, fp.fn[i].insns, fp.fn[i].branches, fp.fn[i].calls);
 	regions(bulk, 0, counts[2], false);
-	return 0;
+	if (fflush(stdout) || ferror(stdout)) {
+		fprintf(stderr, "%s: writing the output failed\n", prog);
+		return 1;
+	}
+	if (failed)
+		fprintf(stderr, "%s: FAILED: a result above is wrong\n", prog);
+	return failed;
 }

@@ -339,9 +339,10 @@ int mpk_set_all(mpk_domain *d, int rights);
  * hw: only the PKRU bits of keys mpkit owns change (never key 0, never a
  * key of the application), in one restartable write; the value lives in
  * the mpk_rights_t, no allocation.  Domains without a key (soft backend,
- * or virtual domains past the keys on hw): their rights are copied to the
- * heap (free it with mpk_rights_dispose()); restore updates the union and
- * mprotect()s as needed, all or nothing.  A domain that moved between a key
+ * or virtual domains past the keys on hw): those held above MPK_NONE are
+ * copied to the heap (free it with mpk_rights_dispose()), the rest restore
+ * to MPK_NONE; restore updates the union and mprotect()s as needed, all or
+ * nothing.  Both calls cost the domains held above MPK_NONE, not all.  A domain that moved between a key
  * and none since the save is restored the way it is held now.
  */
 typedef struct mpk_rights {

@@ -284,6 +284,7 @@ MPK_EXPORT mpk_domain *mpk_domain_create(const char *name, int rights, unsigned 
 		return NULL;
 	}
 	strcpy(d->name, name);
+	pthread_mutex_init(&d->lock, NULL);
 	d->key = -1;
 	d->prot = PROT_NONE;
 	pthread_mutex_lock(&mpk_g.lock);
@@ -395,7 +396,10 @@ MPK_EXPORT int mpk_domain_destroy(mpk_domain *d)
 		errno = err;
 		return -1;
 	}
-	/* Memory first: no page may carry the key once it is released. */
+	/* Memory first: no page may carry the key once it is released.
+	 * Under d's lock too: a soft rights change holds only that, and
+	 * finds d dead once it gets it. */
+	pthread_mutex_lock(&d->lock);
 	mpk__domain_unmap_all(d);
 	if (d->key >= 0) {
 		mpk_g.key_owner[d->key] = NULL;
@@ -405,7 +409,8 @@ MPK_EXPORT int mpk_domain_destroy(mpk_domain *d)
 	}
 	mpk_g.slots[d->slot] = NULL;
 	mpk_g.ndomains--;
-	quarantine(d);
+	quarantine(d); /* marks d dead; frees only older ones */
+	pthread_mutex_unlock(&d->lock);
 	pthread_mutex_unlock(&mpk_g.lock);
 	return 0;
 }

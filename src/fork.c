@@ -4,8 +4,8 @@
  * lives on in the child, so a lock another thread held at the fork would
  * stay held there for good and the child's first mpkit call would hang.
  * As glibc's malloc does, prepare takes every lock (layers above first,
- * then the core's in its order: mpk_g.lock, the broadcast lock, the
- * registry's), the parent releases them, and the child makes them anew,
+ * then the core's in its order: mpk_g.lock, no soft change in flight, the
+ * broadcast lock, the registry's), the parent releases them, and the child makes them anew,
  * with a registry of one thread and no broadcast under way.
  */
 #define _GNU_SOURCE
@@ -48,6 +48,7 @@ static void prepare(void)
 		if (layers[i].prepare)
 			layers[i].prepare();
 	pthread_mutex_lock(&mpk_g.lock);
+	mpk__domains_lock();
 	mpk__broadcast_lock();
 	mpk__threads_lock();
 	mpk__window_lock();
@@ -58,6 +59,7 @@ static void parent(void)
 	mpk__window_unlock();
 	mpk__threads_unlock();
 	mpk__broadcast_unlock();
+	mpk__domains_unlock();
 	pthread_mutex_unlock(&mpk_g.lock);
 	for (int i = seen; i-- > 0;)
 		if (layers[i].parent)
@@ -69,6 +71,7 @@ static void child(void)
 	mpk__window_child();
 	mpk__threads_child();
 	mpk__broadcast_child();
+	mpk__domains_child();
 	pthread_mutex_init(&mpk_g.lock, NULL);
 	for (int i = seen; i-- > 0;)
 		if (layers[i].child)

@@ -39,6 +39,12 @@ struct mpk_domain {
 	uint64_t uid;     /* never reused: tells a slot's owners apart */
 	char name[MPK_NAME_MAX + 1];
 	struct mpk_region *regions;
+	/* The domain's own lock: its region list, and its soft rights and
+	 * protection below.  Taken after mpk_g.lock by whoever holds that;
+	 * alone by a soft rights change on the soft backend (soft.c), so that
+	 * threads changing rights to different domains do not wait for each
+	 * other's mprotect() calls.  On hw, soft rights change under both. */
+	pthread_mutex_t lock;
 	/* soft protection (key == -1): threads holding each right, and the
 	 * protection the regions have now (their union). */
 	int readers, writers;
@@ -50,6 +56,10 @@ struct mpk_domain {
 	int base;
 	uint64_t gen;  /* atomic: the no-change check reads it without the lock */
 	int base_pub;  /* base, stored (release) once its protection is in place */
+	/* In soft.c's list of keyless domains whose base is not MPK_NONE
+	 * (pprev NULL: not in it); under mpk_g.lock. */
+	struct mpk_domain *based_next, **based_pprev;
+	uint64_t restore_mark; /* rights.c: in the save being restored; under mpk_g.lock */
 	uint64_t lru; /* mpk_g.tick when last used; atomic, relaxed */
 	int holds; /* heaps and vaults built on it: destroy says EBUSY */
 	bool sealed; /* has sealed regions: keeps its key, never destroyed */
@@ -89,7 +99,8 @@ static inline bool mpk__domain_ok(const struct mpk_domain *d)
 }
 struct mpk_domain *mpk__domain_by_key(int key); /* signal-safe */
 
-/* region.c (callers hold mpk_g.lock except for lookup) */
+/* region.c (callers hold mpk_g.lock except for lookup; add and del also the
+ * domain's lock) */
 struct mpk_region *mpk__region_add(struct mpk_domain *d, void *start, size_t len);
 void mpk__region_del(struct mpk_region *r);
 struct mpk_region *mpk__region_lookup(const void *addr); /* signal-safe */
@@ -129,11 +140,47 @@ int mpk__key_give_back(void);
 
 /* soft.c: rights through mprotect() (callers hold mpk_g.lock) */
 int mpk__soft_get(const struct mpk_domain *d);
+/* A thread's soft rights: entries by domain slot (soft.c says when one
+ * counts), and the list of slots whose entry may hold more than none
+ * (pos: index in that list + 1, 0 not listed), so that saving, restoring
+ * and exiting cost what the thread holds, not what exists.  cap is
+ * published last (release) when the table grows: read it first. */
+struct mpk_soft_held {
+	uint64_t uid;
+	uint64_t gen; /* the domain's generation when set */
+	int rights;
+	uint32_t pos;
+};
+struct mpk_soft_thread {
+	struct mpk_soft_held *held;
+	uint32_t *list;
+	uint32_t cap, n;
+};
+/* initial-exec: the fault handler and the no-change check read it. */
+extern __thread struct mpk_soft_thread mpk__soft_t __attribute__((tls_model("initial-exec")));
 /* Without the lock (soft backend): whether the calling thread holds
- * exactly rights to d already, so that setting them changes nothing. */
-bool mpk__soft_holds(const struct mpk_domain *d, int rights);
+ * exactly rights to d already, so that setting them changes nothing.
+ * Inline, so that set_slow's early return needs no frame. */
+static inline bool mpk__soft_holds(const struct mpk_domain *d, int rights)
+{
+	uint64_t gen = __atomic_load_n(&d->gen, __ATOMIC_ACQUIRE);
+	uint32_t s = d->slot;
+
+	if (s < __atomic_load_n(&mpk__soft_t.cap, __ATOMIC_ACQUIRE)) {
+		const struct mpk_soft_held *h = &mpk__soft_t.held[s];
+		if (h->uid == d->uid && h->gen == gen)
+			return h->rights == rights;
+	}
+	return __atomic_load_n(&d->base_pub, __ATOMIC_ACQUIRE) == rights;
+}
+/* The calling thread's rights to keyless d become rights: takes d->lock
+ * (the caller may hold mpk_g.lock).  mpk__soft_set: the soft backend's
+ * mpk_set(), with d->lock alone (d checked again under it). */
 int mpk__soft_set_locked(struct mpk_domain *d, int rights);
-void mpk__soft_forget(struct mpk_domain *d); /* on destroy */
+int mpk__soft_set(struct mpk_domain *d, int rights);
+void mpk__soft_forget(struct mpk_domain *d); /* on destroy, d->lock held */
+/* fork(): after mpk_g.lock, wait for soft changes in flight (fork.c). */
+void mpk__domains_lock(void), mpk__domains_unlock(void), mpk__domains_child(void);
 int mpk__soft_prot(const struct mpk_domain *d);
 /* Every thread's rights to d become rights (process-wide). */
 int mpk__soft_set_all_locked(struct mpk_domain *d, int rights);
@@ -143,9 +190,12 @@ struct mpk_rights_soft {
 	uint64_t uid;
 	int rights;
 };
-/* Rights of the calling thread to every keyless domain: *e NULL when n
- * is 0, else malloc()ed.  -1/ENOMEM. */
+/* The keyless domains the calling thread holds more than none to: *e NULL when n is 0, else malloc()ed.  -1/ENOMEM.  Costs
+ * what the thread holds plus the domains with a base (mpk_set_all). */
 int mpk__soft_save_locked(struct mpk_rights_soft **e, uint32_t *n);
+/* The same, unsorted, into e with room for mpk__soft_listed_max(). */
+uint32_t mpk__soft_listed_max(void);
+uint32_t mpk__soft_listed(struct mpk_rights_soft *e);
 /* Key changes: d got a key (its soft state no longer counts), or d lost it
  * while every thread held rights: pages at prot(rights), no holder
  * counted and base none; then each thread (in the broadcast that closes

@@ -11,7 +11,9 @@
 #include "window.h"
 
 /* Give a fresh mapping the domain's protection: its key (hw), or the
- * union of every thread's rights (soft). */
+ * union of every thread's rights (soft).  Here and below, d's protection
+ * is read and its region list changed under d->lock as well as
+ * mpk_g.lock: a soft rights change holds only d->lock. */
 static int protect_new(struct mpk_domain *d, void *p, size_t len, bool exec)
 {
 	struct mpk_region as = { .exec = exec };
@@ -42,8 +44,11 @@ void *mpk__alloc_region(struct mpk_domain *d, size_t len, unsigned flags)
 	if (!p)
 		return NULL;
 	pthread_mutex_lock(&mpk_g.lock);
-	if (!mpk__domain_ok(d) || protect_new(d, p, len, flags & MPK__REGION_EXEC) || !(r = mpk__region_add(d, p, len))) {
-		int err = mpk__domain_ok(d) ? errno : EINVAL;
+	bool ok = mpk__domain_ok(d);
+	if (ok)
+		pthread_mutex_lock(&d->lock);
+	if (!ok || protect_new(d, p, len, flags & MPK__REGION_EXEC) || !(r = mpk__region_add(d, p, len))) {
+		int err = ok ? errno : EINVAL;
 		mpk__window_unmap(p, len);
 		errno = err;
 		p = NULL;
@@ -53,6 +58,8 @@ void *mpk__alloc_region(struct mpk_domain *d, size_t len, unsigned flags)
 	r->exec = flags & MPK__REGION_EXEC;
 	mpk_os_name_region(p, len, d->name);
 fail:
+	if (ok)
+		pthread_mutex_unlock(&d->lock);
 	pthread_mutex_unlock(&mpk_g.lock);
 	return p;
 }
@@ -74,7 +81,9 @@ static int free_region(struct mpk_domain *d, void *addr, bool owned)
 	bool sealed = r && r->sealed;
 	if (r && !sealed) {
 		size_t len = r->len;
+		pthread_mutex_lock(&d->lock);
 		mpk__region_del(r);
+		pthread_mutex_unlock(&d->lock);
 		mpk__region_release(addr, len);
 	}
 	pthread_mutex_unlock(&mpk_g.lock);
@@ -116,8 +125,10 @@ void *mpk__remap_owned(struct mpk_domain *d, void *addr, size_t new_len)
 	r = mpk__region_find(d, addr);
 	if (!r || !r->owned || !new_len) {
 		errno = EINVAL;
-		goto out;
+		pthread_mutex_unlock(&mpk_g.lock);
+		return NULL;
 	}
+	pthread_mutex_lock(&d->lock); /* d owns r: alive */
 	if (new_len == r->len) {
 		p = addr;
 		goto out;
@@ -147,6 +158,7 @@ void *mpk__remap_owned(struct mpk_domain *d, void *addr, size_t new_len)
 	mpk_os_name_region(q, new_len, d->name);
 	p = q;
 out:
+	pthread_mutex_unlock(&d->lock);
 	pthread_mutex_unlock(&mpk_g.lock);
 	return p;
 }
@@ -165,8 +177,12 @@ MPK_EXPORT int mpk_adopt(mpk_domain *d, void *addr, size_t len)
 		return -1;
 	}
 	pthread_mutex_lock(&mpk_g.lock);
-	if (mpk__range_overlaps(addr, len))
-		goto out;
+	if (!mpk__domain_ok(d) || mpk__range_overlaps(addr, len)) {
+		pthread_mutex_unlock(&mpk_g.lock);
+		errno = EINVAL;
+		return -1;
+	}
+	pthread_mutex_lock(&d->lock);
 	int anon = mpk_os_range_is_private_anon_rw(addr, len);
 	if (anon <= 0) {
 		err = anon < 0 ? errno : EINVAL;
@@ -188,6 +204,7 @@ MPK_EXPORT int mpk_adopt(mpk_domain *d, void *addr, size_t len)
 	mpk_os_name_region(addr, len, d->name);
 	rc = 0;
 out:
+	pthread_mutex_unlock(&d->lock);
 	pthread_mutex_unlock(&mpk_g.lock);
 	if (rc)
 		errno = err;
@@ -221,6 +238,12 @@ MPK_EXPORT void *mpk_map_file(mpk_domain *d, int fd, off_t offset, size_t len)
 	}
 	len = (len + page - 1) & ~(page - 1);
 	pthread_mutex_lock(&mpk_g.lock);
+	if (!mpk__domain_ok(d)) {
+		pthread_mutex_unlock(&mpk_g.lock);
+		errno = EINVAL;
+		return NULL;
+	}
+	pthread_mutex_lock(&d->lock);
 	p = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_SHARED, fd, offset);
 	if (p == MAP_FAILED) {
 		err = errno; /* EACCES: fd not open read-write, ENODEV... */
@@ -235,6 +258,7 @@ MPK_EXPORT void *mpk_map_file(mpk_domain *d, int fd, off_t offset, size_t len)
 	}
 	r->owned = false; /* the caller's: mpk_free() unmaps it */
 out:
+	pthread_mutex_unlock(&d->lock);
 	pthread_mutex_unlock(&mpk_g.lock);
 	if (!p)
 		errno = err;
@@ -246,8 +270,12 @@ int mpk__adopt_fresh(struct mpk_domain *d, void *addr, size_t len)
 	int rc = -1, err = EINVAL;
 
 	pthread_mutex_lock(&mpk_g.lock);
-	if (!mpk__domain_ok(d))
-		goto out;
+	if (!mpk__domain_ok(d)) {
+		pthread_mutex_unlock(&mpk_g.lock);
+		errno = EINVAL;
+		return -1;
+	}
+	pthread_mutex_lock(&d->lock);
 	/* The caller mapped it: no /proc check, and it may be PROT_NONE, so
 	 * the soft case always sets the protection. */
 	if (d->key >= 0 ? mpk_os_pkey_mprotect(addr, len, PROT_READ | PROT_WRITE, d->key)
@@ -269,6 +297,7 @@ int mpk__adopt_fresh(struct mpk_domain *d, void *addr, size_t len)
 	mpk_os_name_region(addr, len, d->name);
 	rc = 0;
 out:
+	pthread_mutex_unlock(&d->lock);
 	pthread_mutex_unlock(&mpk_g.lock);
 	if (rc)
 		errno = err;

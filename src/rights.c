@@ -51,20 +51,31 @@ static int set_locked(struct mpk_domain *d, int rights)
 	return mpk__soft_set_locked(d, rights);
 }
 
-static __attribute__((noinline, cold)) int set_slow(struct mpk_domain *d, int rights)
+static __attribute__((noinline, cold)) int set_wait(struct mpk_domain *d, int rights)
 {
-	if (!mpk__domain_ok(d) || !mpk__rights_ok(rights)) {
-		errno = EINVAL;
-		return -1;
-	}
-	/* Soft, nothing to change: no lock, no tick (flat in threads). */
-	if (mpk_g.backend == MPK_BACKEND_SOFT && mpk__soft_holds(d, rights))
-		return 0;
 	pthread_mutex_lock(&mpk_g.lock);
 	/* Re-checked under the lock: a concurrent destroy may have won. */
 	int rc = mpk__domain_ok(d) ? set_locked(d, rights) : (errno = EINVAL, -1);
 	pthread_mutex_unlock(&mpk_g.lock);
 	return rc;
+}
+
+static __attribute__((noinline, cold)) int einval(void)
+{
+	errno = EINVAL;
+	return -1;
+}
+
+/* Only tail calls: the soft no-change return needs no frame. */
+static __attribute__((noinline, cold)) int set_slow(struct mpk_domain *d, int rights)
+{
+	if (!mpk__domain_ok(d) || !mpk__rights_ok(rights))
+		return einval();
+	/* Soft: nothing to change is a thread-local check, no lock, no tick
+	 * (flat in threads); a change takes d's own lock, not the global. */
+	if (mpk_g.backend == MPK_BACKEND_SOFT)
+		return mpk__soft_holds(d, rights) ? 0 : mpk__soft_set(d, rights);
+	return set_wait(d, rights);
 }
 
 static inline int set_rights(struct mpk_domain *d, int rights)
@@ -201,11 +212,19 @@ MPK_EXPORT int mpk_set_all(mpk_domain *d, int rights)
 
 #define RIGHTS_MAGIC 0x6d706b72u /* "mpkr" */
 
+/*
+ * A save holds what differs from none, so both calls cost what the thread
+ * holds, not what exists: on hw the PKRU word and each key's owner, plus
+ * (both backends) the keyless domains the thread holds more than none to.  Every other domain that lived at the save (uid below
+ * next_uid) was held at none: a restore closes those the thread holds
+ * more than none to now (its keys and soft.c's list), all in one pass.
+ */
 struct saved {
 	uint32_t magic;
 	uint32_t backend;
 	mpk_reg_t reg;                                     /* hw: PKRU */
 	uint32_t n;                                        /* keyless domains */
+	uint64_t next_uid;                                 /* domains of the save: uid below */
 	uint64_t uid[MPK_ARCH_NKEYS ? MPK_ARCH_NKEYS : 1];  /* hw: each key's domain, 0 none */
 	uint32_t slot[MPK_ARCH_NKEYS ? MPK_ARCH_NKEYS : 1]; /* and its slot */
 	struct mpk_rights_soft *e;                         /* keyless domains' rights */
@@ -225,6 +244,7 @@ MPK_EXPORT int mpk_rights_save(mpk_rights_t *r)
 	}
 	struct saved n = { .magic = RIGHTS_MAGIC, .backend = (uint32_t)mpk_g.backend };
 	pthread_mutex_lock(&mpk_g.lock);
+	n.next_uid = mpk_g.next_uid;
 	for (int k = 1; k < MPK_ARCH_NKEYS; k++) {
 		struct mpk_domain *d = mpk_g.key_owner[k];
 		if (d && d->key == k) {
@@ -255,11 +275,54 @@ struct pend {
 	int rights, old;
 };
 
+/* What restoring s changes, into p (room for pend_max()): the saved
+ * domains that still live, then the older ones held above none now. */
+static size_t pend_max(const struct saved *s)
+{
+	return 2 * (MPK_ARCH_NKEYS ? MPK_ARCH_NKEYS : 1) + s->n + mpk__soft_listed_max();
+}
+
+static size_t pend_fill(const struct saved *s, struct pend *p, struct mpk_rights_soft *cur)
+{
+	static uint64_t mark; /* under mpk_g.lock */
+	size_t np = 0;
+
+	mark++; /* saved domains that live carry it: O(1) membership below */
+	for (int k = 1; k < MPK_ARCH_NKEYS; k++) {
+		struct mpk_domain *d = s->uid[k] ? live(s->slot[k], s->uid[k]) : NULL;
+		if (d) {
+			d->restore_mark = mark;
+			p[np++] = (struct pend){ d, mpk_arch_key_rights(s->reg, k), 0 };
+		}
+	}
+	for (uint32_t i = 0; i < s->n; i++) {
+		struct mpk_domain *d = live(s->e[i].slot, s->e[i].uid);
+		if (d) {
+			d->restore_mark = mark;
+			p[np++] = (struct pend){ d, s->e[i].rights, 0 };
+		}
+	}
+	for (int k = 1; k < MPK_ARCH_NKEYS; k++) {
+		struct mpk_domain *d = mpk_g.key_owner[k];
+		if (d && d->key == k && d->uid < s->next_uid && d->restore_mark != mark)
+			p[np++] = (struct pend){ d, MPK_NONE, 0 };
+	}
+	uint32_t nc = mpk__soft_listed(cur);
+	for (uint32_t i = 0; i < nc; i++) {
+		struct mpk_domain *d = live(cur[i].slot, cur[i].uid);
+		if (d && d->uid < s->next_uid && d->restore_mark != mark)
+			p[np++] = (struct pend){ d, MPK_NONE, 0 };
+	}
+	return np;
+}
+
 MPK_EXPORT int mpk_rights_restore(const mpk_rights_t *r)
 {
+	enum { LOCAL = 48 };
 	const struct saved *s = (const struct saved *)r;
-	struct pend local[MPK_ARCH_NKEYS ? MPK_ARCH_NKEYS : 1], *p = local;
-	size_t np = 0, i;
+	struct pend local[LOCAL], *p = local;
+	struct mpk_rights_soft cur_local[LOCAL], *cur = cur_local;
+	size_t np, i;
 	mpk_reg_t mask = 0, bits = 0;
 	int rc = 0, err = 0;
 
@@ -269,21 +332,19 @@ MPK_EXPORT int mpk_rights_restore(const mpk_rights_t *r)
 		errno = EINVAL;
 		return -1;
 	}
-	if (s->n && !(p = malloc((s->n + MPK_ARCH_NKEYS) * sizeof(*p)))) {
-		errno = ENOMEM;
-		return -1;
-	}
 	pthread_mutex_lock(&mpk_g.lock);
-	for (int k = 1; k < MPK_ARCH_NKEYS; k++) {
-		struct mpk_domain *d = s->uid[k] ? live(s->slot[k], s->uid[k]) : NULL;
-		if (d)
-			p[np++] = (struct pend){ d, mpk_arch_key_rights(s->reg, k), 0 };
+	if (pend_max(s) > LOCAL) {
+		p = malloc(pend_max(s) * sizeof(*p));
+		cur = malloc((mpk__soft_listed_max() + 1) * sizeof(*cur));
+		if (!p || !cur) {
+			pthread_mutex_unlock(&mpk_g.lock);
+			free(p);
+			free(cur);
+			errno = ENOMEM;
+			return -1;
+		}
 	}
-	for (i = 0; i < s->n; i++) {
-		struct mpk_domain *d = live(s->e[i].slot, s->e[i].uid);
-		if (d)
-			p[np++] = (struct pend){ d, s->e[i].rights, 0 };
-	}
+	np = pend_fill(s, p, cur);
 	/* Keyless ones first (they may fail): all or nothing. */
 	for (i = 0; i < np; i++) {
 		struct mpk_domain *d = p[i].d;
@@ -307,8 +368,10 @@ MPK_EXPORT int mpk_rights_restore(const mpk_rights_t *r)
 	if (!rc && mask)
 		mpk_arch_reg_update(mask, bits);
 	pthread_mutex_unlock(&mpk_g.lock);
-	if (p != local)
+	if (p != local) {
 		free(p);
+		free(cur);
+	}
 	if (rc)
 		errno = err;
 	return rc;

@@ -19,9 +19,18 @@
  * thread, now or later, may hold it and mpkit cannot tell when none does.
  * So after mpk_set_all(d, r) the pages stay at least as open as r until
  * the next mpk_set_all; they are never less open than some thread's rights.
+ *
+ * Cost.  A no-change mpk_set() is the thread-local check in internal.h, no
+ * lock.  A change on the soft backend takes the domain's own lock only
+ * (mpk__soft_set), so threads working on different domains do not wait
+ * for each other's mprotect(); on hw, keyless domains change under
+ * mpk_g.lock too (keys move there).  Each thread lists the slots it holds
+ * above none, and the domains with a base above none are listed too: a
+ * save, a restore and a thread's exit walk those lists, not every slot.
  */
 #define _GNU_SOURCE
 #include <errno.h>
+#include <sched.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
@@ -29,25 +38,26 @@
 #include "internal.h"
 #include "os.h"
 
-struct held {
-	uint64_t uid;
-	uint64_t gen; /* the domain's generation when set */
-	int rights;
-};
 
-/* initial-exec: the fault handler reads these in signal context.  Tables
- * are mmap()ed, so that a thread can grow its own in signal context too
- * (an eviction records every thread's rights there, see
- * mpk__soft_hold_signal). */
-static __thread struct held *t_held __attribute__((tls_model("initial-exec")));
-static __thread uint32_t t_cap __attribute__((tls_model("initial-exec")));
+/* The fault handler reads this in signal context.  Tables are mmap()ed, so
+ * that a thread can grow its own in signal context too (an eviction records
+ * every thread's rights there, see mpk__soft_hold_signal).  Only the owning
+ * thread touches its list: under mpk_g.lock, or in its handler while the
+ * broadcasting thread holds that lock. */
+__thread struct mpk_soft_thread mpk__soft_t __attribute__((tls_model("initial-exec")));
+#define T (&mpk__soft_t)
 /* Tables replaced in signal context: the interrupted code may still read
  * the old one, so it is unmapped later, in ordinary context. */
 #define RETIRED_MAX 4
-static __thread struct { struct held *p; uint32_t cap; } t_retired[RETIRED_MAX]
+static __thread struct { struct mpk_soft_held *p; uint32_t cap; } t_retired[RETIRED_MAX]
 	__attribute__((tls_model("initial-exec")));
 /* Set once the thread's exit handler ran: it holds nothing from then on. */
 static __thread bool t_exiting __attribute__((tls_model("initial-exec")));
+
+/* Keyless domains whose base is not MPK_NONE: every thread that has no
+ * entry of its own holds more than none to them (under mpk_g.lock). */
+static struct mpk_domain *based;
+static uint32_t nbased;
 
 static pthread_key_t exit_key;
 static pthread_once_t exit_once = PTHREAD_ONCE_INIT;
@@ -65,12 +75,58 @@ int mpk__soft_prot(const struct mpk_domain *d)
 }
 
 /* This thread's entry for d, if it is current (not reset by a set_all). */
-static struct held *current(const struct mpk_domain *d)
+static struct mpk_soft_held *current(const struct mpk_domain *d)
 {
-	if (d->slot < t_cap && t_held[d->slot].uid == d->uid &&
-	    t_held[d->slot].gen == __atomic_load_n(&d->gen, __ATOMIC_RELAXED))
-		return &t_held[d->slot];
+	if (d->slot < T->cap && T->held[d->slot].uid == d->uid &&
+	    T->held[d->slot].gen == __atomic_load_n(&d->gen, __ATOMIC_RELAXED))
+		return &T->held[d->slot];
 	return NULL;
+}
+
+/* d's base becomes rights, and d joins or leaves the based list. */
+static void set_base(struct mpk_domain *d, int rights)
+{
+	__atomic_store_n(&d->base, rights, __ATOMIC_RELAXED);
+	if (rights != MPK_NONE && !d->based_pprev) {
+		d->based_next = based;
+		if (based)
+			based->based_pprev = &d->based_next;
+		based = d;
+		d->based_pprev = &based;
+		nbased++;
+	} else if (rights == MPK_NONE && d->based_pprev) {
+		*d->based_pprev = d->based_next;
+		if (d->based_next)
+			d->based_next->based_pprev = d->based_pprev;
+		d->based_pprev = NULL;
+		nbased--;
+	}
+}
+
+static void untrack(uint32_t s)
+{
+	uint32_t i = T->held[s].pos - 1, last = T->list[--T->n];
+
+	T->list[i] = last;
+	T->held[last].pos = i + 1;
+	T->held[s].pos = 0;
+}
+
+/* This thread's entry for d becomes rights (room reserved); listed while
+ * it holds more than none. */
+static void record(struct mpk_domain *d, int rights)
+{
+	struct mpk_soft_held *h = &T->held[d->slot];
+
+	h->uid = d->uid;
+	h->gen = d->gen;
+	h->rights = rights;
+	if (rights != MPK_NONE && !h->pos) {
+		T->list[T->n++] = d->slot;
+		h->pos = T->n;
+	} else if (rights == MPK_NONE && h->pos) {
+		untrack(d->slot);
+	}
 }
 
 /* The base is published after apply() and before the generation moves: a
@@ -87,19 +143,9 @@ static void next_gen(struct mpk_domain *d)
 	__atomic_store_n(&d->gen, d->gen + 1, __ATOMIC_RELEASE);
 }
 
-bool mpk__soft_holds(const struct mpk_domain *d, int rights)
-{
-	uint64_t gen = __atomic_load_n(&d->gen, __ATOMIC_ACQUIRE);
-	uint32_t s = d->slot;
-
-	if (s < t_cap && t_held[s].uid == d->uid && t_held[s].gen == gen)
-		return t_held[s].rights == rights;
-	return __atomic_load_n(&d->base_pub, __ATOMIC_ACQUIRE) == rights;
-}
-
 int mpk__soft_get(const struct mpk_domain *d)
 {
-	struct held *h = current(d);
+	struct mpk_soft_held *h = current(d);
 	/* mpk_get() reads without the lock: a set_all may be changing them. */
 	return h ? h->rights : __atomic_load_n(&d->base, __ATOMIC_RELAXED);
 }
@@ -141,12 +187,13 @@ static void make_exit_key(void)
 	pthread_key_create(&exit_key, thread_exit);
 }
 
+/* cap entries, then the list (cap slots at most). */
 static size_t table_bytes(uint32_t cap)
 {
-	return ((size_t)cap * sizeof(struct held) + 4095) & ~(size_t)4095;
+	return ((size_t)cap * (sizeof(struct mpk_soft_held) + sizeof(uint32_t)) + 4095) & ~(size_t)4095;
 }
 
-static void table_unmap(struct held *p, uint32_t cap)
+static void table_unmap(struct mpk_soft_held *p, uint32_t cap)
 {
 	if (p)
 		munmap(p, table_bytes(cap));
@@ -161,23 +208,27 @@ static int reserve(uint32_t slot, bool in_signal)
 			table_unmap(t_retired[i].p, t_retired[i].cap);
 			t_retired[i].p = NULL;
 		}
-	if (slot < t_cap)
+	if (slot < T->cap)
 		return 0;
-	uint32_t cap = t_cap ? t_cap : 16;
+	uint32_t cap = T->cap ? T->cap : 16;
 	while (cap <= slot)
 		cap *= 2;
-	struct held *n = mmap(NULL, table_bytes(cap), PROT_READ | PROT_WRITE,
+	struct mpk_soft_held *n = mmap(NULL, table_bytes(cap), PROT_READ | PROT_WRITE,
 			      MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
 	if (n == MAP_FAILED)
 		return -1;
-	if (t_held)
-		memcpy(n, t_held, t_cap * sizeof(*n));
-	struct held *old = t_held;
-	uint32_t old_cap = t_cap;
+	uint32_t *list = (uint32_t *)(n + cap);
+	if (T->held) {
+		memcpy(n, T->held, T->cap * sizeof(*n));
+		memcpy(list, T->list, T->n * sizeof(*list));
+	}
+	struct mpk_soft_held *old = T->held;
+	uint32_t old_cap = T->cap;
 	/* Publish the larger table before dropping the old one: the fault
-	 * handler may read t_held at any moment on this thread. */
-	__atomic_store_n(&t_held, n, __ATOMIC_RELEASE);
-	__atomic_store_n(&t_cap, cap, __ATOMIC_RELEASE);
+	 * handler may read it at any moment on this thread. */
+	__atomic_store_n(&T->held, n, __ATOMIC_RELEASE);
+	__atomic_store_n(&T->list, list, __ATOMIC_RELEASE);
+	__atomic_store_n(&T->cap, cap, __ATOMIC_RELEASE);
 	if (!in_signal) {
 		table_unmap(old, old_cap);
 		pthread_once(&exit_once, make_exit_key);
@@ -194,11 +245,12 @@ static int reserve(uint32_t slot, bool in_signal)
 	return 0;
 }
 
-int mpk__soft_set_locked(struct mpk_domain *d, int rights)
+/* d->lock held. */
+static int set_held(struct mpk_domain *d, int rights)
 {
 	/* A stale entry (or none) means this thread held the base, which is
 	 * not in the counts: only a current entry is taken out. */
-	struct held *h = current(d);
+	struct mpk_soft_held *h = current(d);
 	int counted = h ? h->rights : MPK_NONE;
 
 	if ((h ? h->rights : d->base) == rights)
@@ -212,48 +264,111 @@ int mpk__soft_set_locked(struct mpk_domain *d, int rights)
 		count(d, counted, +1);
 		return -1;
 	}
-	t_held[d->slot] = (struct held){ .uid = d->uid, .gen = d->gen, .rights = rights };
+	record(d, rights);
 	return 0;
+}
+
+int mpk__soft_set_locked(struct mpk_domain *d, int rights)
+{
+	/* Holds them already: no lock (the base changes under mpk_g.lock,
+	 * which the caller holds; the entry is this thread's). */
+	struct mpk_soft_held *h = current(d);
+	if ((h ? h->rights : d->base) == rights)
+		return 0;
+	pthread_mutex_lock(&d->lock);
+	int rc = set_held(d, rights);
+	pthread_mutex_unlock(&d->lock);
+	return rc;
+}
+
+/* Soft rights changes under way with d->lock alone, and a fork waiting
+ * for them to end (mpk__domains_lock); sequentially consistent, so that
+ * a change and a fork starting together see each other. */
+static int inflight, forking;
+
+int mpk__soft_set(struct mpk_domain *d, int rights)
+{
+	while (__atomic_add_fetch(&inflight, 1, __ATOMIC_SEQ_CST),
+	       __atomic_load_n(&forking, __ATOMIC_SEQ_CST)) {
+		__atomic_sub_fetch(&inflight, 1, __ATOMIC_SEQ_CST);
+		/* The fork holds it until its parent handler runs. */
+		pthread_mutex_lock(&mpk_g.lock);
+		pthread_mutex_unlock(&mpk_g.lock);
+	}
+	pthread_mutex_lock(&d->lock);
+	/* Checked again: a destroy marks d dead under its lock. */
+	int rc = mpk__domain_ok(d) ? set_held(d, rights) : (errno = EINVAL, -1);
+	pthread_mutex_unlock(&d->lock);
+	__atomic_sub_fetch(&inflight, 1, __ATOMIC_SEQ_CST);
+	return rc;
 }
 
 int mpk__soft_set_all_locked(struct mpk_domain *d, int rights)
 {
-	int base = d->base, readers = d->readers, writers = d->writers;
+	pthread_mutex_lock(&d->lock);
+	int base = d->base, readers = d->readers, writers = d->writers, rc = 0;
 
-	__atomic_store_n(&d->base, rights, __ATOMIC_RELAXED);
+	set_base(d, rights);
 	d->readers = d->writers = 0;
 	if (apply(d, mpk__soft_prot(d))) {
-		__atomic_store_n(&d->base, base, __ATOMIC_RELAXED);
+		set_base(d, base);
 		d->readers = readers;
 		d->writers = writers;
-		return -1;
+		rc = -1;
+	} else {
+		next_gen(d); /* every entry, this thread's too, is stale: all hold base */
 	}
-	next_gen(d); /* every entry, this thread's too, is stale: all hold base */
-	return 0;
+	pthread_mutex_unlock(&d->lock);
+	return rc;
+}
+
+uint32_t mpk__soft_listed_max(void)
+{
+	return T->n + nbased;
+}
+
+uint32_t mpk__soft_listed(struct mpk_rights_soft *e)
+{
+	uint32_t k = 0;
+
+	/* The thread's own entries; stale ones (set_all, key moves, dead
+	 * domains) and none are dropped from the list on the way. */
+	for (uint32_t i = 0; i < T->n;) {
+		uint32_t s = T->list[i];
+		struct mpk_domain *d = s < mpk_g.nslots ? mpk_g.slots[s] : NULL;
+		struct mpk_soft_held *h = d ? current(d) : NULL;
+		if (!h || h->rights == MPK_NONE) {
+			untrack(s); /* the last one moves to i */
+			continue;
+		}
+		if (d->key < 0)
+			e[k++] = (struct mpk_rights_soft){ .slot = s, .uid = d->uid, .rights = h->rights };
+		i++;
+	}
+	/* Bases it holds for want of an entry of its own. */
+	for (struct mpk_domain *d = based; d; d = d->based_next)
+		if (d->key < 0 && !current(d))
+			e[k++] = (struct mpk_rights_soft){ .slot = d->slot, .uid = d->uid, .rights = d->base };
+	return k;
 }
 
 int mpk__soft_save_locked(struct mpk_rights_soft **out, uint32_t *n)
 {
-	uint32_t k = 0;
+	uint32_t max = mpk__soft_listed_max(), k;
 
 	*out = NULL;
 	*n = 0;
-	for (uint32_t s = 0; s < mpk_g.nslots; s++)
-		if (mpk_g.slots[s] && mpk_g.slots[s]->key < 0)
-			k++;
-	if (!k)
+	if (!max)
 		return 0;
-	struct mpk_rights_soft *e = malloc(k * sizeof(*e));
+	struct mpk_rights_soft *e = malloc(max * sizeof(*e));
 	if (!e) {
 		errno = ENOMEM;
 		return -1;
 	}
-	k = 0;
-	for (uint32_t s = 0; s < mpk_g.nslots; s++) {
-		struct mpk_domain *d = mpk_g.slots[s];
-		if (d && d->key < 0)
-			e[k++] = (struct mpk_rights_soft){ .slot = s, .uid = d->uid,
-							   .rights = mpk__soft_get(d) };
+	k = mpk__soft_listed(e);
+	if (!k) {
+		free(e);
+		return 0;
 	}
 	*out = e;
 	*n = k;
@@ -268,7 +383,7 @@ int mpk__prot_of_rights(int rights)
 void mpk__soft_keyed(struct mpk_domain *d)
 {
 	d->readers = d->writers = 0;
-	__atomic_store_n(&d->base, MPK_NONE, __ATOMIC_RELAXED);
+	set_base(d, MPK_NONE);
 	next_gen(d); /* entries from the soft period are done with */
 	d->prot = PROT_READ | PROT_WRITE;
 }
@@ -284,7 +399,7 @@ void mpk__soft_evicted(struct mpk_domain *d, int rights)
 	 * each thread in, with the rights it held under the key. */
 	next_gen(d);
 	d->readers = d->writers = 0;
-	__atomic_store_n(&d->base, MPK_NONE, __ATOMIC_RELAXED);
+	set_base(d, MPK_NONE);
 	d->prot = mpk__prot_of_rights(rights);
 	publish(d);
 }
@@ -295,24 +410,27 @@ bool mpk__soft_hold_signal(struct mpk_domain *d, int rights)
 		return true; /* past its exit handler: holds nothing */
 	if (reserve(d->slot, true))
 		return false;
-	t_held[d->slot] = (struct held){ .uid = d->uid, .gen = d->gen, .rights = rights };
+	record(d, rights);
 	count(d, rights, +1);
 	return true;
 }
 
 void mpk__soft_evicted_loose(struct mpk_domain *d, int rights)
 {
-	__atomic_store_n(&d->base, rights, __ATOMIC_RELAXED);
+	set_base(d, rights);
 	publish(d);
 }
 
 void mpk__soft_forget(struct mpk_domain *d)
 {
 	/* Other threads' entries die with the uid; only the counts go. */
-	if (d->slot < t_cap && t_held[d->slot].uid == d->uid)
-		t_held[d->slot].rights = MPK_NONE;
+	if (d->slot < T->cap && T->held[d->slot].uid == d->uid) {
+		T->held[d->slot].rights = MPK_NONE;
+		if (T->held[d->slot].pos)
+			untrack(d->slot);
+	}
 	d->readers = d->writers = 0;
-	__atomic_store_n(&d->base, MPK_NONE, __ATOMIC_RELAXED);
+	set_base(d, MPK_NONE);
 	publish(d);
 }
 
@@ -320,25 +438,55 @@ static void thread_exit(void *arg)
 {
 	(void)arg;
 	pthread_mutex_lock(&mpk_g.lock);
-	for (uint32_t s = 0; s < t_cap; s++) {
-		struct held *h = &t_held[s];
+	for (uint32_t i = 0; i < T->n; i++) {
+		uint32_t s = T->list[i];
+		struct mpk_soft_held *h = &T->held[s];
 		if (h->rights == MPK_NONE || s >= mpk_g.nslots)
 			continue;
 		struct mpk_domain *d = mpk_g.slots[s];
-		if (d && d->uid == h->uid && d->gen == h->gen) {
+		if (!d || d->uid != h->uid)
+			continue;
+		pthread_mutex_lock(&d->lock);
+		if (d->gen == h->gen) {
 			count(d, h->rights, -1);
 			/* If this fails the region stays more open than
 			 * needed, never less: nobody loses access. */
 			apply(d, mpk__soft_prot(d));
 		}
+		pthread_mutex_unlock(&d->lock);
 	}
 	t_exiting = true;
 	pthread_mutex_unlock(&mpk_g.lock);
-	struct held *old = t_held;
-	uint32_t old_cap = t_cap;
-	t_cap = 0;
-	t_held = NULL;
+	struct mpk_soft_held *old = T->held;
+	uint32_t old_cap = T->cap;
+	T->cap = 0;
+	T->n = 0;
+	T->held = NULL;
+	T->list = NULL;
 	table_unmap(old, old_cap);
 	for (int i = 0; i < RETIRED_MAX; i++)
 		table_unmap(t_retired[i].p, t_retired[i].cap);
+}
+
+/* fork(): no domain lock may be held in the child, nor a change be
+ * half done.  Whoever holds mpk_g.lock takes a domain's lock after it; a
+ * soft rights change alone counts itself in flight; so the fork handler,
+ * which holds mpk_g.lock, stops new ones and waits for those in flight
+ * (they need no lock it holds), and then no domain lock is held. */
+void mpk__domains_lock(void)
+{
+	__atomic_store_n(&forking, 1, __ATOMIC_SEQ_CST);
+	while (__atomic_load_n(&inflight, __ATOMIC_SEQ_CST))
+		sched_yield();
+}
+
+void mpk__domains_unlock(void)
+{
+	__atomic_store_n(&forking, 0, __ATOMIC_SEQ_CST);
+}
+
+void mpk__domains_child(void)
+{
+	inflight = 0; /* the others' threads are gone */
+	forking = 0;
 }

@@ -37,6 +37,9 @@ static void usage(FILE *f)
 		"                  instruction and a backtrace (docs/watch.md)\n"
 		"  bench alloc     heaps against malloc, vaults against libsodium\n"
 		"  bench threads   rights changes for one thread and all, against mprotect\n"
+		"  bench --scale [--smoke]  lookups and faults at 10..100,000 regions, no-change\n"
+		"                  sets at 1..8 threads, save/restore at 1..1,000 domains,\n"
+		"                  broadcasts, fast-path instruction counts, side by side\n"
 		"\n"
 		"environment:\n"
 		"  MPKIT_BACKEND=hw|soft|auto   backend choice (default auto)\n"
@@ -208,8 +211,9 @@ static int cmd_info(int argc, char **argv)
  * The benchmarks are programs of their own: they link libsodium for their
  * comparison rows, which the mpkit command and the library do not need,
  * and they fork a process per backend.  `mpkit bench [alloc|threads]`
- * runs mpkit-bench[-alloc|-threads], found next to this binary (the build
- * tree) or in ../libexec/mpkit/ from it (an install).
+ * runs mpkit-bench[-alloc|-threads] (`mpkit bench --scale`:
+ * mpkit-bench-scale), found next to this binary (the build tree) or in
+ * ../libexec/mpkit/ from it (an install).
  */
 static int cmd_bench(char **argv)
 {
@@ -228,6 +232,9 @@ static int cmd_bench(char **argv)
 		*slash = 0;
 	if (argv[1] && (!strcmp(argv[1], "alloc") || !strcmp(argv[1], "threads"))) {
 		prog = !strcmp(argv[1], "alloc") ? "mpkit-bench-alloc" : "mpkit-bench-threads";
+		argv++;
+	} else if (argv[1] && !strcmp(argv[1], "--scale")) {
+		prog = "mpkit-bench-scale"; /* the program behind make bench-scale */
 		argv++;
 	}
 	for (size_t i = 0; i < sizeof(where) / sizeof(*where); i++) {

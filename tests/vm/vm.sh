@@ -261,6 +261,11 @@ if [ -x "$build_dir/mpkit" ]; then
     cp "$build_dir/mpkit" "$root/usr/local/bin/mpkit"
     elfs+=("$build_dir/mpkit")
 fi
+# `mpkit bench --scale --smoke` (t_cli_bench_scale) finds it next to mpkit.
+if [ -x "$build_dir/mpkit-bench-scale" ]; then
+    cp "$build_dir/mpkit-bench-scale" "$root/usr/local/bin/mpkit-bench-scale"
+    elfs+=("$build_dir/mpkit-bench-scale")
+fi
 
 # Collect every library (and the dynamic loader) they need.  ldd runs on the
 # originals so that $ORIGIN rpaths resolve.
