@@ -108,6 +108,13 @@ struct tcache *mpk__tc_attach(struct heap *h)
 
 	if (!b)
 		return NULL;
+	/* No heap went since this thread's entries were checked: no lock
+	 * (two heaps' slow paths share none). */
+	for (int i = 0; i < TC_HEAPS; i++) {
+		struct tcache *e = &b->c[i];
+		if (e->heap == h && e->uid == h->uid && e->epoch == epoch)
+			return mpk__tc_last = e;
+	}
 	/* After a heap went, entries are checked again: one whose heap is
 	 * gone is dropped with its blocks (they went with the heap). */
 	pthread_mutex_lock(&mpk__heaps_lock);

@@ -209,7 +209,9 @@ static int locate(struct arena *ar, uintptr_t a, struct loc *l, struct chunk *c)
 	if (c) {
 		if (c->heap != h)
 			return MPK_MISUSE_FOREIGN;
-		struct run *r = &c->runs[c->owner[(a - c->base) >> mpk__heap_page_shift]];
+		struct run *r = mpk__run_at(c, a);
+		if (!r)
+			return MPK_MISUSE_DOUBLE_FREE; /* this heap's free pages */
 		uintptr_t rs = run_addr(c, r);
 		l->r = r;
 		if (r->kind == RUN_SLAB) {
@@ -226,15 +228,12 @@ static int locate(struct arena *ar, uintptr_t a, struct loc *l, struct chunk *c)
 			l->idx = i;
 			l->start = b;
 			l->cap = class_size[r->cls] - off;
-		} else if (r->kind == RUN_LARGE) {
+		} else {
 			if (a - rs != r->off)
 				return MPK_MISUSE_WILD;
 			l->kind = L_LARGE;
 			l->start = rs;
 			l->cap = (size_t)r->pages * page - r->off;
-		} else {
-			/* This heap's memory, holding no block: freed. */
-			return MPK_MISUSE_DOUBLE_FREE;
 		}
 	} else {
 		pthread_mutex_lock(&mpk__meta_lock);
@@ -331,18 +330,26 @@ enum { TC_DONE, TC_NOT, TC_FULL };
 /* Put p in the cache if it is a live small block of the cache's heap at
  * the usual offset, as its chunk tag and keyed header say; anything else
  * (including every misuse) goes the slow way, which names it. */
+/* Whether a is a live small block of the cache's heap, as its chunk tag
+ * and keyed header say (and the thread may write it): its size in *hd. */
+static inline bool tc_live(struct tcache *tc, uintptr_t a, struct hdr *hd)
+{
+	if (unlikely((a & 15) || !(a & (CHUNK_SIZE - 1))) || mpk__chunk_tag(a) != tc->uid ||
+	    unlikely(mpk__rights(tc->domain) != MPK_RW))
+		return false;
+	*hd = mpk__hdr_get(a);
+	return likely(hd->size <= SMALL_MAX - HDR) &&
+	       likely(hd->check == mpk__hdr_sum(tc->key, a, hd->size, HDR));
+}
+
 static inline int tc_free(struct tcache *tc, void *ptr)
 {
 	uintptr_t a = (uintptr_t)ptr;
+	struct hdr hd;
 
-	if (unlikely((a & 15) || !(a & (CHUNK_SIZE - 1))) || mpk__chunk_tag(a) != tc->uid ||
-	    unlikely(mpk__rights(tc->domain) != MPK_RW))
+	if (!tc_live(tc, a, &hd))
 		return TC_NOT;
-	struct hdr hd = mpk__hdr_get(a);
 	uint64_t size = hd.size;
-	if (unlikely(size > SMALL_MAX - HDR) ||
-	    unlikely(hd.check != mpk__hdr_sum(tc->key, a, size, HDR)))
-		return TC_NOT;
 	unsigned cls = class_of16[(size + HDR + 15) >> 4];
 	unsigned n = tc->n[cls];
 	if (unlikely(n >= mpk__tc_lim[cls]))
@@ -352,6 +359,92 @@ static inline int tc_free(struct tcache *tc, void *ptr)
 	tc->slot[cls][n] = a ^ tc->mkey;
 	tc->n[cls] = (uint8_t)(n + 1);
 	return TC_DONE;
+}
+
+/* ---- blocks given back to another arena: its remote list ---- */
+
+/*
+ * A link sits in the block's first 8 bytes, mangled with the heap's ckey
+ * and the block's own address (safe-linking): a write after free that
+ * rewrites it decodes to an address that fails the drain's checks, which
+ * then drop the rest of the list (a leak, not a corruption).  A listed
+ * block's header still says "cached", so a second free of it is named a
+ * double free.
+ */
+static inline uintptr_t link_key(const struct heap *h, uintptr_t a)
+{
+	return mpk__mix(h->ckey ^ a);
+}
+
+SAN_NO_ASAN static inline void link_set(const struct heap *h, uintptr_t a, uintptr_t next)
+{
+	mpk__san_hdr_open(a, sizeof(uintptr_t));
+	*(uintptr_t *)a = next ^ link_key(h, a);
+	mpk__san_hdr_close(a, sizeof(uintptr_t));
+}
+
+SAN_NO_ASAN static inline uintptr_t link_get(const struct heap *h, uintptr_t a)
+{
+	mpk__san_hdr_open(a, sizeof(uintptr_t));
+	uintptr_t next = *(const uintptr_t *)a ^ link_key(h, a);
+	mpk__san_hdr_close(a, sizeof(uintptr_t));
+	return next;
+}
+
+/* Whether a is a small block of h sitting in a cache, as its keyed
+ * header says (the domain readable). */
+static bool cached_block(const struct heap *h, uintptr_t a)
+{
+	if ((a & 15) || mpk__chunk_tag(a) != h->uid)
+		return false;
+	struct hdr hd = mpk__hdr_get(a);
+	return hd.size <= SMALL_MAX - HDR && hd.check == (mpk__hdr_sum(h->key, a, hd.size, HDR) ^ h->ckey);
+}
+
+/* Push the chain first..last (linked already) onto ar's remote list. */
+static void remote_push(struct arena *ar, uintptr_t first, uintptr_t last)
+{
+	uintptr_t head = __atomic_load_n(&ar->remote, __ATOMIC_RELAXED);
+
+	do
+		link_set(ar->heap, last, head);
+	while (!__atomic_compare_exchange_n(&ar->remote, &head, first, true, __ATOMIC_RELEASE,
+					    __ATOMIC_RELAXED));
+}
+
+/* Give back small block a of arena a (locked), if it is one and in use:
+ * its slot, bitmap bit and the counts. */
+static void give_back(struct arena *held, struct chunk *c, uintptr_t a)
+{
+	struct run *r = mpk__run_at(c, a);
+
+	if (!r || r->kind != RUN_SLAB)
+		return;
+	uintptr_t rs = run_addr(c, r);
+	unsigned idx = (unsigned)(((uint64_t)(a - HDR - rs) * class_inv[r->cls]) >> 32);
+	if (idx >= slab_blocks[r->cls] || rs + (uintptr_t)idx * class_size[r->cls] + HDR != a ||
+	    ((r->bits[idx / 64] >> (idx % 64)) & 1))
+		return;
+	held->blocks--;
+	held->bytes -= class_size[r->cls] - HDR;
+	slab_free(held, r, idx);
+}
+
+/* Take ar's remote list (its lock held, the domain readable) and give
+ * its blocks back; a link that fails the checks ends it. */
+static void remote_drain(struct arena *ar)
+{
+	struct heap *h = ar->heap;
+	uintptr_t a = __atomic_exchange_n(&ar->remote, 0, __ATOMIC_ACQUIRE);
+
+	while (a) {
+		struct chunk *c = mpk__map_find(a);
+		if (!c || c->arena != ar || !cached_block(h, a))
+			break;
+		uintptr_t next = link_get(h, a);
+		give_back(ar, c, a);
+		a = next;
+	}
 }
 
 static struct arena *pick(struct heap *h);
@@ -364,6 +457,10 @@ int mpk__tc_refill(struct tcache *tc, unsigned cls)
 	if (!a)
 		a = tc->arena = pick(tc->heap);
 	pthread_mutex_lock(&a->lock);
+	/* Blocks other threads gave back come first (their links are in
+	 * the blocks: the domain must be readable). */
+	if (__atomic_load_n(&a->remote, __ATOMIC_RELAXED) && mpk__rights(tc->domain) == MPK_RW)
+		remote_drain(a);
 	while (got < want) {
 		uintptr_t b = slab_alloc(a, cls);
 		if (!b)
@@ -380,33 +477,50 @@ int mpk__tc_refill(struct tcache *tc, unsigned cls)
 	return got ? 0 : -1;
 }
 
+/* The k oldest blocks of a class go back: those of the thread's own
+ * arena under its lock, those of other arenas onto their remote lists
+ * (a chain per run of blocks of one arena), so a thread freeing another
+ * thread's blocks does not wait for that thread's lock.  Without rights
+ * to write the blocks, every block goes back under its arena's lock. */
 void mpk__tc_flush(struct tcache *tc, unsigned cls, unsigned k)
 {
-	struct arena *held = NULL;
+	struct heap *h = tc->heap;
+	struct arena *held = NULL, *own = tc->arena, *far = NULL;
+	bool links = mpk__rights(tc->domain) == MPK_RW;
+	uintptr_t first = 0, last = 0;
 
+	if (!own)
+		own = tc->arena = pick(h);
 	for (unsigned i = 0; i < k; i++) {
 		uintptr_t a = tc->slot[cls][i] ^ tc->mkey;
 		struct chunk *c = mpk__map_find(a);
-		if (!c || c->heap != tc->heap)
+		if (!c || c->heap != h)
 			continue; /* an overwritten entry: leave it be */
+		if (c->arena != own && links) {
+			if (!cached_block(h, a))
+				continue;
+			if (c->arena != far) {
+				if (far)
+					remote_push(far, first, last);
+				far = c->arena;
+				first = last = a;
+				continue;
+			}
+			link_set(h, a, first);
+			first = a;
+			continue;
+		}
 		if (c->arena != held) {
 			if (held)
 				pthread_mutex_unlock(&held->lock);
 			pthread_mutex_lock(&(held = c->arena)->lock);
 		}
-		struct run *r = &c->runs[c->owner[(a - c->base) >> mpk__heap_page_shift]];
-		uintptr_t rs = run_addr(c, r);
-		if (r->kind != RUN_SLAB)
-			continue;
-		unsigned idx = (unsigned)(((uint64_t)(a - HDR - rs) * class_inv[r->cls]) >> 32);
-		if (idx >= slab_blocks[r->cls] || ((r->bits[idx / 64] >> (idx % 64)) & 1))
-			continue;
-		held->blocks--;
-		held->bytes -= class_size[r->cls] - HDR;
-		slab_free(held, r, idx);
+		give_back(held, c, a);
 	}
 	if (held)
 		pthread_mutex_unlock(&held->lock);
+	if (far)
+		remote_push(far, first, last);
 	unsigned n = tc->n[cls];
 	memmove(tc->slot[cls], tc->slot[cls] + k, (n - k) * sizeof(uintptr_t));
 	tc->n[cls] = (uint8_t)(n - k);
@@ -648,7 +762,7 @@ static void *heap_realloc(struct heap *h, void *p, size_t size, struct mpk_misus
 	/* In place: growing within the block, or shrinking by less than half. */
 	if (!kind && size <= l.cap && (size >= l.cap / 2 || size >= l.size) &&
 	    !(h->flags & HEAP_GUARDS)) {
-		if (l.kind == L_BIG) {
+		if (l.kind == L_BIG && !has_hdr(h)) { /* else the header has it */
 			pthread_mutex_lock(&mpk__meta_lock);
 			mpk__big_find((uintptr_t)p)->size = size;
 			pthread_mutex_unlock(&mpk__meta_lock);
@@ -982,16 +1096,53 @@ MPK_EXPORT int mpk_heap_free(mpk_heap *hp, void *p)
 	return free_slow(hp, p);
 }
 
+static void *realloc_slow(mpk_heap *hp, void *p, size_t size);
+
+/* realloc of a small block to a small size through the cache: in place
+ * within its class, else a cached block of the new class (NULL: the slow
+ * path then does it, and names any misuse). */
+static inline void *tc_realloc(struct tcache *tc, mpk_heap *hp, void *p, size_t size)
+{
+	uintptr_t a = (uintptr_t)p;
+	struct hdr hd;
+
+	if (size - 1 >= SMALL_MAX - HDR || !tc_live(tc, a, &hd))
+		return NULL;
+	unsigned cls = class_of16[(size + HDR + 15) >> 4];
+	if (cls == class_of16[(hd.size + HDR + 15) >> 4]) {
+		mpk__hdr_set(a, size, mpk__hdr_sum(tc->key, a, size, HDR));
+		return p;
+	}
+	void *q = tc_malloc(tc, size);
+	if (!q)
+		return NULL;
+	memcpy(q, p, size < hd.size ? size : hd.size);
+	if (tc_free(tc, p) != TC_DONE)
+		mpk_heap_free(hp, p); /* a full cache: the usual way */
+	return q;
+}
+
 MPK_EXPORT void *mpk_heap_realloc(mpk_heap *hp, void *p, size_t size)
+{
+	struct tcache *tc = tc_of(hp);
+	void *q;
+
+	if (likely(tc && p) && (q = tc_realloc(tc, hp, p, size)))
+		return q;
+	return realloc_slow(hp, p, size);
+}
+
+static __attribute__((noinline)) void *realloc_slow(mpk_heap *hp, void *p, size_t size)
 {
 	struct mpk_misuse m;
 	mpk_scope s;
 	struct heap *h = begin_err(hp, &s, size > PTRDIFF_MAX / 2 ? ENOMEM : 0);
 	int kind = 0;
+	void *q;
 
 	if (!h)
 		return NULL;
-	void *q = p ? heap_realloc(h, p, size, &m, &kind) : mpk__heap_alloc(h, size, 16, false);
+	q = p ? heap_realloc(h, p, size, &m, &kind) : mpk__heap_alloc(h, size, 16, false);
 	mpk__meta_close(&s);
 	if (kind) {
 		mpk__misuse(&m);
@@ -1049,14 +1200,21 @@ MPK_EXPORT int mpk_heap_stats_get(mpk_heap *hp, struct mpk_heap_stats *st)
 	pthread_mutex_lock(&h->arenas[0].lock);
 	mpk__bigs_trim(&h->arenas[0]);
 	pthread_mutex_unlock(&h->arenas[0].lock);
+	/* Blocks on remote lists are free: counted so once given back. */
+	mpk_scope b = { NULL, -1 };
+	bool reach = cacheable(h) && !mpk__heap_reach(h->domain, MPK_RW, &b);
 	for (unsigned i = 0; i < h->narenas; i++) {
 		struct arena *a = &h->arenas[i];
 		pthread_mutex_lock(&a->lock);
+		if (reach)
+			remote_drain(a);
 		st->blocks += a->blocks;
 		st->bytes += a->bytes;
 		st->mapped += a->mapped;
 		pthread_mutex_unlock(&a->lock);
 	}
+	if (b.domain)
+		mpk__heap_leave(&b);
 	st->flags = h->flags;
 	st->meta_closed = mpk__meta_closed();
 	st->meta_opens = __atomic_load_n(&h->meta_opens, __ATOMIC_RELAXED);

@@ -52,7 +52,10 @@ struct run {
 	uint8_t clean;           /* free: untouched since mapped or purged */
 	uint8_t spare;           /* empty slab kept in its bin */
 	uint16_t nfree;          /* slab: free blocks */
-	uint32_t off;            /* large: user pointer - run start */
+	union {
+		uint32_t off;    /* large: user pointer - run start */
+		uint32_t freed;  /* free and dirty: when (ms, for the decay) */
+	};
 	uint64_t bits[SLAB_BLOCKS_MAX / 64]; /* slab: 1 = block free */
 };
 
@@ -78,20 +81,26 @@ struct bin {
  * lock (round robin, as they first call); a block goes back to the arena
  * of its chunk. */
 struct arena {
-	pthread_mutex_t lock;       /* everything below */
+	/* Small blocks of this arena that threads of other arenas gave back
+	 * from their caches, without its lock: a stack linked through the
+	 * blocks (see heap.c), taken whole by the next refill here.  Atomic;
+	 * a line of its own, as other threads write it. */
+	uintptr_t remote __attribute__((aligned(64)));
+	pthread_mutex_t lock __attribute__((aligned(64))); /* everything below */
 	struct heap *heap;
 	struct chunk *chunks;
 	int empty_chunks;           /* idle chunks kept: at most one */
 	struct bin bins[NCLASSES];
 	struct run *free_runs[NBUCKETS];
 	size_t dirty_pages;         /* in free runs, not yet purged */
+	uint32_t decay_at;          /* ms: the oldest dirty run's decay is due */
 	size_t blocks, bytes;       /* live blocks, their usable bytes */
 	size_t mapped;              /* domain memory: chunks and big blocks */
 	/* Arena 0: regions of freed big blocks kept for the next ones
 	 * (ordinary heaps), oldest first; reused as they are or mremapped. */
 	struct { uintptr_t region; size_t len; } cache[4];
 	unsigned ncache;
-};
+} __attribute__((aligned(64))); /* arenas share no line */
 
 #define ARENAS_MAX 8
 
@@ -282,6 +291,17 @@ static inline bool mpk__chunk_idle(const struct chunk *c)
 static inline uintptr_t run_addr(const struct chunk *c, const struct run *r)
 {
 	return c->base + ((uintptr_t)r->page << mpk__heap_page_shift);
+}
+/* The run in use (slab or large) holding address a of c, or NULL if a is
+ * in free pages: there the owner table may name an older run. */
+static inline struct run *mpk__run_at(struct chunk *c, uintptr_t a)
+{
+	unsigned pg = (unsigned)((a - c->base) >> mpk__heap_page_shift);
+	struct run *r = &c->runs[c->owner[pg]];
+
+	if ((r->kind != RUN_SLAB && r->kind != RUN_LARGE) || pg - r->page >= r->pages)
+		return NULL;
+	return r;
 }
 
 /* ---- heap_big.c: blocks with their own region (under arena 0's lock) ---- */
