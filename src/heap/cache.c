@@ -14,7 +14,7 @@
 
 uint64_t mpk__heap_epoch = 1;
 __thread struct tcache *mpk__tc_last __attribute__((tls_model("initial-exec")));
-uint8_t mpk__tc_lim[NCLASSES];
+uint8_t mpk__tc_lim[NTC];
 
 struct bundle {
 	struct tcache c[TC_HEAPS];
@@ -78,7 +78,7 @@ static struct bundle *bundle(void)
 
 void mpk__tc_flush_all(struct tcache *tc)
 {
-	for (unsigned c = 0; c < NCLASSES; c++)
+	for (unsigned c = 0; c < NTC; c++)
 		if (tc->n[c])
 			mpk__tc_flush(tc, c, tc->n[c]);
 }

@@ -32,7 +32,24 @@ static uint8_t slab_pages[NCLASSES];
 static uint16_t slab_blocks[NCLASSES];
 static uint32_t class_inv[NCLASSES]; /* ceil(2^32 / size): index by multiply */
 static unsigned narenas_default;     /* twice the CPUs, a power of two, up to 8 */
+/* Page-run blocks the thread caches take: a run of one of these lengths
+ * (blocks needing up to ltc_max bytes get one, rounded up). */
+static const uint8_t lclass_pages[NLCLASSES] = { 1, 2, 3, 4, 5, 6, 7, 8, 10, 12, 14, 16, 20 };
+static uint8_t lclass_of[21]; /* pages -> class */
+static size_t ltc_max;        /* 20 pages, at most LARGE_MAX */
+static uint32_t tc_cap[NTC];  /* usable bytes of a cached block of the class */
+static uint64_t tc_off[NTC];  /* the offset its header's check covers */
 static pthread_once_t classes_once = PTHREAD_ONCE_INIT;
+
+/* Added to the offset a header's check covers for blocks that are not
+ * in a slab (a page run's or region's block never passes for a small
+ * one), and for a page run its length: the thread caches, which trust
+ * the header, hand a run out again only as the length it was made. */
+#define OFF_RUN ((size_t)1 << 40)
+static inline uint64_t run_off(size_t off, size_t pages)
+{
+	return off + OFF_RUN + ((uint64_t)pages << 41);
+}
 
 /* Slab lengths: the fewest pages (up to 8) that waste the least. */
 bool mpk__san_vg;
@@ -74,7 +91,44 @@ static void classes_init(void)
 		/* About 16 KiB of each class per thread, 4 to TC_MAX blocks. */
 		size_t lim = 16384 / s;
 		mpk__tc_lim[c] = (uint8_t)(lim < 4 ? 4 : lim > TC_MAX ? TC_MAX : lim);
+		tc_cap[c] = (uint32_t)(s - HDR);
+		tc_off[c] = HDR;
 	}
+	ltc_max = (size_t)lclass_pages[NLCLASSES - 1] * page;
+	if (ltc_max > LARGE_MAX)
+		ltc_max = LARGE_MAX;
+	for (unsigned pg = 1, k = 0; pg <= 20; pg++) {
+		while (lclass_pages[k] < pg)
+			k++;
+		lclass_of[pg] = (uint8_t)k;
+	}
+	for (c = 0; c < NLCLASSES; c++) {
+		size_t len = (size_t)lclass_pages[c] * page, lim = 65536 / len;
+		mpk__tc_lim[NCLASSES + c] = (uint8_t)(lim < 2 ? 2 : lim > 8 ? 8 : lim);
+		tc_cap[NCLASSES + c] = (uint32_t)(len - HDR);
+		tc_off[NCLASSES + c] = run_off(HDR, lclass_pages[c]);
+	}
+}
+
+/* Pages for a page-run block needing need bytes: rounded up to a cached
+ * length when the caches take it. */
+static size_t run_pages(size_t need)
+{
+	size_t pages = (need + mpk__page() - 1) >> mpk__heap_page_shift;
+
+	return need <= ltc_max ? lclass_pages[lclass_of[pages]] : pages;
+}
+
+#define TC_INLINE static inline __attribute__((always_inline))
+
+/* The cache class of a block of size bytes (with its header), or -1. */
+TC_INLINE int tc_class(uint64_t size)
+{
+	if (likely(size - 1 < SMALL_MAX - HDR))
+		return class_of16[(size + HDR + 15) >> 4];
+	if (size - 1 < ltc_max - HDR)
+		return NCLASSES + lclass_of[(size + HDR + mpk__heap_page - 1) >> mpk__heap_page_shift];
+	return -1;
 }
 
 static inline bool has_hdr(const struct heap *h)
@@ -89,10 +143,6 @@ static inline uintptr_t round_up(uintptr_t x, size_t a)
 
 /* ---- headers ---- */
 
-/* Added to the offset a header's check covers for blocks that are not
- * in a slab: a page run's block never passes for a small one (the thread
- * caches take only those). */
-#define OFF_RUN ((size_t)1 << 40)
 
 static void hdr_put(const struct heap *h, uintptr_t p, size_t size, size_t off)
 {
@@ -254,7 +304,11 @@ static int locate(struct arena *ar, uintptr_t a, struct loc *l, struct chunk *c)
 	}
 	if (hdr) {
 		const struct hdr hv = mpk__hdr_get(a), *hd = &hv;
-		size_t off = a - l->start + (l->kind == L_SLAB ? 0 : OFF_RUN);
+		uint64_t off = a - l->start;
+		if (l->kind == L_LARGE)
+			off = run_off(off, l->r->pages);
+		else if (l->kind == L_BIG)
+			off += OFF_RUN;
 		if (hd->size > l->cap || hd->check != mpk__hdr_sum(h->key, a, hd->size, off)) {
 			/* Sitting in a thread's cache: freed already. */
 			if (hd->size <= l->cap &&
@@ -304,11 +358,11 @@ static struct arena *pick(struct heap *h)
 
 /* A cached block for size, or NULL: none cached, not a small size, or
  * the thread may not write the header (the slow path then opens). */
-static inline void *tc_malloc(struct tcache *tc, size_t size)
+TC_INLINE void *tc_malloc(struct tcache *tc, size_t size)
 {
-	if (unlikely(size - 1 >= SMALL_MAX - HDR))
+	int cls = tc_class(size);
+	if (unlikely(cls < 0))
 		return NULL; /* 0 too: the slow path makes it 1 */
-	unsigned cls = class_of16[(size + HDR + 15) >> 4];
 	unsigned n = tc->n[cls];
 	if (unlikely(!n) || unlikely(mpk__rights(tc->domain) != MPK_RW))
 		return NULL;
@@ -320,8 +374,10 @@ static inline void *tc_malloc(struct tcache *tc, size_t size)
 		return NULL;
 	}
 	tc->n[cls] = (uint8_t)(n - 1);
-	mpk__san_alloc(p, class_size[cls] - HDR);
-	mpk__hdr_set(p, size, mpk__hdr_sum(tc->key, p, size, HDR));
+	mpk__san_alloc(p, tc_cap[cls]);
+	/* Small blocks' offset is known without a load. */
+	uint64_t off = cls < NCLASSES ? HDR : tc_off[cls];
+	mpk__hdr_set(p, size, mpk__hdr_sum(tc->key, p, size, off));
 	return (void *)p;
 }
 
@@ -330,32 +386,40 @@ enum { TC_DONE, TC_NOT, TC_FULL };
 /* Put p in the cache if it is a live small block of the cache's heap at
  * the usual offset, as its chunk tag and keyed header say; anything else
  * (including every misuse) goes the slow way, which names it. */
-/* Whether a is a live small block of the cache's heap, as its chunk tag
- * and keyed header say (and the thread may write it): its size in *hd. */
-static inline bool tc_live(struct tcache *tc, uintptr_t a, struct hdr *hd)
+/* Whether a is a live block of the cache's heap that a cache takes, as
+ * its chunk tag and keyed header say (and the thread may write it): its
+ * class, and its header in *hd; or -1. */
+TC_INLINE int tc_live(struct tcache *tc, uintptr_t a, struct hdr *hd)
 {
 	if (unlikely((a & 15) || !(a & (CHUNK_SIZE - 1))) || mpk__chunk_tag(a) != tc->uid ||
 	    unlikely(mpk__rights(tc->domain) != MPK_RW))
-		return false;
+		return -1;
 	*hd = mpk__hdr_get(a);
-	return likely(hd->size <= SMALL_MAX - HDR) &&
-	       likely(hd->check == mpk__hdr_sum(tc->key, a, hd->size, HDR));
+	uint64_t size = hd->size, off = HDR;
+	int cls = tc_class(size);
+	if (unlikely(cls < 0))
+		return -1;
+	if (unlikely(cls >= NCLASSES))
+		off = tc_off[cls];
+	if (unlikely(hd->check != mpk__hdr_sum(tc->key, a, size, off)))
+		return -1;
+	return cls;
 }
 
-static inline int tc_free(struct tcache *tc, void *ptr)
+TC_INLINE int tc_free(struct tcache *tc, void *ptr)
 {
 	uintptr_t a = (uintptr_t)ptr;
 	struct hdr hd;
+	int cls = tc_live(tc, a, &hd);
 
-	if (!tc_live(tc, a, &hd))
+	if (cls < 0)
 		return TC_NOT;
 	uint64_t size = hd.size;
-	unsigned cls = class_of16[(size + HDR + 15) >> 4];
 	unsigned n = tc->n[cls];
 	if (unlikely(n >= mpk__tc_lim[cls]))
 		return TC_FULL;
 	mpk__hdr_set(a, size, hd.check ^ tc->ckey);
-	mpk__san_free(a, class_size[cls] - HDR);
+	mpk__san_free(a, tc_cap[cls]);
 	tc->slot[cls][n] = a ^ tc->mkey;
 	tc->n[cls] = (uint8_t)(n + 1);
 	return TC_DONE;
@@ -482,6 +546,19 @@ int mpk__tc_refill(struct tcache *tc, unsigned cls)
  * (a chain per run of blocks of one arena), so a thread freeing another
  * thread's blocks does not wait for that thread's lock.  Without rights
  * to write the blocks, every block goes back under its arena's lock. */
+/* A cached page-run block a goes back to its arena (locked). */
+static void give_back_run(struct arena *held, struct chunk *c, uintptr_t a)
+{
+	struct run *r = mpk__run_at(c, a);
+
+	if (!r || r->kind != RUN_LARGE || a - run_addr(c, r) != r->off)
+		return;
+	held->blocks--;
+	held->bytes -= ((size_t)r->pages << mpk__heap_page_shift) - r->off;
+	r->clean = 0;
+	mpk__run_free(held, c, r);
+}
+
 void mpk__tc_flush(struct tcache *tc, unsigned cls, unsigned k)
 {
 	struct heap *h = tc->heap;
@@ -496,7 +573,7 @@ void mpk__tc_flush(struct tcache *tc, unsigned cls, unsigned k)
 		struct chunk *c = mpk__map_find(a);
 		if (!c || c->heap != h)
 			continue; /* an overwritten entry: leave it be */
-		if (c->arena != own && links) {
+		if (c->arena != own && links && cls < NCLASSES) {
 			if (!cached_block(h, a))
 				continue;
 			if (c->arena != far) {
@@ -515,7 +592,10 @@ void mpk__tc_flush(struct tcache *tc, unsigned cls, unsigned k)
 				pthread_mutex_unlock(&held->lock);
 			pthread_mutex_lock(&(held = c->arena)->lock);
 		}
-		give_back(held, c, a);
+		if (cls < NCLASSES)
+			give_back(held, c, a);
+		else
+			give_back_run(held, c, a);
 	}
 	if (held)
 		pthread_mutex_unlock(&held->lock);
@@ -594,6 +674,7 @@ static void *heap_alloc(struct heap *h, size_t size, size_t align, bool zero, bo
 	size_t page = mpk__page(), hdr = has_hdr(h) ? HDR : 0;
 	uintptr_t p = 0, start = 0;
 	size_t cap = 0;
+	uint64_t off = 0; /* beyond p - start, in the header's check */
 	bool fresh = false;
 	mpk_scope s = { NULL, -1 };
 
@@ -628,6 +709,7 @@ static void *heap_alloc(struct heap *h, size_t size, size_t align, bool zero, bo
 			start = b.region;
 			cap = b.region + b.reglen - p;
 			fresh = !b.reused;
+			off = OFF_RUN;
 		}
 	} else if (need <= SMALL_MAX) {
 		unsigned cls = class_of16[(need + 15) / 16];
@@ -637,7 +719,7 @@ static void *heap_alloc(struct heap *h, size_t size, size_t align, bool zero, bo
 		}
 	} else {
 		struct chunk *c;
-		struct run *r = mpk__run_alloc(a, (need + page - 1) / page, &c);
+		struct run *r = mpk__run_alloc(a, run_pages(need), &c);
 		if (r) {
 			r->kind = RUN_LARGE;
 			start = run_addr(c, r);
@@ -645,6 +727,7 @@ static void *heap_alloc(struct heap *h, size_t size, size_t align, bool zero, bo
 			r->off = (uint32_t)(p - start);
 			cap = (size_t)r->pages * page - r->off;
 			fresh = r->clean;
+			off = run_off(0, r->pages);
 		}
 	}
 	if (p) {
@@ -655,7 +738,7 @@ static void *heap_alloc(struct heap *h, size_t size, size_t align, bool zero, bo
 	if (p) {
 		if (hdr) {
 			mpk__san_alloc(p, cap);
-			hdr_put(h, p, size, p - start + (big || need > SMALL_MAX ? OFF_RUN : 0));
+			hdr_put(h, p, size, p - start + off);
 		}
 		/* Vault memory is zero: fresh, or wiped when freed. */
 		if (zero && !fresh && !(h->flags & HEAP_SECRET))
@@ -767,9 +850,14 @@ static void *heap_realloc(struct heap *h, void *p, size_t size, struct mpk_misus
 			mpk__big_find((uintptr_t)p)->size = size;
 			pthread_mutex_unlock(&mpk__meta_lock);
 		}
-		if (has_hdr(h))
-			hdr_put(h, (uintptr_t)p, size,
-				(uintptr_t)p - l.start + (l.kind == L_SLAB ? 0 : OFF_RUN));
+		if (has_hdr(h)) {
+			uint64_t off = (uintptr_t)p - l.start;
+			if (l.kind == L_LARGE)
+				off = run_off(off, l.r->pages);
+			else if (l.kind == L_BIG)
+				off += OFF_RUN;
+			hdr_put(h, (uintptr_t)p, size, off);
+		}
 		q = p;
 	} else if (!kind && size > l.cap && has_hdr(h)) {
 		/* Growing: a page run into the free pages after it, a big
@@ -777,6 +865,7 @@ static void *heap_realloc(struct heap *h, void *p, size_t size, struct mpk_misus
 		size_t page = mpk__page(), off = (uintptr_t)p - l.start;
 		size_t pages = (off + size + page - 1) / page;
 		if (l.kind == L_LARGE && size < REALLOC_BIG) {
+			pages = run_pages(off + size); /* a length the caches take */
 			if (mpk__run_grow(a, l.r->chunk, l.r, pages)) {
 				a->bytes += pages * page - off - l.cap;
 				q = p;
@@ -787,7 +876,8 @@ static void *heap_realloc(struct heap *h, void *p, size_t size, struct mpk_misus
 		if (q) {
 			/* The same bytes, under a longer (maybe moved) block. */
 			mpk__san_move((uintptr_t)p, (uintptr_t)q, pages * page - off, l.size);
-			hdr_put(h, (uintptr_t)q, size, off + OFF_RUN);
+			hdr_put(h, (uintptr_t)q, size,
+				l.kind == L_LARGE ? run_off(off, l.r->pages) : off + OFF_RUN);
 		}
 	}
 	pthread_mutex_unlock(&a->lock);
@@ -1074,8 +1164,8 @@ static __attribute__((noinline)) int free_slow(mpk_heap *hp, void *p)
 		struct tcache *tc = mpk__tc_attach(h);
 		int k = tc ? tc_free(tc, p) : TC_NOT;
 		if (k == TC_FULL) {
-			unsigned cls = class_of16[(mpk__hdr_get((uintptr_t)p).size + HDR + 15) >> 4];
-			mpk__tc_flush(tc, cls, mpk__tc_lim[cls] / 2);
+			int cls = tc_class(mpk__hdr_get((uintptr_t)p).size);
+			mpk__tc_flush(tc, (unsigned)cls, mpk__tc_lim[cls] / 2);
 			k = tc_free(tc, p);
 		}
 		if (k == TC_DONE)
@@ -1098,27 +1188,41 @@ MPK_EXPORT int mpk_heap_free(mpk_heap *hp, void *p)
 
 static void *realloc_slow(mpk_heap *hp, void *p, size_t size);
 
-/* realloc of a small block to a small size through the cache: in place
- * within its class, else a cached block of the new class (NULL: the slow
- * path then does it, and names any misuse). */
-static inline void *tc_realloc(struct tcache *tc, mpk_heap *hp, void *p, size_t size)
+/* realloc of a cached-class block to a cached-class size through the
+ * cache: in place within its class, else a cached block of the new class
+ * (NULL: the slow path then does it, and names any misuse; it also takes
+ * blocks growing past REALLOC_BIG, which get a region of their own). */
+static inline void *tc_realloc(struct tcache *tc, mpk_heap *hp, void *p, size_t size,
+			       struct heap *h)
 {
 	uintptr_t a = (uintptr_t)p;
 	struct hdr hd;
+	int cls = tc_class(size), old;
 
-	if (size - 1 >= SMALL_MAX - HDR || !tc_live(tc, a, &hd))
+	if (cls < 0 || (old = tc_live(tc, a, &hd)) < 0 || (size >= REALLOC_BIG && size > hd.size))
 		return NULL;
-	unsigned cls = class_of16[(size + HDR + 15) >> 4];
-	if (cls == class_of16[(hd.size + HDR + 15) >> 4]) {
-		mpk__hdr_set(a, size, mpk__hdr_sum(tc->key, a, size, HDR));
+	if (cls == old) {
+		mpk__hdr_set(a, size, mpk__hdr_sum(tc->key, a, size, tc_off[cls]));
 		return p;
 	}
 	void *q = tc_malloc(tc, size);
+	if (!q && h) {
+		/* The slow path (metadata open): a batch, or a page run. */
+		if (cls >= NCLASSES)
+			q = mpk__heap_alloc(h, size, 16, false);
+		else if (!mpk__tc_refill(tc, (unsigned)cls))
+			q = tc_malloc(tc, size);
+	}
 	if (!q)
 		return NULL;
 	memcpy(q, p, size < hd.size ? size : hd.size);
-	if (tc_free(tc, p) != TC_DONE)
-		mpk_heap_free(hp, p); /* a full cache: the usual way */
+	int k = tc_free(tc, p);
+	if (k == TC_FULL && h) {
+		mpk__tc_flush(tc, (unsigned)old, mpk__tc_lim[old] / 2);
+		k = tc_free(tc, p);
+	}
+	if (k != TC_DONE)
+		mpk_heap_free(hp, p); /* the usual way (it opens what it needs) */
 	return q;
 }
 
@@ -1127,7 +1231,7 @@ MPK_EXPORT void *mpk_heap_realloc(mpk_heap *hp, void *p, size_t size)
 	struct tcache *tc = tc_of(hp);
 	void *q;
 
-	if (likely(tc && p) && (q = tc_realloc(tc, hp, p, size)))
+	if (likely(tc && p) && (q = tc_realloc(tc, hp, p, size, NULL)))
 		return q;
 	return realloc_slow(hp, p, size);
 }
@@ -1142,7 +1246,9 @@ static __attribute__((noinline)) void *realloc_slow(mpk_heap *hp, void *p, size_
 
 	if (!h)
 		return NULL;
-	q = p ? heap_realloc(h, p, size, &m, &kind) : mpk__heap_alloc(h, size, 16, false);
+	struct tcache *tc = p && cacheable(h) ? mpk__tc_attach(h) : NULL;
+	if (!tc || !(q = tc_realloc(tc, hp, p, size, h)))
+		q = p ? heap_realloc(h, p, size, &m, &kind) : mpk__heap_alloc(h, size, 16, false);
 	mpk__meta_close(&s);
 	if (kind) {
 		mpk__misuse(&m);

@@ -30,6 +30,8 @@
 #define LARGE_MAX ((size_t)128 << 10) /* bigger blocks get their own region */
 #define HDR 16                    /* block header of ordinary heaps */
 #define NCLASSES 27
+#define NLCLASSES 13              /* page runs the thread caches take: 1 to 20 pages */
+#define NTC (NCLASSES + NLCLASSES)
 #define SMALL_MAX 3584
 #define SLAB_BLOCKS_MAX 256
 #define NBUCKETS 9                /* free runs by log2 of their pages */
@@ -369,7 +371,8 @@ static inline void mpk__heap_leave(mpk_scope *s)
 /*
  * Each thread keeps, per heap it uses (up to TC_HEAPS) and per size class,
  * a stack of free small blocks of ordinary heaps, filled from and emptied
- * into its arena in batches under the arena's lock, with the metadata open;
+ * into its arena in batches under the arena's lock, with the metadata open
+ * (and a few page-run blocks per class up to 20 pages, taken one at a time);
  * between batches malloc and free touch only the cache and the block's
  * header, never the metadata.  The cache is in open memory (a mapping per
  * thread), so its entries are mangled with a per-cache key, as glibc's
@@ -385,13 +388,13 @@ struct tcache {
 	uint64_t key, ckey, mkey;   /* the heap's keys; mkey mangles slot[] */
 	struct mpk_domain *domain;
 	struct arena *arena;        /* refills come from there */
-	uint8_t n[NCLASSES];
-	uintptr_t slot[NCLASSES][TC_MAX]; /* user pointer ^ mkey */
+	uint8_t n[NTC];                /* small classes, then page runs */
+	uintptr_t slot[NTC][TC_MAX];   /* user pointer ^ mkey */
 };
 /* Bumped when a heap goes: caches check their heap again. */
 extern uint64_t mpk__heap_epoch;
 extern __thread struct tcache *mpk__tc_last __attribute__((tls_model("initial-exec")));
-extern uint8_t mpk__tc_lim[NCLASSES]; /* entries per class */
+extern uint8_t mpk__tc_lim[NTC]; /* entries per class */
 /* The calling thread's cache for h (metadata open, h checked), made if need
  * be; NULL if none can be had. */
 struct tcache *mpk__tc_attach(struct heap *h);
