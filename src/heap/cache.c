@@ -14,7 +14,7 @@
 
 uint64_t mpk__heap_epoch = 1;
 __thread struct tcache *mpk__tc_last __attribute__((tls_model("initial-exec")));
-uint8_t mpk__tc_lim[NCLASSES];
+uint8_t mpk__tc_lim[NTC];
 
 struct bundle {
 	struct tcache c[TC_HEAPS];
@@ -78,7 +78,7 @@ static struct bundle *bundle(void)
 
 void mpk__tc_flush_all(struct tcache *tc)
 {
-	for (unsigned c = 0; c < NCLASSES; c++)
+	for (unsigned c = 0; c < NTC; c++)
 		if (tc->n[c])
 			mpk__tc_flush(tc, c, tc->n[c]);
 }
@@ -108,6 +108,13 @@ struct tcache *mpk__tc_attach(struct heap *h)
 
 	if (!b)
 		return NULL;
+	/* No heap went since this thread's entries were checked: no lock
+	 * (two heaps' slow paths share none). */
+	for (int i = 0; i < TC_HEAPS; i++) {
+		struct tcache *e = &b->c[i];
+		if (e->heap == h && e->uid == h->uid && e->epoch == epoch)
+			return mpk__tc_last = e;
+	}
 	/* After a heap went, entries are checked again: one whose heap is
 	 * gone is dropped with its blocks (they went with the heap). */
 	pthread_mutex_lock(&mpk__heaps_lock);

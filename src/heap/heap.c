@@ -32,7 +32,24 @@ static uint8_t slab_pages[NCLASSES];
 static uint16_t slab_blocks[NCLASSES];
 static uint32_t class_inv[NCLASSES]; /* ceil(2^32 / size): index by multiply */
 static unsigned narenas_default;     /* twice the CPUs, a power of two, up to 8 */
+/* Page-run blocks the thread caches take: a run of one of these lengths
+ * (blocks needing up to ltc_max bytes get one, rounded up). */
+static const uint8_t lclass_pages[NLCLASSES] = { 1, 2, 3, 4, 5, 6, 7, 8, 10, 12, 14, 16, 20 };
+static uint8_t lclass_of[21]; /* pages -> class */
+static size_t ltc_max;        /* 20 pages, at most LARGE_MAX */
+static uint32_t tc_cap[NTC];  /* usable bytes of a cached block of the class */
+static uint64_t tc_off[NTC];  /* the offset its header's check covers */
 static pthread_once_t classes_once = PTHREAD_ONCE_INIT;
+
+/* Added to the offset a header's check covers for blocks that are not
+ * in a slab (a page run's or region's block never passes for a small
+ * one), and for a page run its length: the thread caches, which trust
+ * the header, hand a run out again only as the length it was made. */
+#define OFF_RUN ((size_t)1 << 40)
+static inline uint64_t run_off(size_t off, size_t pages)
+{
+	return off + OFF_RUN + ((uint64_t)pages << 41);
+}
 
 /* Slab lengths: the fewest pages (up to 8) that waste the least. */
 bool mpk__san_vg;
@@ -74,7 +91,44 @@ static void classes_init(void)
 		/* About 16 KiB of each class per thread, 4 to TC_MAX blocks. */
 		size_t lim = 16384 / s;
 		mpk__tc_lim[c] = (uint8_t)(lim < 4 ? 4 : lim > TC_MAX ? TC_MAX : lim);
+		tc_cap[c] = (uint32_t)(s - HDR);
+		tc_off[c] = HDR;
 	}
+	ltc_max = (size_t)lclass_pages[NLCLASSES - 1] * page;
+	if (ltc_max > LARGE_MAX)
+		ltc_max = LARGE_MAX;
+	for (unsigned pg = 1, k = 0; pg <= 20; pg++) {
+		while (lclass_pages[k] < pg)
+			k++;
+		lclass_of[pg] = (uint8_t)k;
+	}
+	for (c = 0; c < NLCLASSES; c++) {
+		size_t len = (size_t)lclass_pages[c] * page, lim = 65536 / len;
+		mpk__tc_lim[NCLASSES + c] = (uint8_t)(lim < 2 ? 2 : lim > 8 ? 8 : lim);
+		tc_cap[NCLASSES + c] = (uint32_t)(len - HDR);
+		tc_off[NCLASSES + c] = run_off(HDR, lclass_pages[c]);
+	}
+}
+
+/* Pages for a page-run block needing need bytes: rounded up to a cached
+ * length when the caches take it. */
+static size_t run_pages(size_t need)
+{
+	size_t pages = (need + mpk__page() - 1) >> mpk__heap_page_shift;
+
+	return need <= ltc_max ? lclass_pages[lclass_of[pages]] : pages;
+}
+
+#define TC_INLINE static inline __attribute__((always_inline))
+
+/* The cache class of a block of size bytes (with its header), or -1. */
+TC_INLINE int tc_class(uint64_t size)
+{
+	if (likely(size - 1 < SMALL_MAX - HDR))
+		return class_of16[(size + HDR + 15) >> 4];
+	if (size - 1 < ltc_max - HDR)
+		return NCLASSES + lclass_of[(size + HDR + mpk__heap_page - 1) >> mpk__heap_page_shift];
+	return -1;
 }
 
 static inline bool has_hdr(const struct heap *h)
@@ -89,10 +143,6 @@ static inline uintptr_t round_up(uintptr_t x, size_t a)
 
 /* ---- headers ---- */
 
-/* Added to the offset a header's check covers for blocks that are not
- * in a slab: a page run's block never passes for a small one (the thread
- * caches take only those). */
-#define OFF_RUN ((size_t)1 << 40)
 
 static void hdr_put(const struct heap *h, uintptr_t p, size_t size, size_t off)
 {
@@ -209,7 +259,9 @@ static int locate(struct arena *ar, uintptr_t a, struct loc *l, struct chunk *c)
 	if (c) {
 		if (c->heap != h)
 			return MPK_MISUSE_FOREIGN;
-		struct run *r = &c->runs[c->owner[(a - c->base) >> mpk__heap_page_shift]];
+		struct run *r = mpk__run_at(c, a);
+		if (!r)
+			return MPK_MISUSE_DOUBLE_FREE; /* this heap's free pages */
 		uintptr_t rs = run_addr(c, r);
 		l->r = r;
 		if (r->kind == RUN_SLAB) {
@@ -226,15 +278,12 @@ static int locate(struct arena *ar, uintptr_t a, struct loc *l, struct chunk *c)
 			l->idx = i;
 			l->start = b;
 			l->cap = class_size[r->cls] - off;
-		} else if (r->kind == RUN_LARGE) {
+		} else {
 			if (a - rs != r->off)
 				return MPK_MISUSE_WILD;
 			l->kind = L_LARGE;
 			l->start = rs;
 			l->cap = (size_t)r->pages * page - r->off;
-		} else {
-			/* This heap's memory, holding no block: freed. */
-			return MPK_MISUSE_DOUBLE_FREE;
 		}
 	} else {
 		pthread_mutex_lock(&mpk__meta_lock);
@@ -255,7 +304,11 @@ static int locate(struct arena *ar, uintptr_t a, struct loc *l, struct chunk *c)
 	}
 	if (hdr) {
 		const struct hdr hv = mpk__hdr_get(a), *hd = &hv;
-		size_t off = a - l->start + (l->kind == L_SLAB ? 0 : OFF_RUN);
+		uint64_t off = a - l->start;
+		if (l->kind == L_LARGE)
+			off = run_off(off, l->r->pages);
+		else if (l->kind == L_BIG)
+			off += OFF_RUN;
 		if (hd->size > l->cap || hd->check != mpk__hdr_sum(h->key, a, hd->size, off)) {
 			/* Sitting in a thread's cache: freed already. */
 			if (hd->size <= l->cap &&
@@ -305,11 +358,11 @@ static struct arena *pick(struct heap *h)
 
 /* A cached block for size, or NULL: none cached, not a small size, or
  * the thread may not write the header (the slow path then opens). */
-static inline void *tc_malloc(struct tcache *tc, size_t size)
+TC_INLINE void *tc_malloc(struct tcache *tc, size_t size)
 {
-	if (unlikely(size - 1 >= SMALL_MAX - HDR))
+	int cls = tc_class(size);
+	if (unlikely(cls < 0))
 		return NULL; /* 0 too: the slow path makes it 1 */
-	unsigned cls = class_of16[(size + HDR + 15) >> 4];
 	unsigned n = tc->n[cls];
 	if (unlikely(!n) || unlikely(mpk__rights(tc->domain) != MPK_RW))
 		return NULL;
@@ -321,8 +374,10 @@ static inline void *tc_malloc(struct tcache *tc, size_t size)
 		return NULL;
 	}
 	tc->n[cls] = (uint8_t)(n - 1);
-	mpk__san_alloc(p, class_size[cls] - HDR);
-	mpk__hdr_set(p, size, mpk__hdr_sum(tc->key, p, size, HDR));
+	mpk__san_alloc(p, tc_cap[cls]);
+	/* Small blocks' offset is known without a load. */
+	uint64_t off = cls < NCLASSES ? HDR : tc_off[cls];
+	mpk__hdr_set(p, size, mpk__hdr_sum(tc->key, p, size, off));
 	return (void *)p;
 }
 
@@ -331,27 +386,129 @@ enum { TC_DONE, TC_NOT, TC_FULL };
 /* Put p in the cache if it is a live small block of the cache's heap at
  * the usual offset, as its chunk tag and keyed header say; anything else
  * (including every misuse) goes the slow way, which names it. */
-static inline int tc_free(struct tcache *tc, void *ptr)
+/* Whether a is a live block of the cache's heap that a cache takes, as
+ * its chunk tag and keyed header say (and the thread may write it): its
+ * class, and its header in *hd; or -1. */
+TC_INLINE int tc_live(struct tcache *tc, uintptr_t a, struct hdr *hd)
 {
-	uintptr_t a = (uintptr_t)ptr;
-
 	if (unlikely((a & 15) || !(a & (CHUNK_SIZE - 1))) || mpk__chunk_tag(a) != tc->uid ||
 	    unlikely(mpk__rights(tc->domain) != MPK_RW))
+		return -1;
+	*hd = mpk__hdr_get(a);
+	uint64_t size = hd->size, off = HDR;
+	int cls = tc_class(size);
+	if (unlikely(cls < 0))
+		return -1;
+	if (unlikely(cls >= NCLASSES))
+		off = tc_off[cls];
+	if (unlikely(hd->check != mpk__hdr_sum(tc->key, a, size, off)))
+		return -1;
+	return cls;
+}
+
+TC_INLINE int tc_free(struct tcache *tc, void *ptr)
+{
+	uintptr_t a = (uintptr_t)ptr;
+	struct hdr hd;
+	int cls = tc_live(tc, a, &hd);
+
+	if (cls < 0)
 		return TC_NOT;
-	struct hdr hd = mpk__hdr_get(a);
 	uint64_t size = hd.size;
-	if (unlikely(size > SMALL_MAX - HDR) ||
-	    unlikely(hd.check != mpk__hdr_sum(tc->key, a, size, HDR)))
-		return TC_NOT;
-	unsigned cls = class_of16[(size + HDR + 15) >> 4];
 	unsigned n = tc->n[cls];
 	if (unlikely(n >= mpk__tc_lim[cls]))
 		return TC_FULL;
 	mpk__hdr_set(a, size, hd.check ^ tc->ckey);
-	mpk__san_free(a, class_size[cls] - HDR);
+	mpk__san_free(a, tc_cap[cls]);
 	tc->slot[cls][n] = a ^ tc->mkey;
 	tc->n[cls] = (uint8_t)(n + 1);
 	return TC_DONE;
+}
+
+/* ---- blocks given back to another arena: its remote list ---- */
+
+/*
+ * A link sits in the block's first 8 bytes, mangled with the heap's ckey
+ * and the block's own address (safe-linking): a write after free that
+ * rewrites it decodes to an address that fails the drain's checks, which
+ * then drop the rest of the list (a leak, not a corruption).  A listed
+ * block's header still says "cached", so a second free of it is named a
+ * double free.
+ */
+static inline uintptr_t link_key(const struct heap *h, uintptr_t a)
+{
+	return mpk__mix(h->ckey ^ a);
+}
+
+SAN_NO_ASAN static inline void link_set(const struct heap *h, uintptr_t a, uintptr_t next)
+{
+	mpk__san_hdr_open(a, sizeof(uintptr_t));
+	*(uintptr_t *)a = next ^ link_key(h, a);
+	mpk__san_hdr_close(a, sizeof(uintptr_t));
+}
+
+SAN_NO_ASAN static inline uintptr_t link_get(const struct heap *h, uintptr_t a)
+{
+	mpk__san_hdr_open(a, sizeof(uintptr_t));
+	uintptr_t next = *(const uintptr_t *)a ^ link_key(h, a);
+	mpk__san_hdr_close(a, sizeof(uintptr_t));
+	return next;
+}
+
+/* Whether a is a small block of h sitting in a cache, as its keyed
+ * header says (the domain readable). */
+static bool cached_block(const struct heap *h, uintptr_t a)
+{
+	if ((a & 15) || mpk__chunk_tag(a) != h->uid)
+		return false;
+	struct hdr hd = mpk__hdr_get(a);
+	return hd.size <= SMALL_MAX - HDR && hd.check == (mpk__hdr_sum(h->key, a, hd.size, HDR) ^ h->ckey);
+}
+
+/* Push the chain first..last (linked already) onto ar's remote list. */
+static void remote_push(struct arena *ar, uintptr_t first, uintptr_t last)
+{
+	uintptr_t head = __atomic_load_n(&ar->remote, __ATOMIC_RELAXED);
+
+	do
+		link_set(ar->heap, last, head);
+	while (!__atomic_compare_exchange_n(&ar->remote, &head, first, true, __ATOMIC_RELEASE,
+					    __ATOMIC_RELAXED));
+}
+
+/* Give back small block a of arena a (locked), if it is one and in use:
+ * its slot, bitmap bit and the counts. */
+static void give_back(struct arena *held, struct chunk *c, uintptr_t a)
+{
+	struct run *r = mpk__run_at(c, a);
+
+	if (!r || r->kind != RUN_SLAB)
+		return;
+	uintptr_t rs = run_addr(c, r);
+	unsigned idx = (unsigned)(((uint64_t)(a - HDR - rs) * class_inv[r->cls]) >> 32);
+	if (idx >= slab_blocks[r->cls] || rs + (uintptr_t)idx * class_size[r->cls] + HDR != a ||
+	    ((r->bits[idx / 64] >> (idx % 64)) & 1))
+		return;
+	held->blocks--;
+	held->bytes -= class_size[r->cls] - HDR;
+	slab_free(held, r, idx);
+}
+
+/* Take ar's remote list (its lock held, the domain readable) and give
+ * its blocks back; a link that fails the checks ends it. */
+static void remote_drain(struct arena *ar)
+{
+	struct heap *h = ar->heap;
+	uintptr_t a = __atomic_exchange_n(&ar->remote, 0, __ATOMIC_ACQUIRE);
+
+	while (a) {
+		struct chunk *c = mpk__map_find(a);
+		if (!c || c->arena != ar || !cached_block(h, a))
+			break;
+		uintptr_t next = link_get(h, a);
+		give_back(ar, c, a);
+		a = next;
+	}
 }
 
 static struct arena *pick(struct heap *h);
@@ -364,6 +521,10 @@ int mpk__tc_refill(struct tcache *tc, unsigned cls)
 	if (!a)
 		a = tc->arena = pick(tc->heap);
 	pthread_mutex_lock(&a->lock);
+	/* Blocks other threads gave back come first (their links are in
+	 * the blocks: the domain must be readable). */
+	if (__atomic_load_n(&a->remote, __ATOMIC_RELAXED) && mpk__rights(tc->domain) == MPK_RW)
+		remote_drain(a);
 	while (got < want) {
 		uintptr_t b = slab_alloc(a, cls);
 		if (!b)
@@ -380,33 +541,66 @@ int mpk__tc_refill(struct tcache *tc, unsigned cls)
 	return got ? 0 : -1;
 }
 
+/* The k oldest blocks of a class go back: those of the thread's own
+ * arena under its lock, those of other arenas onto their remote lists
+ * (a chain per run of blocks of one arena), so a thread freeing another
+ * thread's blocks does not wait for that thread's lock.  Without rights
+ * to write the blocks, every block goes back under its arena's lock. */
+/* A cached page-run block a goes back to its arena (locked). */
+static void give_back_run(struct arena *held, struct chunk *c, uintptr_t a)
+{
+	struct run *r = mpk__run_at(c, a);
+
+	if (!r || r->kind != RUN_LARGE || a - run_addr(c, r) != r->off)
+		return;
+	held->blocks--;
+	held->bytes -= ((size_t)r->pages << mpk__heap_page_shift) - r->off;
+	r->clean = 0;
+	mpk__run_free(held, c, r);
+}
+
 void mpk__tc_flush(struct tcache *tc, unsigned cls, unsigned k)
 {
-	struct arena *held = NULL;
+	struct heap *h = tc->heap;
+	struct arena *held = NULL, *own = tc->arena, *far = NULL;
+	bool links = mpk__rights(tc->domain) == MPK_RW;
+	uintptr_t first = 0, last = 0;
 
+	if (!own)
+		own = tc->arena = pick(h);
 	for (unsigned i = 0; i < k; i++) {
 		uintptr_t a = tc->slot[cls][i] ^ tc->mkey;
 		struct chunk *c = mpk__map_find(a);
-		if (!c || c->heap != tc->heap)
+		if (!c || c->heap != h)
 			continue; /* an overwritten entry: leave it be */
+		if (c->arena != own && links && cls < NCLASSES) {
+			if (!cached_block(h, a))
+				continue;
+			if (c->arena != far) {
+				if (far)
+					remote_push(far, first, last);
+				far = c->arena;
+				first = last = a;
+				continue;
+			}
+			link_set(h, a, first);
+			first = a;
+			continue;
+		}
 		if (c->arena != held) {
 			if (held)
 				pthread_mutex_unlock(&held->lock);
 			pthread_mutex_lock(&(held = c->arena)->lock);
 		}
-		struct run *r = &c->runs[c->owner[(a - c->base) >> mpk__heap_page_shift]];
-		uintptr_t rs = run_addr(c, r);
-		if (r->kind != RUN_SLAB)
-			continue;
-		unsigned idx = (unsigned)(((uint64_t)(a - HDR - rs) * class_inv[r->cls]) >> 32);
-		if (idx >= slab_blocks[r->cls] || ((r->bits[idx / 64] >> (idx % 64)) & 1))
-			continue;
-		held->blocks--;
-		held->bytes -= class_size[r->cls] - HDR;
-		slab_free(held, r, idx);
+		if (cls < NCLASSES)
+			give_back(held, c, a);
+		else
+			give_back_run(held, c, a);
 	}
 	if (held)
 		pthread_mutex_unlock(&held->lock);
+	if (far)
+		remote_push(far, first, last);
 	unsigned n = tc->n[cls];
 	memmove(tc->slot[cls], tc->slot[cls] + k, (n - k) * sizeof(uintptr_t));
 	tc->n[cls] = (uint8_t)(n - k);
@@ -480,6 +674,7 @@ static void *heap_alloc(struct heap *h, size_t size, size_t align, bool zero, bo
 	size_t page = mpk__page(), hdr = has_hdr(h) ? HDR : 0;
 	uintptr_t p = 0, start = 0;
 	size_t cap = 0;
+	uint64_t off = 0; /* beyond p - start, in the header's check */
 	bool fresh = false;
 	mpk_scope s = { NULL, -1 };
 
@@ -514,6 +709,7 @@ static void *heap_alloc(struct heap *h, size_t size, size_t align, bool zero, bo
 			start = b.region;
 			cap = b.region + b.reglen - p;
 			fresh = !b.reused;
+			off = OFF_RUN;
 		}
 	} else if (need <= SMALL_MAX) {
 		unsigned cls = class_of16[(need + 15) / 16];
@@ -523,7 +719,7 @@ static void *heap_alloc(struct heap *h, size_t size, size_t align, bool zero, bo
 		}
 	} else {
 		struct chunk *c;
-		struct run *r = mpk__run_alloc(a, (need + page - 1) / page, &c);
+		struct run *r = mpk__run_alloc(a, run_pages(need), &c);
 		if (r) {
 			r->kind = RUN_LARGE;
 			start = run_addr(c, r);
@@ -531,6 +727,7 @@ static void *heap_alloc(struct heap *h, size_t size, size_t align, bool zero, bo
 			r->off = (uint32_t)(p - start);
 			cap = (size_t)r->pages * page - r->off;
 			fresh = r->clean;
+			off = run_off(0, r->pages);
 		}
 	}
 	if (p) {
@@ -541,7 +738,7 @@ static void *heap_alloc(struct heap *h, size_t size, size_t align, bool zero, bo
 	if (p) {
 		if (hdr) {
 			mpk__san_alloc(p, cap);
-			hdr_put(h, p, size, p - start + (big || need > SMALL_MAX ? OFF_RUN : 0));
+			hdr_put(h, p, size, p - start + off);
 		}
 		/* Vault memory is zero: fresh, or wiped when freed. */
 		if (zero && !fresh && !(h->flags & HEAP_SECRET))
@@ -648,14 +845,19 @@ static void *heap_realloc(struct heap *h, void *p, size_t size, struct mpk_misus
 	/* In place: growing within the block, or shrinking by less than half. */
 	if (!kind && size <= l.cap && (size >= l.cap / 2 || size >= l.size) &&
 	    !(h->flags & HEAP_GUARDS)) {
-		if (l.kind == L_BIG) {
+		if (l.kind == L_BIG && !has_hdr(h)) { /* else the header has it */
 			pthread_mutex_lock(&mpk__meta_lock);
 			mpk__big_find((uintptr_t)p)->size = size;
 			pthread_mutex_unlock(&mpk__meta_lock);
 		}
-		if (has_hdr(h))
-			hdr_put(h, (uintptr_t)p, size,
-				(uintptr_t)p - l.start + (l.kind == L_SLAB ? 0 : OFF_RUN));
+		if (has_hdr(h)) {
+			uint64_t off = (uintptr_t)p - l.start;
+			if (l.kind == L_LARGE)
+				off = run_off(off, l.r->pages);
+			else if (l.kind == L_BIG)
+				off += OFF_RUN;
+			hdr_put(h, (uintptr_t)p, size, off);
+		}
 		q = p;
 	} else if (!kind && size > l.cap && has_hdr(h)) {
 		/* Growing: a page run into the free pages after it, a big
@@ -663,6 +865,7 @@ static void *heap_realloc(struct heap *h, void *p, size_t size, struct mpk_misus
 		size_t page = mpk__page(), off = (uintptr_t)p - l.start;
 		size_t pages = (off + size + page - 1) / page;
 		if (l.kind == L_LARGE && size < REALLOC_BIG) {
+			pages = run_pages(off + size); /* a length the caches take */
 			if (mpk__run_grow(a, l.r->chunk, l.r, pages)) {
 				a->bytes += pages * page - off - l.cap;
 				q = p;
@@ -673,7 +876,8 @@ static void *heap_realloc(struct heap *h, void *p, size_t size, struct mpk_misus
 		if (q) {
 			/* The same bytes, under a longer (maybe moved) block. */
 			mpk__san_move((uintptr_t)p, (uintptr_t)q, pages * page - off, l.size);
-			hdr_put(h, (uintptr_t)q, size, off + OFF_RUN);
+			hdr_put(h, (uintptr_t)q, size,
+				l.kind == L_LARGE ? run_off(off, l.r->pages) : off + OFF_RUN);
 		}
 	}
 	pthread_mutex_unlock(&a->lock);
@@ -960,8 +1164,8 @@ static __attribute__((noinline)) int free_slow(mpk_heap *hp, void *p)
 		struct tcache *tc = mpk__tc_attach(h);
 		int k = tc ? tc_free(tc, p) : TC_NOT;
 		if (k == TC_FULL) {
-			unsigned cls = class_of16[(mpk__hdr_get((uintptr_t)p).size + HDR + 15) >> 4];
-			mpk__tc_flush(tc, cls, mpk__tc_lim[cls] / 2);
+			int cls = tc_class(mpk__hdr_get((uintptr_t)p).size);
+			mpk__tc_flush(tc, (unsigned)cls, mpk__tc_lim[cls] / 2);
 			k = tc_free(tc, p);
 		}
 		if (k == TC_DONE)
@@ -982,16 +1186,69 @@ MPK_EXPORT int mpk_heap_free(mpk_heap *hp, void *p)
 	return free_slow(hp, p);
 }
 
+static void *realloc_slow(mpk_heap *hp, void *p, size_t size);
+
+/* realloc of a cached-class block to a cached-class size through the
+ * cache: in place within its class, else a cached block of the new class
+ * (NULL: the slow path then does it, and names any misuse; it also takes
+ * blocks growing past REALLOC_BIG, which get a region of their own). */
+static inline void *tc_realloc(struct tcache *tc, mpk_heap *hp, void *p, size_t size,
+			       struct heap *h)
+{
+	uintptr_t a = (uintptr_t)p;
+	struct hdr hd;
+	int cls = tc_class(size), old;
+
+	if (cls < 0 || (old = tc_live(tc, a, &hd)) < 0 || (size >= REALLOC_BIG && size > hd.size))
+		return NULL;
+	if (cls == old) {
+		mpk__hdr_set(a, size, mpk__hdr_sum(tc->key, a, size, tc_off[cls]));
+		return p;
+	}
+	void *q = tc_malloc(tc, size);
+	if (!q && h) {
+		/* The slow path (metadata open): a batch, or a page run. */
+		if (cls >= NCLASSES)
+			q = mpk__heap_alloc(h, size, 16, false);
+		else if (!mpk__tc_refill(tc, (unsigned)cls))
+			q = tc_malloc(tc, size);
+	}
+	if (!q)
+		return NULL;
+	memcpy(q, p, size < hd.size ? size : hd.size);
+	int k = tc_free(tc, p);
+	if (k == TC_FULL && h) {
+		mpk__tc_flush(tc, (unsigned)old, mpk__tc_lim[old] / 2);
+		k = tc_free(tc, p);
+	}
+	if (k != TC_DONE)
+		mpk_heap_free(hp, p); /* the usual way (it opens what it needs) */
+	return q;
+}
+
 MPK_EXPORT void *mpk_heap_realloc(mpk_heap *hp, void *p, size_t size)
+{
+	struct tcache *tc = tc_of(hp);
+	void *q;
+
+	if (likely(tc && p) && (q = tc_realloc(tc, hp, p, size, NULL)))
+		return q;
+	return realloc_slow(hp, p, size);
+}
+
+static __attribute__((noinline)) void *realloc_slow(mpk_heap *hp, void *p, size_t size)
 {
 	struct mpk_misuse m;
 	mpk_scope s;
 	struct heap *h = begin_err(hp, &s, size > PTRDIFF_MAX / 2 ? ENOMEM : 0);
 	int kind = 0;
+	void *q;
 
 	if (!h)
 		return NULL;
-	void *q = p ? heap_realloc(h, p, size, &m, &kind) : mpk__heap_alloc(h, size, 16, false);
+	struct tcache *tc = p && cacheable(h) ? mpk__tc_attach(h) : NULL;
+	if (!tc || !(q = tc_realloc(tc, hp, p, size, h)))
+		q = p ? heap_realloc(h, p, size, &m, &kind) : mpk__heap_alloc(h, size, 16, false);
 	mpk__meta_close(&s);
 	if (kind) {
 		mpk__misuse(&m);
@@ -1049,14 +1306,21 @@ MPK_EXPORT int mpk_heap_stats_get(mpk_heap *hp, struct mpk_heap_stats *st)
 	pthread_mutex_lock(&h->arenas[0].lock);
 	mpk__bigs_trim(&h->arenas[0]);
 	pthread_mutex_unlock(&h->arenas[0].lock);
+	/* Blocks on remote lists are free: counted so once given back. */
+	mpk_scope b = { NULL, -1 };
+	bool reach = cacheable(h) && !mpk__heap_reach(h->domain, MPK_RW, &b);
 	for (unsigned i = 0; i < h->narenas; i++) {
 		struct arena *a = &h->arenas[i];
 		pthread_mutex_lock(&a->lock);
+		if (reach)
+			remote_drain(a);
 		st->blocks += a->blocks;
 		st->bytes += a->bytes;
 		st->mapped += a->mapped;
 		pthread_mutex_unlock(&a->lock);
 	}
+	if (b.domain)
+		mpk__heap_leave(&b);
 	st->flags = h->flags;
 	st->meta_closed = mpk__meta_closed();
 	st->meta_opens = __atomic_load_n(&h->meta_opens, __ATOMIC_RELAXED);

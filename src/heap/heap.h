@@ -30,6 +30,8 @@
 #define LARGE_MAX ((size_t)128 << 10) /* bigger blocks get their own region */
 #define HDR 16                    /* block header of ordinary heaps */
 #define NCLASSES 27
+#define NLCLASSES 13              /* page runs the thread caches take: 1 to 20 pages */
+#define NTC (NCLASSES + NLCLASSES)
 #define SMALL_MAX 3584
 #define SLAB_BLOCKS_MAX 256
 #define NBUCKETS 9                /* free runs by log2 of their pages */
@@ -52,7 +54,10 @@ struct run {
 	uint8_t clean;           /* free: untouched since mapped or purged */
 	uint8_t spare;           /* empty slab kept in its bin */
 	uint16_t nfree;          /* slab: free blocks */
-	uint32_t off;            /* large: user pointer - run start */
+	union {
+		uint32_t off;    /* large: user pointer - run start */
+		uint32_t freed;  /* free and dirty: when (ms, for the decay) */
+	};
 	uint64_t bits[SLAB_BLOCKS_MAX / 64]; /* slab: 1 = block free */
 };
 
@@ -78,20 +83,26 @@ struct bin {
  * lock (round robin, as they first call); a block goes back to the arena
  * of its chunk. */
 struct arena {
-	pthread_mutex_t lock;       /* everything below */
+	/* Small blocks of this arena that threads of other arenas gave back
+	 * from their caches, without its lock: a stack linked through the
+	 * blocks (see heap.c), taken whole by the next refill here.  Atomic;
+	 * a line of its own, as other threads write it. */
+	uintptr_t remote __attribute__((aligned(64)));
+	pthread_mutex_t lock __attribute__((aligned(64))); /* everything below */
 	struct heap *heap;
 	struct chunk *chunks;
 	int empty_chunks;           /* idle chunks kept: at most one */
 	struct bin bins[NCLASSES];
 	struct run *free_runs[NBUCKETS];
 	size_t dirty_pages;         /* in free runs, not yet purged */
+	uint32_t decay_at;          /* ms: the oldest dirty run's decay is due */
 	size_t blocks, bytes;       /* live blocks, their usable bytes */
 	size_t mapped;              /* domain memory: chunks and big blocks */
 	/* Arena 0: regions of freed big blocks kept for the next ones
 	 * (ordinary heaps), oldest first; reused as they are or mremapped. */
 	struct { uintptr_t region; size_t len; } cache[4];
 	unsigned ncache;
-};
+} __attribute__((aligned(64))); /* arenas share no line */
 
 #define ARENAS_MAX 8
 
@@ -283,6 +294,17 @@ static inline uintptr_t run_addr(const struct chunk *c, const struct run *r)
 {
 	return c->base + ((uintptr_t)r->page << mpk__heap_page_shift);
 }
+/* The run in use (slab or large) holding address a of c, or NULL if a is
+ * in free pages: there the owner table may name an older run. */
+static inline struct run *mpk__run_at(struct chunk *c, uintptr_t a)
+{
+	unsigned pg = (unsigned)((a - c->base) >> mpk__heap_page_shift);
+	struct run *r = &c->runs[c->owner[pg]];
+
+	if ((r->kind != RUN_SLAB && r->kind != RUN_LARGE) || pg - r->page >= r->pages)
+		return NULL;
+	return r;
+}
 
 /* ---- heap_big.c: blocks with their own region (under arena 0's lock) ---- */
 
@@ -349,7 +371,8 @@ static inline void mpk__heap_leave(mpk_scope *s)
 /*
  * Each thread keeps, per heap it uses (up to TC_HEAPS) and per size class,
  * a stack of free small blocks of ordinary heaps, filled from and emptied
- * into its arena in batches under the arena's lock, with the metadata open;
+ * into its arena in batches under the arena's lock, with the metadata open
+ * (and a few page-run blocks per class up to 20 pages, taken one at a time);
  * between batches malloc and free touch only the cache and the block's
  * header, never the metadata.  The cache is in open memory (a mapping per
  * thread), so its entries are mangled with a per-cache key, as glibc's
@@ -365,13 +388,13 @@ struct tcache {
 	uint64_t key, ckey, mkey;   /* the heap's keys; mkey mangles slot[] */
 	struct mpk_domain *domain;
 	struct arena *arena;        /* refills come from there */
-	uint8_t n[NCLASSES];
-	uintptr_t slot[NCLASSES][TC_MAX]; /* user pointer ^ mkey */
+	uint8_t n[NTC];                /* small classes, then page runs */
+	uintptr_t slot[NTC][TC_MAX];   /* user pointer ^ mkey */
 };
 /* Bumped when a heap goes: caches check their heap again. */
 extern uint64_t mpk__heap_epoch;
 extern __thread struct tcache *mpk__tc_last __attribute__((tls_model("initial-exec")));
-extern uint8_t mpk__tc_lim[NCLASSES]; /* entries per class */
+extern uint8_t mpk__tc_lim[NTC]; /* entries per class */
 /* The calling thread's cache for h (metadata open, h checked), made if need
  * be; NULL if none can be had. */
 struct tcache *mpk__tc_attach(struct heap *h);

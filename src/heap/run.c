@@ -3,37 +3,54 @@
  * Chunks and page runs.  A chunk is a 1 MiB region of the heap's domain;
  * its pages form runs (free, a slab, or one large block), first fit from
  * free lists bucketed by log2 of the length, coalesced on free.  Memory goes
- * back to the kernel as a heap shrinks: free runs are purged (MADV_DONTNEED)
- * once more than PURGE_PAGES of them are dirty, and an idle chunk (nothing
- * in use but empty slabs kept by bins) is unmapped unless it is the one its
- * arena keeps for the next growth.  Vault runs are locked while in use,
- * and unlocked and purged as soon as they are free.  Callers hold the
- * arena's lock.
+ * back to the kernel as a heap shrinks, by decay: a free run's pages stay
+ * resident for DECAY_MS after it was freed (a block that comes back soon
+ * finds them; purging at once costs a page fault per page on reuse), then
+ * the next free of a run purges them (MADV_DONTNEED); beyond a cap (a
+ * quarter of the arena's memory, at least PURGE_CAP) the oldest go at once.
+ * An idle chunk (nothing in use but empty slabs kept by bins) is unmapped
+ * unless it is the one its arena keeps for the next growth.  Vault runs are
+ * locked while in use, and unlocked and purged as soon as they are free.
+ * Callers hold the arena's lock.
+ *
+ * The owner table maps a page to the first page of its run exactly for runs
+ * in use; a free run sets only its first and last pages (all that
+ * coalescing reads), so freeing a long run does not write an entry per page.
  */
 #define _GNU_SOURCE
 #include <errno.h>
 #include <sys/mman.h>
+#include <time.h>
 
 #include "heap.h"
 
-#define PURGE_PAGES 256
+#define PURGE_PAGES 256             /* dirty pages an arena keeps whatever their age */
+#define PURGE_CAP ((size_t)8 << 20) /* bytes: past it and a quarter, purge at once */
+#define DECAY_MS 250
 
 size_t mpk__heap_page;
 unsigned mpk__heap_page_shift;
 
 static unsigned bucket(size_t pages)
 {
-	unsigned b = 0;
+	unsigned b = 63 - (unsigned)__builtin_clzll(pages); /* pages > 0 */
 
-	while (b + 1 < NBUCKETS && ((size_t)2 << b) <= pages)
-		b++;
-	return b;
+	return b < NBUCKETS ? b : NBUCKETS - 1;
 }
 
 static void set_owner(struct chunk *c, unsigned first, unsigned pages)
 {
 	for (unsigned i = 0; i < pages; i++)
 		c->owner[first + i] = (uint16_t)first;
+}
+
+/* Milliseconds, coarse (a vDSO read, no system call), for the decay. */
+static uint32_t now_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC_COARSE, &ts);
+	return (uint32_t)((uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000);
 }
 
 static void free_insert(struct arena *a, struct chunk *c, struct run *r)
@@ -46,7 +63,7 @@ static void free_insert(struct arena *a, struct chunk *c, struct run *r)
 	if (*head)
 		(*head)->prev = r;
 	*head = r;
-	set_owner(c, r->page, r->pages);
+	c->owner[r->page] = c->owner[r->page + r->pages - 1] = r->page;
 	if (!r->clean)
 		a->dirty_pages += r->pages;
 }
@@ -177,25 +194,52 @@ static void chunk_release(struct arena *a, struct chunk *c)
 	chunk_unmap(a->heap->domain, base);
 }
 
-/* Purging decays: freed pages stay resident (a block that comes back
- * soon finds them) until more than PURGE_PAGES are dirty; then the runs
- * freed longest ago (list tails), largest first, go until half are left. */
-static void purge(struct arena *a)
+static void purge_run(struct arena *a, struct run *r)
 {
-	size_t page = mpk__page();
+	mpk_os_madvise((void *)run_addr(r->chunk, r), (size_t)r->pages << mpk__heap_page_shift,
+		       MADV_DONTNEED);
+	r->clean = 1;
+	a->dirty_pages -= r->pages;
+}
 
-	for (unsigned b = NBUCKETS; b-- > 0 && a->dirty_pages > PURGE_PAGES / 2;) {
+/* Past the cap: the runs freed longest ago (list tails), largest first,
+ * until half the cap is left. */
+static void purge_to(struct arena *a, size_t keep)
+{
+	for (unsigned b = NBUCKETS; b-- > 0 && a->dirty_pages > keep;) {
 		struct run *r = a->free_runs[b];
 		while (r && r->next)
 			r = r->next;
-		for (; r && a->dirty_pages > PURGE_PAGES / 2; r = r->prev)
-			if (!r->clean) {
-				struct chunk *c = r->chunk;
-				mpk_os_madvise((void *)run_addr(c, r), r->pages * page, MADV_DONTNEED);
-				r->clean = 1;
-				a->dirty_pages -= r->pages;
-			}
+		for (; r && a->dirty_pages > keep; r = r->prev)
+			if (!r->clean)
+				purge_run(a, r);
 	}
+}
+
+/* A run was freed at now: purge what has been dirty for DECAY_MS, and
+ * note when the oldest left will be. */
+static void decay(struct arena *a, uint32_t now)
+{
+	size_t cap = a->mapped / 4 > PURGE_CAP ? a->mapped / 4 : PURGE_CAP;
+
+	cap >>= mpk__heap_page_shift;
+	if (a->dirty_pages > cap) {
+		purge_to(a, cap / 2);
+		return;
+	}
+	if (a->dirty_pages <= PURGE_PAGES || (a->decay_at && (int32_t)(now - a->decay_at) < 0))
+		return;
+	uint32_t next = now + DECAY_MS;
+	for (unsigned b = 0; b < NBUCKETS; b++)
+		for (struct run *r = a->free_runs[b]; r; r = r->next) {
+			if (r->clean)
+				continue;
+			if ((int32_t)(now - r->freed) >= DECAY_MS)
+				purge_run(a, r);
+			else if ((int32_t)(r->freed + DECAY_MS - next) < 0)
+				next = r->freed + DECAY_MS;
+		}
+	a->decay_at = next;
 }
 
 bool mpk__run_grow(struct arena *a, struct chunk *c, struct run *r, size_t pages)
@@ -216,6 +260,7 @@ bool mpk__run_grow(struct arena *a, struct chunk *c, struct run *r, size_t pages
 		t->page = (uint16_t)(end + extra);
 		t->pages = (uint16_t)(n->pages - extra);
 		t->clean = n->clean;
+		t->freed = n->freed;
 		free_insert(a, c, t);
 	}
 	n->kind = RUN_NONE;
@@ -264,6 +309,7 @@ struct run *mpk__run_alloc(struct arena *a, size_t pages, struct chunk **cp)
 		tail->page = (uint16_t)(r->page + pages);
 		tail->pages = (uint16_t)(r->pages - pages);
 		tail->clean = r->clean;
+		tail->freed = r->freed;
 		free_insert(a, c, tail);
 		r->pages = (uint16_t)pages;
 	}
@@ -286,6 +332,7 @@ struct run *mpk__run_alloc(struct arena *a, size_t pages, struct chunk **cp)
 void mpk__run_free(struct arena *a, struct chunk *c, struct run *r)
 {
 	size_t page = mpk__page();
+	uint32_t now = now_ms();
 
 	if (a->heap->flags & HEAP_SECRET) {
 		/* Wiped by the caller; unlocked first, as locked pages cannot
@@ -296,12 +343,14 @@ void mpk__run_free(struct arena *a, struct chunk *c, struct run *r)
 		r->clean = 1;
 	}
 	c->nfree = (uint16_t)(c->nfree + r->pages);
+	r->freed = now; /* merged runs take the newest time */
 	if (r->page > 0) {
 		struct run *p = &c->runs[c->owner[r->page - 1]];
 		if (p->kind == RUN_FREE) {
 			free_remove(a, p);
 			p->pages = (uint16_t)(p->pages + r->pages);
 			p->clean &= r->clean;
+			p->freed = now;
 			r->kind = RUN_NONE;
 			r = p;
 		}
@@ -323,8 +372,7 @@ void mpk__run_free(struct arena *a, struct chunk *c, struct run *r)
 		}
 		a->empty_chunks++;
 	}
-	if (a->dirty_pages > PURGE_PAGES)
-		purge(a);
+	decay(a, now);
 }
 
 void mpk__chunks_release(struct arena *a)

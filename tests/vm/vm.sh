@@ -365,8 +365,10 @@ mv "$initrd.tmp" "$initrd"
 
 # ---------------------------------------------------------------- boot
 
+# 1 GiB: the archive unpacks into rootfs, which gets at most half the
+# memory, and a sanitizer build's tests pass 256 MiB.
 qemu_args=(
-    -cpu max -m 512 -smp 2
+    -cpu max -m 1024 -smp 2
     -nographic -no-reboot -nic none
     -kernel "$kernel" -initrd "$initrd"
     -append "console=ttyS0 quiet panic=-1"
