@@ -11,6 +11,12 @@
  *   unknown   threads that never called mpkit, first broadcast: the
  *             kernel counts more threads than the registry holds, so it
  *             scans /proc/self/task (each thread then registers itself);
+ *   held      known threads that hold the target already: a broadcast
+ *             leaves them alone (hw; the stub signals everyone), so this
+ *             counts its signals and system calls when nobody must change.
+ *
+ * The first two rows signal every thread (mpk__broadcast_noskip): the
+ * cost of reaching a thread that must change.
  *
  * Medians of RUNS runs; per-thread cost is the total over the thread count.
  *
@@ -31,6 +37,7 @@
 int mpk__broadcast(uint32_t clear, uint32_t set);
 void mpk__broadcast_stub(int on);
 void mpk__broadcast_counters(uint64_t c[3]);
+void mpk__broadcast_noskip(int on);
 
 #define RUNS 9
 #define MAXT 16
@@ -63,6 +70,7 @@ static void *blocked(void *arg)
 struct row {
 	double us, first_us;
 	double signals, syscalls, scans;
+	double held_signals, held_syscalls;
 };
 
 static void start(pthread_t *th, int n, int known)
@@ -86,7 +94,7 @@ static struct row measure(int n, int iters)
 {
 	pthread_t th[MAXT];
 	double v[RUNS];
-	uint64_t c0[3], c1[3];
+	uint64_t c0[3], c1[3], c2[3];
 	struct row r;
 
 	/* unknown threads: the first broadcast finds them by a scan */
@@ -108,6 +116,14 @@ static struct row measure(int n, int iters)
 		v[k] = (now_us() - t0) / iters;
 	}
 	mpk__broadcast_counters(c1);
+	mpk__broadcast_noskip(0);
+	for (int i = 0; i < iters; i++)
+		if (mpk__broadcast(0, 0))
+			abort();
+	mpk__broadcast_noskip(1);
+	mpk__broadcast_counters(c2);
+	r.held_signals = (double)(c2[0] - c1[0]) / iters;
+	r.held_syscalls = (double)(c2[1] - c1[1]) / iters;
 	stop(th, n);
 	qsort(v, RUNS, sizeof(*v), cmp);
 	r.us = v[RUNS / 2];
@@ -126,20 +142,22 @@ int main(int argc, char **argv)
 	if (pipe(fds) || mpk_init())
 		return 1;
 	mpk__broadcast_stub(mpk_backend() != MPK_BACKEND_HW);
+	mpk__broadcast_noskip(1);
 	printf("broadcast, backend %s%s; other threads blocked in read()\n",
 	       mpk_backend_name(mpk_backend()),
 	       mpk_backend() != MPK_BACKEND_HW ? " (frame edit stubbed)" : "");
-	printf("%7s %10s %10s %9s %9s %9s %12s %9s\n", "threads", "us/bcast", "us/thread",
-	       "signals", "syscalls", "scans", "first(scan)", "ratio");
+	printf("%7s %10s %10s %9s %9s %9s %12s %9s %9s %9s\n", "threads", "us/bcast", "us/thread",
+	       "signals", "syscalls", "scans", "first(scan)", "ratio", "held:sig", "held:sys");
 	for (size_t i = 0; i < sizeof(counts) / sizeof(counts[0]); i++) {
 		struct row r = measure(counts[i], iters);
-		printf("%7d %10.2f %10.2f %9.2f %9.2f %9.2f %12.2f %8.1fx\n", counts[i], r.us,
-		       r.us / counts[i], r.signals, r.syscalls, r.scans, r.first_us,
-		       r.first_us / r.us);
+		printf("%7d %10.2f %10.2f %9.2f %9.2f %9.2f %12.2f %8.1fx %9.2f %9.2f\n", counts[i],
+		       r.us, r.us / counts[i], r.signals, r.syscalls, r.scans, r.first_us,
+		       r.first_us / r.us, r.held_signals, r.held_syscalls);
 	}
 	printf("signals, syscalls, scans: per broadcast, by the broadcasting thread;\n"
 	       "each target also makes rt_sigreturn, and the last one a futex wake.\n"
 	       "first(scan): the first broadcast to threads that never called mpkit (us),\n"
-	       "ratio: first(scan) / us/bcast\n");
+	       "ratio: first(scan) / us/bcast;\n"
+	       "held:sig, held:sys: per broadcast when every thread holds the target already\n");
 	return 0;
 }

@@ -139,11 +139,14 @@ static int evict(struct mpk_domain *a)
 	struct mpk_bcast b = { 0 };
 	struct mpk_region *r, *done;
 
+	int rights;
+
 	mpk__soft_evict_prepare();
 	__atomic_store_n(&a->key, -1, __ATOMIC_SEQ_CST);
-	if (mpk__broadcast_ex(&b) || ((b.seen_and ^ b.seen_or) & mask))
+	/* Same rights, not the same bits: a thread a revocation skipped
+	 * (closed already) may hold AD alone where others hold AD|WD. */
+	if (mpk__broadcast_ex(&b) || !mpk_arch_same_rights(b.seen_and, b.seen_or, k, &rights))
 		goto keep;
-	int rights = mpk_arch_key_rights(b.seen_and, k);
 	int prot = mpk__prot_of_rights(rights);
 	for (r = a->regions; r; r = r->next)
 		if (mpk_os_pkey_mprotect((void *)r->start, r->len, mpk__region_prot(r, prot, 0), 0))
@@ -302,8 +305,10 @@ MPK_EXPORT mpk_domain *mpk_domain_create(const char *name, int rights, unsigned 
 	if (d->key >= 0) {
 		mpk_g.key_owner[d->key] = d;
 		if (!(flags & MPK_DOMAIN_SHARED)) {
-			mpk_arch_reg_update(mpk_arch_key_mask(d->key),
-					    mpk_arch_key_bits(d->key, rights));
+			mpk_reg_t old = mpk_arch_reg_update(mpk_arch_key_mask(d->key),
+							    mpk_arch_key_bits(d->key, rights));
+			mpk__pub_wrote((old & ~mpk_arch_key_mask(d->key)) |
+				      mpk_arch_key_bits(d->key, rights));
 		} else if (mpk__broadcast(mpk_arch_key_mask(d->key),
 				  mpk_arch_key_bits(d->key, rights))) {
 			/* Every thread or none: close it again, give it back. */
@@ -398,8 +403,12 @@ MPK_EXPORT int mpk_domain_destroy(mpk_domain *d)
 	/* Memory first: no page may carry the key once it is released. */
 	mpk__domain_unmap_all(d);
 	if (d->key >= 0) {
-		mpk_g.key_owner[d->key] = NULL;
-		key_put(d->key);
+		int k = d->key;
+		mpk_g.key_owner[k] = NULL;
+		/* Unpublished before the revocation: a thread still inside a
+		 * rights change on d (a use after destroy) loads -1 after it. */
+		__atomic_store_n(&d->key, -1, __ATOMIC_SEQ_CST);
+		key_put(k);
 	} else {
 		mpk__soft_forget(d);
 	}

@@ -76,6 +76,7 @@ struct mpk_global {
 	/* broadcast.c's own cost, for tests and benchmarks: signals sent,
 	 * system calls made by the broadcasting thread, /proc scans. */
 	uint64_t bc_signals, bc_syscalls, bc_scans;
+	uint64_t bc_skipped; /* threads a broadcast left alone: they held the target */
 	uint64_t tick; /* advanced by slow-path calls: the LRU clock */
 };
 
@@ -188,6 +189,13 @@ int mpk__broadcast_ex(struct mpk_bcast *b);
 void mpk__broadcast_stub(int on);
 /* Signals sent, system calls made by broadcasting threads, /proc scans. */
 void mpk__broadcast_counters(uint64_t c[3]);
+/* Threads left alone because they held the target rights already; with
+ * noskip on, every thread is signalled (tests, benchmarks). */
+uint64_t mpk__broadcast_skipped(void);
+/* From initialisation, hw: register for membarrier(), without which every
+ * broadcast signals every thread. */
+void mpk__broadcast_setup(void);
+void mpk__broadcast_noskip(int on);
 
 /*
  * thread.c: the threads mpkit has seen.  A thread registers on its first
@@ -201,7 +209,26 @@ struct mpk_thread {
 	 * this entry, and under which tid. */
 	pid_t bc_tid;
 	uint64_t bc_gen;
+	/* hw: the thread's register as it publishes it (arch.h), trusted by
+	 * broadcasts only while pub_ok (atomic; set once and_/or_ cover
+	 * every frame of the thread, cleared before the entry is freed). */
+	struct mpk_arch_pub pub;
+	int pub_ok;
 };
+/* The calling thread's entry, NULL until it registers (the hw fast path
+ * goes the slow way then, which registers it).  Initial-exec: read by the
+ * fast path and by signal handlers. */
+extern __thread struct mpk_thread *mpk__self __attribute__((tls_model("initial-exec")));
+/* After the calling thread wrote reg outside the fast path (mpk_g.lock
+ * held, so no broadcast runs meanwhile): note it in its entry. */
+void mpk__pub_note(mpk_reg_t reg);
+/* The same, and if the thread runs no signal handler (it blocks no
+ * signal), reg becomes all it is known to hold (broadcast.c). */
+void mpk__pub_wrote(mpk_reg_t reg);
+/* broadcast.c: make t's published register cover every frame of the
+ * calling thread (registration, not in signal context); false if it
+ * cannot tell (then t stays untrusted until a broadcast reaches it). */
+bool mpk__pub_init(struct mpk_thread *t);
 void mpk__thread_register(void);         /* not in signal context */
 bool mpk__thread_register_signal(void);  /* signal-safe: existing free entries only */
 int mpk__threads_reserve(size_t n);      /* n free entries for handlers; -1/ENOMEM */

@@ -33,7 +33,20 @@ static inline void touch(struct mpk_domain *d)
  */
 static inline int hw_apply(struct mpk_domain *d, int rights, mpk_reg_t *old)
 {
-	return mpk_arch_key_update(&d->key, rights, old);
+	struct mpk_thread *t = mpk__self;
+
+	/* Unregistered: the slow path registers it (broadcasts must know
+	 * every thread that writes bits). */
+	if (unlikely(!t))
+		return -1;
+	return mpk_arch_key_update(&d->key, rights, old, &t->pub);
+}
+
+/* PKRU = (PKRU & ~mask) | bits, under the lock, noted for broadcasts. */
+static void reg_update(mpk_reg_t mask, mpk_reg_t bits)
+{
+	mpk_reg_t old = mpk_arch_reg_update(mask, bits);
+	mpk__pub_wrote((old & ~mask) | bits);
 }
 
 /* Under the lock, d valid: rights the keyed, the key-winning or the soft
@@ -45,7 +58,7 @@ static int set_locked(struct mpk_domain *d, int rights)
 	if (d->key < 0 && mpk_g.backend == MPK_BACKEND_HW && rights != MPK_NONE)
 		mpk__key_acquire(d); /* failing, d stays soft */
 	if (d->key >= 0) {
-		mpk_arch_reg_update(mpk_arch_key_mask(d->key), mpk_arch_key_bits(d->key, rights));
+		reg_update(mpk_arch_key_mask(d->key), mpk_arch_key_bits(d->key, rights));
 		return 0;
 	}
 	return mpk__soft_set_locked(d, rights);
@@ -57,6 +70,7 @@ static __attribute__((noinline, cold)) int set_slow(struct mpk_domain *d, int ri
 		errno = EINVAL;
 		return -1;
 	}
+	mpk__thread_register();
 	/* Soft, nothing to change: no lock, no tick (flat in threads). */
 	if (mpk_g.backend == MPK_BACKEND_SOFT && mpk__soft_holds(d, rights))
 		return 0;
@@ -305,7 +319,7 @@ MPK_EXPORT int mpk_rights_restore(const mpk_rights_t *r)
 	/* Under the lock no key changes hands; one restartable write, so a
 	 * concurrent revocation is not undone. */
 	if (!rc && mask)
-		mpk_arch_reg_update(mask, bits);
+		reg_update(mask, bits);
 	pthread_mutex_unlock(&mpk_g.lock);
 	if (p != local)
 		free(p);

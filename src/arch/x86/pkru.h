@@ -3,6 +3,7 @@
 #ifndef MPK_ARCH_X86_PKRU_H
 #define MPK_ARCH_X86_PKRU_H
 
+#include <stdbool.h>
 #include <stdint.h>
 
 typedef uint32_t mpk_reg_t;
@@ -93,20 +94,39 @@ static inline mpk_reg_t mpk_arch_reg_update(mpk_reg_t mask, mpk_reg_t bits)
 }
 
 /*
- * Set the rights of the key *keyp (read inside the sequence) to rights:
- * PKRU = (PKRU & ~mask(key)) | bits(key, rights).  Returns the key used and
- * stores the PKRU read in *old, or returns -1 without touching PKRU (and
- * without RDPKRU) when *keyp < 0.  Restartable like mpk_arch_reg_update():
- * a thread rewound by a broadcast loads the key again, so once a key is
- * unpublished (-1) and a broadcast has reached every thread, no thread can
- * still write bits for it on behalf of that domain.
+ * What a thread publishes of its PKRU for broadcasts (broadcast.c), in its
+ * registry entry: busy while a rights change runs (set before the key is
+ * loaded, cleared once the value written is noted), and the AND and the OR
+ * of every value the thread may hold, in its own code or in a signal
+ * frame, since a broadcast last set them.  Every value v then has
+ * and_ <= v <= or_ bitwise, which is all a broadcaster needs to know that
+ * a thread already holds the target rights.  Written by the thread (and
+ * its signal handlers) only; read by a broadcaster after membarrier().
  */
-static inline int mpk_arch_key_update(const int *keyp, int rights, mpk_reg_t *old)
+struct mpk_arch_pub {
+	uint32_t busy, and_, or_;
+};
+
+/*
+ * Set the rights of the key *keyp (read inside the sequence) to rights:
+ * PKRU = (PKRU & ~mask(key)) | bits(key, rights), noting the value in *pub.
+ * Returns the key used and stores the PKRU read in *old, or returns -1
+ * without touching PKRU (and without RDPKRU) when *keyp < 0.  Restartable
+ * like mpk_arch_reg_update(): a thread rewound by a broadcast loads the key
+ * again, so once a key is unpublished (-1) and a broadcast has reached every
+ * thread that is busy or holds it open, no thread can still write bits for
+ * it on behalf of that domain.  pub->busy covers the key load: a
+ * broadcaster that sees it clear after its membarrier() knows the thread
+ * either noted its write already or will load the key afresh.
+ */
+static inline int mpk_arch_key_update(const int *keyp, int rights, mpk_reg_t *old,
+				      struct mpk_arch_pub *pub)
 {
 	uint32_t o, m, b, k, eax, ecx, edx;
 	uint32_t nb = (uint32_t)(~rights & 3);
 
-	__asm__ volatile("1:\tmovl (%[kp]), %[k]\n\t"
+	__asm__ volatile("movl $1, %[busy]\n"
+			 "1:\tmovl (%[kp]), %[k]\n\t"
 			 "xorl %%eax, %%eax\n\t"
 			 "movl %[k], %%ecx\n\t"
 			 "testl %%ecx, %%ecx\n\t"
@@ -126,17 +146,42 @@ static inline int mpk_arch_key_update(const int *keyp, int rights, mpk_reg_t *ol
 			 "je 3f\n\t"
 			 "movl %%eax, %[b]\n" /* b is spent: it holds the value meant */
 			 MPK_ARCH_WRPKRU_CHECKED("%[b]")
-			 "3:\n\t"
+			 "andl %%eax, %[and]\n\t"
+			 "orl %%eax, %[or]\n"
+			 "3:\tmovl $0, %[busy]\n\t"
 			 ".pushsection mpk_restart, \"aw\"\n\t"
 			 ".balign 8\n\t"
 			 ".quad 1b, 2b\n\t"
 			 ".popsection"
 			 : [o] "=&r"(o), [m] "=&r"(m), [b] "=&r"(b), [k] "=&r"(k),
-			   "=&a"(eax), "=&c"(ecx), "=&d"(edx)
+			   "=&a"(eax), "=&c"(ecx), "=&d"(edx),
+			   [busy] "+m"(pub->busy), [and] "+m"(pub->and_), [or] "+m"(pub->or_)
 			 : [kp] "r"(keyp), [nb] "r"(nb)
 			 : "memory", "cc");
 	*old = o;
 	return (int)k;
+}
+
+/*
+ * Whether every register value v with and_ <= v <= or_ (bitwise) gives
+ * each key in mask the rights that set gives it: AD set in every value
+ * where set closes the key, exactly set's bits elsewhere.
+ */
+static inline bool mpk_arch_rights_match(mpk_reg_t and_, mpk_reg_t or_, mpk_reg_t mask, mpk_reg_t set)
+{
+	mpk_reg_t none = set & mask & 0x55555555u; /* AD bits of keys closed */
+	mpk_reg_t open = mask & ~(none | none << 1);
+	return (and_ & none) == none && !((and_ ^ set) & open) && !((or_ ^ set) & open);
+}
+
+/* Whether every value between and_ and or_ gives key the same rights
+ * (then in *rights): AD in all, or in none with WD alike. */
+static inline bool mpk_arch_same_rights(mpk_reg_t and_, mpk_reg_t or_, int key, int *rights)
+{
+	unsigned a = (and_ >> (2 * key)) & 3, o = (or_ >> (2 * key)) & 3;
+
+	*rights = (a & 1) ? 0 : (a & 2) ? 1 : 3;
+	return (a & 1) || (!(o & 1) && (a & 2) == (o & 2));
 }
 
 /* mpkit rights (NONE 0, READ 1, RW 3) to the two PKRU bits and back:
