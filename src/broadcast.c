@@ -243,6 +243,17 @@ bool mpk__pub_init(struct mpk_thread *t)
 	return true;
 }
 
+mpk_reg_t mpk__threads_open(void)
+{
+	mpk_reg_t open = 0;
+
+	for (struct mpk_thread *e = mpk__thread_next(NULL); e; e = mpk__thread_next(e))
+		open |= __atomic_load_n(&e->pub_ok, __ATOMIC_ACQUIRE)
+				? ~__atomic_load_n(&e->pub.and_, __ATOMIC_RELAXED)
+				: ~(mpk_reg_t)0;
+	return open & 0x55555555u;
+}
+
 /*
  * After a write outside the fast path, under mpk_g.lock (no broadcast
  * runs, none of its handlers either): a thread that blocks no signal runs

@@ -31,7 +31,7 @@ static pthread_once_t key_once = PTHREAD_ONCE_INIT;
 
 /* Initial-exec: a signal handler reads it, and must not make glibc
  * allocate a dynamic TLS block. */
-__thread struct mpk_thread *mpk__self __attribute__((tls_model("initial-exec")));
+__thread struct mpk_thread *mpk__self __attribute__((tls_model(MPK_TLS_MODEL)));
 #define self mpk__self
 
 static void release(struct mpk_thread *t)

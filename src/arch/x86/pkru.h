@@ -108,58 +108,99 @@ struct mpk_arch_pub {
 };
 
 /*
- * Set the rights of the key *keyp (read inside the sequence) to rights:
- * PKRU = (PKRU & ~mask(key)) | bits(key, rights), noting the value in *pub.
- * Returns the key used and stores the PKRU read in *old, or returns -1
- * without touching PKRU (and without RDPKRU) when *keyp < 0.  Restartable
- * like mpk_arch_reg_update(): a thread rewound by a broadcast loads the key
- * again, so once a key is unpublished (-1) and a broadcast has reached every
- * thread that is busy or holds it open, no thread can still write bits for
- * it on behalf of that domain.  pub->busy covers the key load: a
- * broadcaster that sees it clear after its membarrier() knows the thread
- * either noted its write already or will load the key afresh.
+ * The fast path's rights change (rights.c), from one word the domain
+ * publishes per rights value: *entry = keep | bits << 32, where keep is
+ * ~mask(key) and bits the key's two bits for those rights, or 0 while the
+ * domain has no key (and for rights that are not valid).  Then
+ * PKRU = (PKRU & keep) | bits, the value noted in *pub; false, without
+ * touching PKRU, when the word is 0.  Restartable like mpk_arch_reg_update():
+ * a thread rewound by a broadcast loads the word again, so once a domain's
+ * words are unpublished (0) and a broadcast has reached every thread that
+ * is busy or holds the key open, no thread can still write bits for it on
+ * behalf of that domain.  pub->busy covers the load: a broadcaster that
+ * sees it clear after its membarrier() knows the thread either noted its
+ * write already or will load the word afresh.  No compare before the
+ * WRPKRU (a WRPKRU that changes nothing is cheaper than the branch), and the
+ * way out for a keyless domain is out of line (.text.unlikely).
  */
-static inline int mpk_arch_key_update(const int *keyp, int rights, mpk_reg_t *old,
-				      struct mpk_arch_pub *pub)
-{
-	uint32_t o, m, b, k, eax, ecx, edx;
-	uint32_t nb = (uint32_t)(~rights & 3);
+#define MPK_ARCH_FAST_BODY(save)                                             \
+	"movl $1, %[busy]\n"                                                 \
+	"1:\tmovq %[e], %[w]\n\t"                                            \
+	"testq %[w], %[w]\n\t"                                               \
+	"jz 3f\n\t"                                                          \
+	"xorl %%ecx, %%ecx\n\t"                                              \
+	".byte 0x0f,0x01,0xee\n\t" /* rdpkru: EDX = 0 */                     \
+	save                                                                 \
+	"andl %k[w], %%eax\n\t"                                              \
+	"shrq $32, %[w]\n\t"                                                 \
+	"orl %k[w], %%eax\n\t"                                               \
+	"movl %%eax, %k[w]\n" /* the value meant, for the check */            \
+	MPK_ARCH_WRPKRU_CHECKED("%k[w]")                                     \
+	"andl %%eax, %[and]\n\t"                                             \
+	"orl %%eax, %[or]\n\t"                                               \
+	"movl $0, %[busy]\n\t"                                               \
+	".pushsection .text.unlikely, \"ax\"\n"                              \
+	"3:\tmovl $0, %[busy]\n\t"                                           \
+	"jmp %l[none]\n\t"                                                   \
+	".popsection\n\t"                                                    \
+	".pushsection mpk_restart, \"aw\"\n\t"                              \
+	".balign 8\n\t"                                                      \
+	".quad 1b, 2b\n\t"                                                   \
+	".popsection"
 
-	__asm__ volatile("movl $1, %[busy]\n"
-			 "1:\tmovl (%[kp]), %[k]\n\t"
-			 "xorl %%eax, %%eax\n\t"
-			 "movl %[k], %%ecx\n\t"
-			 "testl %%ecx, %%ecx\n\t"
-			 "js 3f\n\t"
-			 "addl %%ecx, %%ecx\n\t"
-			 "movl $3, %[m]\n\t"
-			 "shll %%cl, %[m]\n\t"
-			 "movl %[nb], %[b]\n\t"
-			 "shll %%cl, %[b]\n\t"
-			 "notl %[m]\n\t"
-			 "xorl %%ecx, %%ecx\n\t"
-			 ".byte 0x0f,0x01,0xee\n\t" /* rdpkru: EDX = 0 */
-			 "movl %%eax, %[o]\n\t"
-			 "andl %[m], %%eax\n\t"
-			 "orl %[b], %%eax\n\t"
-			 "cmpl %[o], %%eax\n\t"
-			 "je 3f\n\t"
-			 "movl %%eax, %[b]\n" /* b is spent: it holds the value meant */
-			 MPK_ARCH_WRPKRU_CHECKED("%[b]")
-			 "andl %%eax, %[and]\n\t"
-			 "orl %%eax, %[or]\n"
-			 "3:\tmovl $0, %[busy]\n\t"
-			 ".pushsection mpk_restart, \"aw\"\n\t"
-			 ".balign 8\n\t"
-			 ".quad 1b, 2b\n\t"
-			 ".popsection"
-			 : [o] "=&r"(o), [m] "=&r"(m), [b] "=&r"(b), [k] "=&r"(k),
-			   "=&a"(eax), "=&c"(ecx), "=&d"(edx),
-			   [busy] "+m"(pub->busy), [and] "+m"(pub->and_), [or] "+m"(pub->or_)
-			 : [kp] "r"(keyp), [nb] "r"(nb)
-			 : "memory", "cc");
+/* entry is a memory operand: the registers that address it are inputs,
+ * which the sequence never writes, so a restart finds them intact. */
+static inline __attribute__((always_inline)) bool mpk_arch_fast_set(const uint64_t *entry,
+								    struct mpk_arch_pub *pub)
+{
+	uint64_t w;
+	uint32_t eax, ecx, edx;
+
+	__asm__ goto(MPK_ARCH_FAST_BODY("")
+		     : [w] "=&r"(w), "=&a"(eax), "=&c"(ecx), "=&d"(edx), [busy] "+m"(pub->busy),
+		       [and] "+m"(pub->and_), [or] "+m"(pub->or_)
+		     : [e] "m"(*entry)
+		     : "memory", "cc"
+		     : none);
+	return true;
+none:
+	return false;
+}
+
+/* The same, also giving the PKRU read (*old) and the keep word used. */
+static inline __attribute__((always_inline)) bool
+mpk_arch_fast_enter(const uint64_t *entry, struct mpk_arch_pub *pub, mpk_reg_t *old, uint32_t *keep)
+{
+	uint64_t w;
+	uint32_t o, m, eax, ecx, edx;
+
+	__asm__ goto(MPK_ARCH_FAST_BODY("movl %%eax, %[o]\n\tmovl %k[w], %[m]\n\t")
+		     : [w] "=&r"(w), [o] "=&r"(o), [m] "=&r"(m), "=&a"(eax), "=&c"(ecx), "=&d"(edx),
+		       [busy] "+m"(pub->busy), [and] "+m"(pub->and_), [or] "+m"(pub->or_)
+		     : [e] "m"(*entry)
+		     : "memory", "cc"
+		     : none);
 	*old = o;
-	return (int)k;
+	*keep = m;
+	return true;
+none:
+	return false;
+}
+
+/* The word *entry above for key (-1: none) and rights. */
+static inline uint64_t mpk_arch_fast_word(int key, int rights)
+{
+	if (key < 0)
+		return 0;
+	return (uint64_t)((mpk_reg_t)(~rights & 3) << (2 * key)) << 32 |
+	       (uint32_t) ~((mpk_reg_t)3 << (2 * key));
+}
+
+/* The rights *old gave the key whose keep word is keep. */
+static inline int mpk_arch_keep_rights(mpk_reg_t old, uint32_t keep)
+{
+	static const signed char of_bits[4] = { 3, 0, 1, 0 }; /* AD, WD */
+	return of_bits[(old >> __builtin_ctz(~keep)) & 3];
 }
 
 /*
