@@ -148,20 +148,21 @@ struct mpk_arch_pub {
 	".quad 1b, 2b\n\t"                                                   \
 	".popsection"
 
-/* entry is a memory operand: the registers that address it are inputs,
- * which the sequence never writes, so a restart finds them intact. */
+/* The operands both copies share.  entry is a memory operand: the
+ * registers that address it are inputs, which the sequence never writes,
+ * so a restart finds them intact. */
+#define MPK_ARCH_FAST_OPERANDS(entry, pub)                                    \
+	[w] "=&r"(w), "=&a"(eax), "=&c"(ecx), "=&d"(edx), [busy] "+m"((pub)->busy), \
+		[and] "+m"((pub)->and_), [or] "+m"((pub)->or_)                 \
+	: [e] "m"(*(entry)) : "memory", "cc" : none
+
 static inline __attribute__((always_inline)) bool mpk_arch_fast_set(const uint64_t *entry,
 								    struct mpk_arch_pub *pub)
 {
 	uint64_t w;
 	uint32_t eax, ecx, edx;
 
-	__asm__ goto(MPK_ARCH_FAST_BODY("")
-		     : [w] "=&r"(w), "=&a"(eax), "=&c"(ecx), "=&d"(edx), [busy] "+m"(pub->busy),
-		       [and] "+m"(pub->and_), [or] "+m"(pub->or_)
-		     : [e] "m"(*entry)
-		     : "memory", "cc"
-		     : none);
+	__asm__ goto(MPK_ARCH_FAST_BODY("") : MPK_ARCH_FAST_OPERANDS(entry, pub));
 	return true;
 none:
 	return false;
@@ -175,11 +176,7 @@ mpk_arch_fast_enter(const uint64_t *entry, struct mpk_arch_pub *pub, mpk_reg_t *
 	uint32_t o, m, eax, ecx, edx;
 
 	__asm__ goto(MPK_ARCH_FAST_BODY("movl %%eax, %[o]\n\tmovl %k[w], %[m]\n\t")
-		     : [w] "=&r"(w), [o] "=&r"(o), [m] "=&r"(m), "=&a"(eax), "=&c"(ecx), "=&d"(edx),
-		       [busy] "+m"(pub->busy), [and] "+m"(pub->and_), [or] "+m"(pub->or_)
-		     : [e] "m"(*entry)
-		     : "memory", "cc"
-		     : none);
+		     : [o] "=&r"(o), [m] "=&r"(m), MPK_ARCH_FAST_OPERANDS(entry, pub));
 	*old = o;
 	*keep = m;
 	return true;
