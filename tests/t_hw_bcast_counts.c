@@ -61,6 +61,17 @@ static void one(int n, bool known)
 	if (known)
 		CHECK(b[1] - a[1] <= 2 * (uint64_t)n + 5);
 	CHECK(c[1] - b[1] <= 2 * (uint64_t)n + 5);
+	/* Every thread holds READ now: nobody to signal. */
+	uint64_t s0 = mpk__broadcast_skipped();
+	REQUIRE(mpk_set_all(d, MPK_READ) == 0);
+	mpk__broadcast_counters(e);
+	uint64_t skipped = mpk__broadcast_skipped() - s0;
+	printf("   3rd, READ held already: %llu signals %llu syscalls, %llu threads skipped\n",
+	       (unsigned long long)(e[0] - c[0]), (unsigned long long)(e[1] - c[1]),
+	       (unsigned long long)skipped);
+	CHECK(e[0] - c[0] == 0);
+	CHECK(skipped == (uint64_t)n);
+	CHECK(e[2] - c[2] == 0);
 	for (int i = 0; i < n; i++)
 		REQUIRE(write(fds[1], "x", 1) == 1);
 	for (int i = 0; i < n; i++) {
