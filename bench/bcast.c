@@ -64,7 +64,7 @@ int bench_bcast_measure(int n, int iters, int runs, struct bench_bcast *r)
 {
 	pthread_t th[BENCH_BCAST_MAXT];
 	double v[RUNS_MAX];
-	uint64_t c0[3], c1[3];
+	uint64_t c0[3], c1[3], c2[3];
 	int rc = 0;
 
 	if (n < 1 || n > BENCH_BCAST_MAXT || runs < 1 || runs > RUNS_MAX || iters < 1 ||
@@ -80,6 +80,9 @@ int bench_bcast_measure(int n, int iters, int runs, struct bench_bcast *r)
 
 	if (start(th, n, 1))
 		abort();
+	/* The protocol's cost: every thread signalled, as when all must
+	 * change; then the same broadcasts with the skip (all hold it). */
+	mpk__broadcast_noskip(1);
 	rc |= mpk__broadcast(0, 0); /* warm */
 	mpk__broadcast_counters(c0);
 	for (int k = 0; k < runs; k++) {
@@ -89,7 +92,13 @@ int bench_bcast_measure(int n, int iters, int runs, struct bench_bcast *r)
 		v[k] = (now_us() - t0) / iters;
 	}
 	mpk__broadcast_counters(c1);
+	mpk__broadcast_noskip(0);
+	for (int i = 0; i < iters; i++)
+		rc |= mpk__broadcast(0, 0);
+	mpk__broadcast_counters(c2);
 	stop(th, n);
+	r->held_signals = (double)(c2[0] - c1[0]) / iters;
+	r->held_syscalls = (double)(c2[1] - c1[1]) / iters;
 	qsort(v, (size_t)runs, sizeof(*v), cmp);
 	r->us = v[runs / 2];
 	double total = (double)runs * iters;

@@ -11,12 +11,14 @@ struct bench_bcast {
 	double us;       /* one broadcast to known threads: median of the runs */
 	double first_us; /* the first one to threads that never called mpkit */
 	double signals, syscalls, scans; /* per broadcast, broadcasting thread */
+	double held_signals, held_syscalls; /* the same, all holding the target */
 };
 
 /* Internal, from libmpkit.a (hidden in the .so). */
 int mpk__broadcast(uint32_t clear, uint32_t set);
 void mpk__broadcast_stub(int on);
 void mpk__broadcast_counters(uint64_t c[3]);
+void mpk__broadcast_noskip(int on);
 
 /* n (1..BENCH_BCAST_MAXT) other threads blocked in read(), runs samples of
  * iters broadcasts each.  On a machine without keys, call

@@ -278,14 +278,14 @@ int mpk_leave(mpk_scope *scope);
 #define MPK__WITH_OK(s) ((s).domain)
 #endif
 #define MPK__WITH(d, rights, s)                                              \
-	for (mpk_scope s __attribute__((cleanup(mpk__scope_cleanup))) =      \
+	for (mpk_scope s __attribute__((cleanup(mpk__scope_end))) =          \
 		     mpk_enter((d), (rights));                                \
 	     MPK__WITH_OK(s); mpk_leave(&s), s.domain = NULL)
 #define MPK_WITH_ELSE(d, rights)                                             \
 	MPK__WITH_ELSE(d, rights, MPK__CAT(mpk__scope_, __LINE__),            \
 		       MPK__CAT(mpk__once_, __LINE__))
 #define MPK__WITH_ELSE(d, rights, s, once)                                   \
-	for (mpk_scope s __attribute__((cleanup(mpk__scope_cleanup))) =      \
+	for (mpk_scope s __attribute__((cleanup(mpk__scope_end))) =          \
 		     mpk_enter((d), (rights)),                                \
 		     *once = &s;                                              \
 	     once; once = NULL)                                               \
@@ -296,6 +296,16 @@ __attribute__((noreturn)) void mpk__scope_failed(const mpk_scope *scope, const c
 
 /* Used by MPK_WITH's cleanup; also fine to call directly. */
 void mpk__scope_cleanup(mpk_scope *scope);
+
+/* MPK_WITH's cleanup, inline: a scope left the usual way (the body ran
+ * to its end, domain NULL) costs one test and no call; only a scope left
+ * by break, return or goto calls into the library. */
+static inline void
+mpk__scope_end(mpk_scope *scope)
+{
+	if (scope->domain)
+		mpk__scope_cleanup(scope);
+}
 
 /* ---- rights of every thread ---------------------------------------------- */
 

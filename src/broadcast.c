@@ -13,6 +13,19 @@
  * Threads created meanwhile inherit PKRU from a creator already done, or
  * are found by the next pass.  Acknowledgements count down a futex word the
  * caller sleeps on: no polling.
+ *
+ * Whom not: a thread that already holds the target rights in every frame
+ * it has.  Each registered thread publishes, in its entry, the AND and the
+ * OR of every value its register may have (arch.h: the fast path notes
+ * each write, a handler that edits the thread resets them to the frames it
+ * edited) and a busy flag around each rights change.  The caller has
+ * already unpublished or changed what it revokes; membarrier() then orders
+ * that against every running thread, so a thread seen not busy has either
+ * noted its last write or will load the key afresh.  Skipped: entries
+ * trusted (pub_ok), not busy, whose values all give each key in question
+ * the target rights (mpk_arch_rights_match).  Signalled: everyone else, the
+ * threads a scan finds (they never called mpkit), and everyone when
+ * membarrier() is unavailable or the request is per thread (fn).
  */
 #define _GNU_SOURCE
 #include <dirent.h>
@@ -22,6 +35,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -59,6 +73,7 @@ static struct {
 	const void *arg;
 	bool undo; /* put back each target's old bits where they are still set */
 	mpk_reg_t seen_and, seen_or;      /* registers before the edit */
+	bool skip; /* threads that hold the target already are left alone */
 	struct target *t;
 	size_t n, cap;
 	size_t n_fill; /* targets written; req.n of them published */
@@ -66,10 +81,21 @@ static struct {
 } req;
 static pid_t pid; /* getpid() is a system call; renewed in a child */
 static bool stub;  /* benchmarks: no frame edit, any backend */
+static bool noskip; /* tests and benchmarks: signal every thread */
 
 void mpk__broadcast_stub(int on)
 {
 	stub = on;
+}
+
+void mpk__broadcast_noskip(int on)
+{
+	noskip = on;
+}
+
+uint64_t mpk__broadcast_skipped(void)
+{
+	return __atomic_load_n(&mpk_g.bc_skipped, __ATOMIC_RELAXED);
 }
 
 void mpk__broadcast_counters(uint64_t c[3])
@@ -77,6 +103,21 @@ void mpk__broadcast_counters(uint64_t c[3])
 	c[0] = __atomic_load_n(&mpk_g.bc_signals, __ATOMIC_RELAXED);
 	c[1] = __atomic_load_n(&mpk_g.bc_syscalls, __ATOMIC_RELAXED);
 	c[2] = __atomic_load_n(&mpk_g.bc_scans, __ATOMIC_RELAXED);
+}
+
+/* Publish the frames' new registers as all the thread now holds. */
+static void pub_reset(const mpk_reg_t *reg, int n)
+{
+	struct mpk_thread *e = mpk__self;
+	mpk_reg_t a = ~(mpk_reg_t)0, o = 0;
+
+	if (!e)
+		return;
+	for (int j = 0; j < n; j++)
+		a &= reg[j], o |= reg[j];
+	__atomic_store_n(&e->pub.and_, a, __ATOMIC_RELAXED);
+	__atomic_store_n(&e->pub.or_, o, __ATOMIC_RELAXED);
+	__atomic_store_n(&e->pub_ok, 1, __ATOMIC_RELEASE);
 }
 
 static void count_syscalls(int n)
@@ -111,6 +152,7 @@ static int edit(struct target *t, void *uc)
 		if (!mpk_arch_frame_reg_get(fr[j], &reg[j]))
 			return FAILED;
 	mpk_reg_t bits = req.undo ? 0 : req.fn ? req.fn(req.arg) & req.clear : req.set;
+	mpk_reg_t now[FRAMES_MAX];
 	for (int j = 0; j < nf; j++) {
 		int k = nf - 1 - j; /* from the outermost */
 		mpk_reg_t want;
@@ -121,12 +163,14 @@ static int edit(struct target *t, void *uc)
 		else
 			want = (reg[j] & ~req.clear) | bits;
 		mpk_arch_frame_reg_set(fr[j], want); /* cannot fail: get did not */
+		now[j] = want;
 		/* A rights change cut short here must not write back what
 		 * it read before this edit. */
 		mpk_arch_frame_restart(fr[j]);
 		if (!req.undo)
 			t->old[k] = reg[j];
 	}
+	pub_reset(now, nf);
 	if (!req.undo) {
 		t->nold = nf;
 		__atomic_and_fetch(&req.seen_and, reg[nf - 1], __ATOMIC_RELAXED);
@@ -154,21 +198,110 @@ static void on_signal(int sig, siginfo_t *si, void *uc)
 	errno = saved;
 }
 
-static int install(void)
+static int install_rc = -1;
+
+static void install_once(void)
 {
-	static bool done;
 	struct sigaction sa;
 
-	if (done)
-		return 0;
 	memset(&sa, 0, sizeof(sa));
 	sa.sa_sigaction = on_signal;
 	sa.sa_flags = SA_SIGINFO | SA_RESTART;
 	sigfillset(&sa.sa_mask);
-	if (sigaction(MPK_SIGNAL, &sa, NULL))
-		return -1;
-	done = true;
-	return 0;
+	install_rc = sigaction(MPK_SIGNAL, &sa, NULL);
+}
+
+static int install(void)
+{
+	static pthread_once_t once = PTHREAD_ONCE_INIT;
+
+	pthread_once(&once, install_once);
+	return install_rc;
+}
+
+bool mpk__pub_init(struct mpk_thread *t)
+{
+	void *fr[FRAMES_MAX];
+	mpk_reg_t reg;
+
+	/* Empty first: a broadcast handler may reset it meanwhile, and what
+	 * is read below is only added to what that handler left. */
+	__atomic_store_n(&t->pub.and_, ~(mpk_reg_t)0, __ATOMIC_RELAXED);
+	__atomic_store_n(&t->pub.or_, 0, __ATOMIC_RELAXED);
+	if (install())
+		return false; /* no restorer to find the frames by */
+	mpk_reg_t a = mpk_arch_reg_read(), o = a;
+	int nf = mpk_arch_self_frames(MPK_SIGNAL, fr, FRAMES_MAX);
+	for (int j = 0; j < nf; j++) {
+		if (!mpk_arch_frame_reg_get(fr[j], &reg))
+			return false;
+		a &= reg, o |= reg;
+	}
+	__atomic_and_fetch(&t->pub.and_, a, __ATOMIC_RELAXED);
+	__atomic_or_fetch(&t->pub.or_, o, __ATOMIC_RELAXED);
+	__atomic_store_n(&t->pub_ok, 1, __ATOMIC_RELEASE);
+	return true;
+}
+
+mpk_reg_t mpk__threads_open(void)
+{
+	mpk_reg_t open = 0;
+
+	for (struct mpk_thread *e = mpk__thread_next(NULL); e; e = mpk__thread_next(e))
+		open |= __atomic_load_n(&e->pub_ok, __ATOMIC_ACQUIRE)
+				? ~__atomic_load_n(&e->pub.and_, __ATOMIC_RELAXED)
+				: ~(mpk_reg_t)0;
+	return open & 0x55555555u;
+}
+
+/*
+ * After a write outside the fast path, under mpk_g.lock (no broadcast
+ * runs, none of its handlers either): a thread that blocks no signal runs
+ * no handler (each blocks its own signal; see frames.c for the one kind
+ * that does not), so reg is all it holds and its history starts again
+ * there.  Otherwise reg joins the history.
+ */
+void mpk__pub_wrote(mpk_reg_t reg)
+{
+	struct mpk_thread *e = mpk__self;
+	sigset_t m;
+
+	if (!e)
+		return;
+	if (!pthread_sigmask(SIG_BLOCK, NULL, &m) && sigisemptyset(&m)) {
+		__atomic_store_n(&e->pub.and_, reg, __ATOMIC_RELAXED);
+		__atomic_store_n(&e->pub.or_, reg, __ATOMIC_RELAXED);
+	} else {
+		mpk__pub_note(reg);
+	}
+}
+
+/*
+ * membarrier(MEMBARRIER_CMD_PRIVATE_EXPEDITED): every running thread of
+ * the process passes a full barrier before it returns (a sleeping one did
+ * at its context switch).  Registered once; false when the kernel has no
+ * such command (then every thread is signalled).
+ */
+#define MB_QUERY 0
+#define MB_PRIVATE_EXPEDITED (1 << 3)
+#define MB_REGISTER_PRIVATE_EXPEDITED (1 << 4)
+static int mb_state; /* 0 unknown, 1 usable, -1 not; set at init */
+
+void mpk__broadcast_setup(void)
+{
+	long cmds = mpk_arch_syscall6(SYS_membarrier, MB_QUERY, 0, 0, 0, 0, 0);
+	mb_state = cmds >= 0 && (cmds & MB_PRIVATE_EXPEDITED) &&
+			   !mpk_arch_syscall6(SYS_membarrier, MB_REGISTER_PRIVATE_EXPEDITED, 0, 0, 0,
+					      0, 0)
+		   ? 1 : -1;
+}
+
+static bool membarrier_all(void)
+{
+	if (mb_state <= 0 || noskip)
+		return false;
+	count_syscalls(1);
+	return mpk_arch_syscall6(SYS_membarrier, MB_PRIVATE_EXPEDITED, 0, 0, 0, 0, 0) == 0;
 }
 
 static bool known(const struct target *t, size_t n, pid_t tid)
@@ -313,6 +446,31 @@ static void add_target(pid_t tid, struct mpk_thread *ent)
 	req.t[req.n_fill++] = (struct target){ .tid = tid, .state = SENT, .ent = ent };
 }
 
+/*
+ * Whether e's thread holds the target in every frame already (see the top
+ * of the file); then its registers count as seen.  A thread busy in a
+ * rights change is given a moment to finish it: it runs, it does not wait.
+ */
+static bool holds_target(struct mpk_thread *e)
+{
+	if (!req.skip || !__atomic_load_n(&e->pub_ok, __ATOMIC_ACQUIRE))
+		return false;
+	for (int i = 0; __atomic_load_n(&e->pub.busy, __ATOMIC_ACQUIRE); i++) {
+		if (i == 200)
+			return false;
+		__builtin_ia32_pause();
+	}
+	mpk_reg_t a = __atomic_load_n(&e->pub.and_, __ATOMIC_ACQUIRE);
+	mpk_reg_t o = __atomic_load_n(&e->pub.or_, __ATOMIC_ACQUIRE);
+	if (!__atomic_load_n(&e->pub_ok, __ATOMIC_ACQUIRE) ||
+	    !mpk_arch_rights_match(a, o, req.clear, req.set))
+		return false;
+	__atomic_and_fetch(&req.seen_and, a, __ATOMIC_RELAXED);
+	__atomic_or_fetch(&req.seen_or, o, __ATOMIC_RELAXED);
+	__atomic_add_fetch(&mpk_g.bc_skipped, 1, __ATOMIC_RELAXED);
+	return true;
+}
+
 /* Registered threads not yet targeted by broadcast number gen (after a
  * scan, threads it found register as they answer: not twice). */
 static void collect_registry(pid_t self, uint64_t gen, bool scanned)
@@ -324,7 +482,7 @@ static void collect_registry(pid_t self, uint64_t gen, bool scanned)
 			continue;
 		e->bc_gen = gen;
 		e->bc_tid = tid;
-		if (!scanned || !known(req.t, req.n_fill, tid))
+		if ((!scanned || !known(req.t, req.n_fill, tid)) && !holds_target(e))
 			add_target(tid, e);
 	}
 }
@@ -400,8 +558,10 @@ static void undo(mpk_reg_t mine)
 	send_round(0, n);
 	wait_round(0);
 	req.undo = false;
-	if ((mpk_arch_reg_read() & req.clear) == req.set)
-		mpk_arch_reg_update(req.clear, mine & req.clear);
+	if ((mpk_arch_reg_read() & req.clear) == req.set) {
+		mpk_reg_t r = mpk_arch_reg_update(req.clear, mine & req.clear);
+		mpk__pub_note((r & ~req.clear) | (mine & req.clear));
+	}
 }
 
 /*
@@ -419,6 +579,7 @@ static mpk_reg_t edit_self(mpk_reg_t clear, mpk_reg_t bits, mpk_reg_t mine)
 	for (int j = 0; j < nf; j++)
 		if (mpk_arch_frame_reg_get(fr[j], &reg)) {
 			mpk_arch_frame_reg_set(fr[j], (reg & ~clear) | bits);
+			mpk__pub_note((reg & ~clear) | bits);
 			mpk_arch_frame_restart(fr[j]);
 			mine = reg;
 		}
@@ -459,6 +620,10 @@ int mpk__broadcast_ex(struct mpk_bcast *b)
 	req.seen_and = own;
 	req.seen_or = own;
 	req.n_fill = 0;
+	/* The caller's own value, noted as every write under the lock is. */
+	if (!stub)
+		mpk__pub_wrote((mine & ~b->clear) | bits);
+	req.skip = !b->fn && !stub && membarrier_all();
 	__atomic_store_n(&req.n, 0, __ATOMIC_RELEASE);
 	rc = reach_all(self);
 	if (rc && b->undo_on_fail && !b->fn)

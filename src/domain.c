@@ -103,6 +103,18 @@ static void key_put(int key)
 	mpk_g.keys_held--;
 }
 
+void mpk__fast_publish(struct mpk_domain *d, int k)
+{
+	if (k < 0)
+		for (int r = 0; r < 4; r++)
+			__atomic_store_n(&d->fast[r], 0, __ATOMIC_SEQ_CST);
+	__atomic_store_n(&d->key, k, __ATOMIC_SEQ_CST);
+	if (k >= 0)
+		for (int r = 0; r < 4; r++)
+			__atomic_store_n(&d->fast[r], mpk__rights_ok(r) ? mpk_arch_fast_word(k, r) : 0,
+					 __ATOMIC_RELEASE);
+}
+
 /* ---- virtual domains: keys are a cache (docs/virtual-domains.md) ---- */
 
 struct evict_arg {
@@ -139,11 +151,14 @@ static int evict(struct mpk_domain *a)
 	struct mpk_bcast b = { 0 };
 	struct mpk_region *r, *done;
 
+	int rights;
+
 	mpk__soft_evict_prepare();
-	__atomic_store_n(&a->key, -1, __ATOMIC_SEQ_CST);
-	if (mpk__broadcast_ex(&b) || ((b.seen_and ^ b.seen_or) & mask))
+	mpk__fast_publish(a, -1);
+	/* Same rights, not the same bits: a thread a revocation skipped
+	 * (closed already) may hold AD alone where others hold AD|WD. */
+	if (mpk__broadcast_ex(&b) || !mpk_arch_same_rights(b.seen_and, b.seen_or, k, &rights))
 		goto keep;
-	int rights = mpk_arch_key_rights(b.seen_and, k);
 	int prot = mpk__prot_of_rights(rights);
 	for (r = a->regions; r; r = r->next)
 		if (mpk_os_pkey_mprotect((void *)r->start, r->len, mpk__region_prot(r, prot, 0), 0))
@@ -167,7 +182,7 @@ undo:
 		mpk_os_pkey_mprotect((void *)done->start, done->len,
 				     mpk__region_prot(done, PROT_READ | PROT_WRITE, k), k);
 keep:
-	__atomic_store_n(&a->key, k, __ATOMIC_SEQ_CST);
+	mpk__fast_publish(a, k);
 	return -1;
 }
 
@@ -202,7 +217,7 @@ static int rekey(struct mpk_domain *d, int k)
 			goto undo;
 	mpk__soft_keyed(d);
 	mpk_g.key_owner[k] = d;
-	__atomic_store_n(&d->key, k, __ATOMIC_RELEASE);
+	mpk__fast_publish(d, k);
 	return 0;
 undo:
 	for (done = d->regions; done != r; done = done->next)
@@ -212,19 +227,30 @@ spare:
 	return -1;
 }
 
-/* Evict the least recently used domain that can go exactly (never d, never
- * a pinned one): its key, held with no owner and closed everywhere, or -1. */
+/* Whether c is a better victim than v: closed in every thread (the fast
+ * path stamps no LRU word; a key nobody holds open is the one not in use,
+ * and the one an exact eviction can move), then least recently used. */
+static bool better_victim(const struct mpk_domain *c, const struct mpk_domain *v, mpk_reg_t open)
+{
+	bool c_open = open >> (2 * c->key) & 1, v_open = open >> (2 * v->key) & 1;
+	if (c_open != v_open)
+		return !c_open;
+	return __atomic_load_n(&c->lru, __ATOMIC_RELAXED) < __atomic_load_n(&v->lru, __ATOMIC_RELAXED);
+}
+
+/* Evict the best victim that can go exactly (never d, never a pinned
+ * one): its key, held with no owner and closed everywhere, or -1. */
 static int evict_lru(const struct mpk_domain *d)
 {
 	bool tried[MPK_ARCH_NKEYS ? MPK_ARCH_NKEYS : 1] = { false };
+	mpk_reg_t open = mpk__threads_open();
 
 	for (;;) {
 		struct mpk_domain *v = NULL;
 		for (int i = 1; i < MPK_ARCH_NKEYS; i++) {
 			struct mpk_domain *c = mpk_g.key_owner[i];
 			if (c && c != d && !tried[i] && c->key == i && !c->pinned && !c->sealed &&
-			    (!v || __atomic_load_n(&c->lru, __ATOMIC_RELAXED) <
-					   __atomic_load_n(&v->lru, __ATOMIC_RELAXED)))
+			    (!v || better_victim(c, v, open)))
 				v = c;
 		}
 		if (!v)
@@ -303,8 +329,10 @@ MPK_EXPORT mpk_domain *mpk_domain_create(const char *name, int rights, unsigned 
 	if (d->key >= 0) {
 		mpk_g.key_owner[d->key] = d;
 		if (!(flags & MPK_DOMAIN_SHARED)) {
-			mpk_arch_reg_update(mpk_arch_key_mask(d->key),
-					    mpk_arch_key_bits(d->key, rights));
+			mpk_reg_t old = mpk_arch_reg_update(mpk_arch_key_mask(d->key),
+							    mpk_arch_key_bits(d->key, rights));
+			mpk__pub_wrote((old & ~mpk_arch_key_mask(d->key)) |
+				      mpk_arch_key_bits(d->key, rights));
 		} else if (mpk__broadcast(mpk_arch_key_mask(d->key),
 				  mpk_arch_key_bits(d->key, rights))) {
 			/* Every thread or none: close it again, give it back. */
@@ -315,6 +343,8 @@ MPK_EXPORT mpk_domain *mpk_domain_create(const char *name, int rights, unsigned 
 			goto fail;
 		}
 	}
+	if (d->key >= 0)
+		mpk__fast_publish(d, d->key);
 	d->uid = mpk_g.next_uid++;
 	d->magic = MPK_DOMAIN_MAGIC;
 	if (d->key < 0 && ((flags & MPK_DOMAIN_SHARED) ? mpk__soft_set_all_locked(d, rights)
@@ -402,8 +432,12 @@ MPK_EXPORT int mpk_domain_destroy(mpk_domain *d)
 	pthread_mutex_lock(&d->lock);
 	mpk__domain_unmap_all(d);
 	if (d->key >= 0) {
-		mpk_g.key_owner[d->key] = NULL;
-		key_put(d->key);
+		int k = d->key;
+		mpk_g.key_owner[k] = NULL;
+		/* Unpublished before the revocation: a thread still inside a
+		 * rights change on d (a use after destroy) loads 0 after it. */
+		mpk__fast_publish(d, -1);
+		key_put(k);
 	} else {
 		mpk__soft_forget(d);
 	}

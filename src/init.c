@@ -79,6 +79,8 @@ static void do_init(void)
 	mpk_g.budget = budget;
 	mpk_g.forced = want != 0;
 	mpk_g.backend = want ? want : hw ? MPK_BACKEND_HW : MPK_BACKEND_SOFT;
+	if (mpk_g.backend == MPK_BACKEND_HW)
+		mpk__broadcast_setup();
 }
 
 /* Like mpk__ensure_init(), but a failure is only reported through errno

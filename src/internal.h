@@ -35,6 +35,11 @@ struct mpk_region {
 struct mpk_domain {
 	uint32_t magic;
 	int key;          /* hardware key, or -1: protected by mprotect() */
+	/* hw fast path: per rights value, the word mpk_arch_fast_set()
+	 * applies (0 while keyless or dead; index 2 always 0).  Unpublished
+	 * before key turns -1, published after it gets a key: domain.c's
+	 * mpk__fast_publish(). */
+	uint64_t fast[4];
 	uint32_t slot;    /* index in mpk_g.slots, reused after destroy */
 	uint64_t uid;     /* never reused: tells a slot's owners apart */
 	char name[MPK_NAME_MAX + 1];
@@ -86,6 +91,7 @@ struct mpk_global {
 	/* broadcast.c's own cost, for tests and benchmarks: signals sent,
 	 * system calls made by the broadcasting thread, /proc scans. */
 	uint64_t bc_signals, bc_syscalls, bc_scans;
+	uint64_t bc_skipped; /* threads a broadcast left alone: they held the target */
 	uint64_t tick; /* advanced by slow-path calls: the LRU clock */
 };
 
@@ -211,6 +217,10 @@ bool mpk__soft_hold_signal(struct mpk_domain *d, int rights);
 void mpk__soft_evicted_loose(struct mpk_domain *d, int rights);
 int mpk__prot_of_rights(int rights);
 
+/* domain.c: d's key becomes k (-1: none), its fast-path words with it
+ * (unpublished first when it loses one). */
+void mpk__fast_publish(struct mpk_domain *d, int k);
+
 /* domain.c: win a key for keyless d (hw, lock held): a free one, else the
  * least recently used domain's if it can be evicted exactly.  0 or -1. */
 int mpk__key_acquire(struct mpk_domain *d);
@@ -238,6 +248,13 @@ int mpk__broadcast_ex(struct mpk_bcast *b);
 void mpk__broadcast_stub(int on);
 /* Signals sent, system calls made by broadcasting threads, /proc scans. */
 void mpk__broadcast_counters(uint64_t c[3]);
+/* Threads left alone because they held the target rights already; with
+ * noskip on, every thread is signalled (tests, benchmarks). */
+uint64_t mpk__broadcast_skipped(void);
+/* From initialisation, hw: register for membarrier(), without which every
+ * broadcast signals every thread. */
+void mpk__broadcast_setup(void);
+void mpk__broadcast_noskip(int on);
 
 /*
  * thread.c: the threads mpkit has seen.  A thread registers on its first
@@ -251,7 +268,34 @@ struct mpk_thread {
 	 * this entry, and under which tid. */
 	pid_t bc_tid;
 	uint64_t bc_gen;
+	/* hw: the thread's register as it publishes it (arch.h), trusted by
+	 * broadcasts only while pub_ok (atomic; set once and_/or_ cover
+	 * every frame of the thread, cleared before the entry is freed). */
+	struct mpk_arch_pub pub;
+	int pub_ok;
 };
+/* The calling thread's entry, NULL until it registers (the hw fast path
+ * goes the slow way then, which registers it).  Initial-exec: read by the
+ * fast path and by signal handlers. */
+#if defined(__PIE__) || !defined(__PIC__)
+#define MPK_TLS_MODEL "local-exec" /* linked into an executable: one instruction */
+#else
+#define MPK_TLS_MODEL "initial-exec"
+#endif
+extern __thread struct mpk_thread *mpk__self __attribute__((tls_model(MPK_TLS_MODEL)));
+/* After the calling thread wrote reg outside the fast path (mpk_g.lock
+ * held, so no broadcast runs meanwhile): note it in its entry. */
+void mpk__pub_note(mpk_reg_t reg);
+/* The same, and if the thread runs no signal handler (it blocks no
+ * signal), reg becomes all it is known to hold (broadcast.c). */
+void mpk__pub_wrote(mpk_reg_t reg);
+/* broadcast.c: make t's published register cover every frame of the
+ * calling thread (registration, not in signal context); false if it
+ * cannot tell (then t stays untrusted until a broadcast reaches it). */
+bool mpk__pub_init(struct mpk_thread *t);
+/* The AD bit of every key some registered thread may hold open (all of
+ * them while an entry is untrusted): a hint for eviction, not exact. */
+mpk_reg_t mpk__threads_open(void);
 void mpk__thread_register(void);         /* not in signal context */
 bool mpk__thread_register_signal(void);  /* signal-safe: existing free entries only */
 int mpk__threads_reserve(size_t n);      /* n free entries for handlers; -1/ENOMEM */

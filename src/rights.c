@@ -12,12 +12,8 @@
 
 #include "internal.h"
 
-static inline bool fast_ok(const struct mpk_domain *d, int rights)
-{
-	return mpk__domain_ok(d) && mpk__rights_ok(rights);
-}
-
-/* Mark d used now, for the choice of a domain to evict. */
+/* Mark d used now, for the choice of a domain to evict (slow paths only:
+ * the fast path leaves it to the published registers, see evict_lru()). */
 static inline void touch(struct mpk_domain *d)
 {
 	uint64_t t = __atomic_load_n(&mpk_g.tick, __ATOMIC_RELAXED);
@@ -26,14 +22,21 @@ static inline void touch(struct mpk_domain *d)
 }
 
 /*
- * Put rights for d's key into PKRU: the key is read inside one restartable
- * sequence, so neither a concurrent revocation nor an eviction (which
- * unpublishes the key, then reaches every thread) is undone.  Returns the
- * key used, or -1 (d has no key: nothing done).
+ * The hw fast path's guard: a live domain handle, rights in range (the
+ * word for 2 is 0 and sends it the slow way), and a registered thread (a
+ * thread's first call goes the slow way, which registers it: broadcasts
+ * must know every thread that writes bits).  Then the word for rights
+ * (arch.h) does the rest, or says "no key" and the slow path runs.
  */
-static inline int hw_apply(struct mpk_domain *d, int rights, mpk_reg_t *old)
+#define FAST_OK(d, rights, t)                                                   \
+	(likely((d) && (unsigned)(rights) < 4 && (d)->magic == MPK_DOMAIN_MAGIC && \
+		((t) = mpk__self)))
+
+/* PKRU = (PKRU & ~mask) | bits, under the lock, noted for broadcasts. */
+static void reg_update(mpk_reg_t mask, mpk_reg_t bits)
 {
-	return mpk_arch_key_update(&d->key, rights, old);
+	mpk_reg_t old = mpk_arch_reg_update(mask, bits);
+	mpk__pub_wrote((old & ~mask) | bits);
 }
 
 /* Under the lock, d valid: rights the keyed, the key-winning or the soft
@@ -45,7 +48,7 @@ static int set_locked(struct mpk_domain *d, int rights)
 	if (d->key < 0 && mpk_g.backend == MPK_BACKEND_HW && rights != MPK_NONE)
 		mpk__key_acquire(d); /* failing, d stays soft */
 	if (d->key >= 0) {
-		mpk_arch_reg_update(mpk_arch_key_mask(d->key), mpk_arch_key_bits(d->key, rights));
+		reg_update(mpk_arch_key_mask(d->key), mpk_arch_key_bits(d->key, rights));
 		return 0;
 	}
 	return mpk__soft_set_locked(d, rights);
@@ -53,6 +56,9 @@ static int set_locked(struct mpk_domain *d, int rights)
 
 static __attribute__((noinline, cold)) int set_wait(struct mpk_domain *d, int rights)
 {
+	/* hw: the first slow call registers the thread (broadcasts must know
+	 * every thread that writes bits before the fast path lets it in). */
+	mpk__thread_register();
 	pthread_mutex_lock(&mpk_g.lock);
 	/* Re-checked under the lock: a concurrent destroy may have won. */
 	int rc = mpk__domain_ok(d) ? set_locked(d, rights) : (errno = EINVAL, -1);
@@ -78,14 +84,25 @@ static __attribute__((noinline, cold)) int set_slow(struct mpk_domain *d, int ri
 	return set_wait(d, rights);
 }
 
+/*
+ * hw mpk_set(): 28 instructions on its common path, from entry to ret
+ * (`mpkit bench` counts them in the disassembly; docs/scale.md): 10 to
+ * check the handle, the rights and the thread, 6 for RDPKRU, the splice and
+ * WRPKRU, 3 for the lockdown check of the WRPKRU (issue 10: the value
+ * written is compared with the value meant), 2 to note the value written
+ * and 2 for the busy flag around it (what lets a broadcast skip a thread
+ * soundly), the rest loads and the return.  No branch taken, no call, no
+ * lock, no store shared with another thread.  It is not inline in the
+ * header: the restartable sequence must be one of the copies the library
+ * lists for its signal handler (mpk_restart), the checked WRPKRU one of
+ * the sites its gadget scan knows, and the domain's layout stays private.
+ */
 static inline int set_rights(struct mpk_domain *d, int rights)
 {
-	mpk_reg_t old;
+	struct mpk_thread *t;
 
-	if (likely(fast_ok(d, rights)) && hw_apply(d, rights, &old) >= 0) {
-		touch(d);
+	if (FAST_OK(d, rights, t) && mpk_arch_fast_set(&d->fast[(unsigned)rights], &t->pub))
 		return 0;
-	}
 	return set_slow(d, rights);
 }
 
@@ -136,19 +153,22 @@ static __attribute__((noinline, cold)) mpk_scope enter_slow(struct mpk_domain *d
 	return (mpk_scope){ .domain = d, .saved = saved };
 }
 
+/* hw mpk_enter(): mpk_set()'s path, and the rights held before from the
+ * PKRU it read (the same key: no second load of the domain).  mpk_leave():
+ * mpk_set() of the saved rights.  Counts: docs/scale.md. */
 MPK_EXPORT mpk_scope mpk_enter(mpk_domain *d, int rights)
 {
+	struct mpk_thread *t;
 	mpk_reg_t reg;
-	int k;
+	uint32_t keep;
 
-	if (likely(fast_ok(d, rights)) && (k = hw_apply(d, rights, &reg)) >= 0) {
-		touch(d);
-		return (mpk_scope){ .domain = d, .saved = mpk_arch_key_rights(reg, k) };
-	}
+	if (FAST_OK(d, rights, t) &&
+	    mpk_arch_fast_enter(&d->fast[(unsigned)rights], &t->pub, &reg, &keep))
+		return (mpk_scope){ .domain = d, .saved = mpk_arch_keep_rights(reg, keep) };
 	return enter_slow(d, rights);
 }
 
-MPK_EXPORT int mpk_leave(mpk_scope *s)
+static int leave(mpk_scope *s)
 {
 	if (unlikely(!s)) {
 		errno = EINVAL;
@@ -162,10 +182,15 @@ MPK_EXPORT int mpk_leave(mpk_scope *s)
 	return rc;
 }
 
+MPK_EXPORT int mpk_leave(mpk_scope *s)
+{
+	return leave(s);
+}
+
 MPK_EXPORT void mpk__scope_cleanup(mpk_scope *s)
 {
 	if (s && s->domain)
-		mpk_leave(s);
+		leave(s); /* not through the PLT */
 }
 
 MPK_EXPORT void mpk__scope_failed(const mpk_scope *s, const char *file, int line)
@@ -366,7 +391,7 @@ MPK_EXPORT int mpk_rights_restore(const mpk_rights_t *r)
 	/* Under the lock no key changes hands; one restartable write, so a
 	 * concurrent revocation is not undone. */
 	if (!rc && mask)
-		mpk_arch_reg_update(mask, bits);
+		reg_update(mask, bits);
 	pthread_mutex_unlock(&mpk_g.lock);
 	if (p != local) {
 		free(p);

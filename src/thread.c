@@ -31,10 +31,12 @@ static pthread_once_t key_once = PTHREAD_ONCE_INIT;
 
 /* Initial-exec: a signal handler reads it, and must not make glibc
  * allocate a dynamic TLS block. */
-static __thread struct mpk_thread *self __attribute__((tls_model("initial-exec")));
+__thread struct mpk_thread *mpk__self __attribute__((tls_model(MPK_TLS_MODEL)));
+#define self mpk__self
 
 static void release(struct mpk_thread *t)
 {
+	__atomic_store_n(&t->pub_ok, 0, __ATOMIC_RELEASE);
 	if (__atomic_exchange_n(&t->tid, 0, __ATOMIC_ACQ_REL))
 		__atomic_sub_fetch(&claimed, 1, __ATOMIC_RELAXED);
 }
@@ -106,8 +108,19 @@ void mpk__thread_register(void)
 {
 	if (likely(self))
 		return;
-	if (!mpk__threads_reserve(1))
-		enter(claim(mpk_os_gettid()));
+	if (!mpk__threads_reserve(1) && enter(claim(mpk_os_gettid())) &&
+	    mpk_g.backend == MPK_BACKEND_HW)
+		mpk__pub_init(self);
+}
+
+void mpk__pub_note(mpk_reg_t reg)
+{
+	struct mpk_thread *t = self;
+
+	if (t) {
+		__atomic_and_fetch(&t->pub.and_, reg, __ATOMIC_RELAXED);
+		__atomic_or_fetch(&t->pub.or_, reg, __ATOMIC_RELAXED);
+	}
 }
 
 bool mpk__thread_register_signal(void)
@@ -135,7 +148,9 @@ struct mpk_thread *mpk__thread_next(struct mpk_thread *t)
 
 void mpk__thread_gone(struct mpk_thread *t, pid_t tid)
 {
-	/* Only if it still names that thread: it may be reused already. */
+	/* Only if it still names that thread: it may be reused already
+	 * (then it is only untrusted until a broadcast reaches it). */
+	__atomic_store_n(&t->pub_ok, 0, __ATOMIC_RELEASE);
 	if (__atomic_compare_exchange_n(&t->tid, &tid, 0, false, __ATOMIC_ACQ_REL, __ATOMIC_RELAXED))
 		__atomic_sub_fetch(&claimed, 1, __ATOMIC_RELAXED);
 }
@@ -165,8 +180,10 @@ void mpk__threads_child(void)
 	pthread_mutex_init(&grow_lock, NULL);
 	for (struct chunk *c = &first; c; c = c->next)
 		for (int i = 0; i < CHUNK; i++)
-			if (&c->t[i] != self)
+			if (&c->t[i] != self) {
 				c->t[i].tid = 0;
+				c->t[i].pub_ok = 0;
+			}
 	claimed = 0;
 	if (self) { /* the same entry, under the child's tid */
 		self->tid = mpk_os_gettid();

@@ -7,6 +7,8 @@
  *     PKRU is the kernel's default: only key 0 open);
  *   t_park_release(): the handler returns, the thread runs after() (check
  *     its rights) and ends; joined here.
+ * t_park.in_handler, if set, runs in the handler first (rights changes made
+ * there, with the handler's PKRU).
  */
 #ifndef MPK_TEST_PARKED_H
 #define MPK_TEST_PARKED_H
@@ -17,13 +19,15 @@
 static struct {
 	pthread_t th;
 	int ready[2], in[2], release[2], go[2];
-	void (*before)(void), (*after)(void);
+	void (*before)(void), (*after)(void), (*in_handler)(void);
 } t_park;
 
 static void t_park_handler(int sig)
 {
 	char c = 'i';
 	(void)sig;
+	if (t_park.in_handler)
+		t_park.in_handler();
 	if (write(t_park.in[1], &c, 1) != 1 || read(t_park.release[0], &c, 1) != 1)
 		_exit(3);
 }
