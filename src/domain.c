@@ -47,14 +47,31 @@ static int slot_take(struct mpk_domain *d)
 }
 
 /*
+ * Close key k in every thread: 0 when every thread that could hold it open
+ * was reached.  io_uring's kernel threads cannot be (they run no user
+ * code, and one born while k was open, an SQPOLL thread, keeps k open:
+ * t_pit_io_uring_sqpoll); while any exists, k is not fit to go to another
+ * domain, and this fails with EBUSY.
+ */
+static int key_revoke(int k)
+{
+	if (mpk__broadcast(mpk_arch_key_mask(k), mpk_arch_key_bits(k, MPK_NONE)))
+		return -1;
+	if (mpk__broadcast_io_threads()) {
+		errno = EBUSY;
+		return -1;
+	}
+	return 0;
+}
+
+/*
  * A key for a new domain, closed in every thread: one held spare (its
  * revocation is retried now), or a new one from the kernel within the budget.
  */
 static int key_take(void)
 {
 	for (int k = 1; k < MPK_ARCH_NKEYS; k++)
-		if (mpk_g.key_spare[k] &&
-		    !mpk__broadcast(mpk_arch_key_mask(k), mpk_arch_key_bits(k, MPK_NONE))) {
+		if (mpk_g.key_spare[k] && !key_revoke(k)) {
 			mpk_g.key_spare[k] = false;
 			return k;
 		}
@@ -86,12 +103,13 @@ static int key_take(void)
 /*
  * Give a key back: close it in every thread first, so whoever gets it next
  * (this library or the application) inherits no rights.  A thread the
- * revocation could not reach keeps the key out of circulation: mpkit
- * holds it as a spare and retries before reusing it.
+ * revocation could not reach (io_uring's kernel threads among them) keeps
+ * the key out of circulation: mpkit holds it as a spare (mpk_info() counts
+ * it in keys_in_use) and retries before reusing it.
  */
 static void key_put(int key)
 {
-	if (mpk__broadcast(mpk_arch_key_mask(key), mpk_arch_key_bits(key, MPK_NONE))) {
+	if (key_revoke(key)) {
 		mpk_g.key_spare[key] = true;
 		return;
 	}
@@ -141,7 +159,9 @@ static int evict(struct mpk_domain *a)
 
 	mpk__soft_evict_prepare();
 	__atomic_store_n(&a->key, -1, __ATOMIC_SEQ_CST);
-	if (mpk__broadcast_ex(&b) || ((b.seen_and ^ b.seen_or) & mask))
+	/* An io_uring kernel thread's bits for k are unknown and stay: k
+	 * cannot move to another domain while one exists. */
+	if (mpk__broadcast_ex(&b) || ((b.seen_and ^ b.seen_or) & mask) || mpk__broadcast_io_threads())
 		goto keep;
 	int rights = mpk_arch_key_rights(b.seen_and, k);
 	int prot = mpk__prot_of_rights(rights);
@@ -252,8 +272,7 @@ int mpk__key_give_back(void)
 	int k;
 
 	for (k = 1; k < MPK_ARCH_NKEYS; k++)
-		if (mpk_g.key_spare[k] &&
-		    !mpk__broadcast(mpk_arch_key_mask(k), mpk_arch_key_bits(k, MPK_NONE))) {
+		if (mpk_g.key_spare[k] && !key_revoke(k)) {
 			mpk_g.key_spare[k] = false;
 			break;
 		}

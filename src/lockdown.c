@@ -8,10 +8,12 @@
  * mseal (if asked), Landlock (if asked).  See docs/threat-model.md.
  */
 #define _GNU_SOURCE
+#include <dirent.h>
 #include <errno.h>
 #include <linux/seccomp.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 #include <sys/mman.h>
 #include <sys/prctl.h>
 #include <sys/syscall.h>
@@ -30,6 +32,10 @@
 #endif
 
 static int lock_flags = -1; /* under mpk_g.lock */
+/* The same, for windows added later: under the window lock, which
+ * mpk_lockdown() holds from the ranges to the filter, so that a window is
+ * either in the filter or covered by one of its own. */
+static int cover_flags = -1;
 
 struct ranges {
 	struct mpk_range r[MPK_LOCK_MAX_RANGES * 4];
@@ -138,13 +144,98 @@ static void seal(struct mpk_region *r, void *arg)
 	}
 }
 
+#define IO_URING_FILE "anon_inode:[io_uring]"
+
+/* Whether dir (a /proc directory of numbers) has an entry for which fn
+ * says yes. */
+static bool any_entry(const char *dir, bool (*fn)(const char *dir, const char *name))
+{
+	DIR *d = opendir(dir);
+	struct dirent *e;
+	bool yes = false;
+
+	if (!d)
+		return false;
+	while (!yes && (e = readdir(d)))
+		yes = e->d_name[0] != '.' && fn(dir, e->d_name);
+	closedir(d);
+	return yes;
+}
+
+static bool fd_is_ring(const char *dir, const char *name)
+{
+	char path[300], to[64];
+	snprintf(path, sizeof(path), "%s/%s", dir, name);
+	ssize_t n = readlink(path, to, sizeof(to) - 1);
+	return n == (ssize_t)strlen(IO_URING_FILE) && !memcmp(to, IO_URING_FILE, (size_t)n);
+}
+
+static bool task_is_io(const char *dir, const char *name)
+{
+	(void)dir;
+	return mpk_os_is_io_thread((pid_t)atoi(name));
+}
+
+/*
+ * An io_uring instance of this process: a descriptor, a mapping of its
+ * rings (the ring lives while mapped), or one of its kernel threads.  The
+ * filter cannot stop it: an SQPOLL thread takes work from the shared ring
+ * with no system call, and a registered buffer is copied through the
+ * kernel's own mapping of its pinned pages, past keys and protections.
+ */
+static bool io_uring_alive(void)
+{
+	char line[512];
+	bool mapped = false;
+	FILE *f = fopen("/proc/self/maps", "re");
+
+	if (f) {
+		while (!mapped && fgets(line, sizeof(line), f))
+			mapped = strstr(line, IO_URING_FILE) != NULL;
+		fclose(f);
+	}
+	return mapped || any_entry("/proc/self/fd", fd_is_ring) ||
+	       any_entry("/proc/self/task", task_is_io);
+}
+
+/* On every thread: 0, -1/errno, or the id of a thread that could not be
+ * synchronised (one that installed a filter of its own). */
 static long install_filter(struct sock_filter *f, size_t n)
 {
 	struct sock_fprog prog = { .len = (unsigned short)n, .filter = f };
 
 	if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0))
 		return -1;
-	return syscall(SYS_seccomp, SECCOMP_SET_MODE_FILTER, SECCOMP_FILTER_FLAG_TSYNC, &prog);
+	long r = mpk_arch_syscall6(SYS_seccomp, SECCOMP_SET_MODE_FILTER, SECCOMP_FILTER_FLAG_TSYNC,
+				   (long)&prog, 0, 0, 0);
+	if (r < 0) {
+		errno = (int)-r;
+		return -1;
+	}
+	return r;
+}
+
+/*
+ * Filters only ever add restrictions, so a window that comes after
+ * lockdown gets one of its own, stacked (from mpkit's site, every thread),
+ * before any of it is used.  Its program is a few dozen instructions; the
+ * kernel's limit on all of them (32768 for a thread) fails it with ENOMEM
+ * past some hundreds of windows, and then the window is not used.
+ */
+int mpk__lockdown_cover(uintptr_t lo, uintptr_t hi)
+{
+	static struct sock_filter prog[64];
+	size_t n = sizeof(prog) / sizeof(prog[0]);
+
+	if (cover_flags < 0)
+		return 0;
+	if (mpk__bpf_build_range(prog, &n, lo, hi, (uintptr_t)mpk_arch_syscall_ip,
+				 (unsigned)cover_flags))
+		return -1;
+	long r = install_filter(prog, n);
+	if (r > 0)
+		errno = EAGAIN;
+	return r ? -1 : 0;
 }
 
 MPK_EXPORT int mpk_lockdown(unsigned flags)
@@ -170,6 +261,10 @@ MPK_EXPORT int mpk_lockdown(unsigned flags)
 		errno = EALREADY;
 		goto out;
 	}
+	if (io_uring_alive()) {
+		errno = EBUSY;
+		goto out;
+	}
 	if (flags & (MPK_LOCK_SCAN | MPK_LOCK_SCAN_REPORT)) {
 		bool report = true;
 		struct mpk_scan_cb cb = { report_gadget, NULL, &report };
@@ -181,20 +276,26 @@ MPK_EXPORT int mpk_lockdown(unsigned flags)
 			goto out;
 		}
 	}
-	if (domain_ranges(&rs) ||
-	    mpk__bpf_build(prog, &n, rs.r, rs.n, (uintptr_t)mpk_arch_syscall_ip, flags))
-		goto out;
 	if ((flags & MPK_LOCK_PROC_MEM) && (ruleset = mpk__landlock_proc_mem_ruleset()) < 0)
 		goto out;
+	mpk__window_lock(); /* no window comes meanwhile */
+	if (domain_ranges(&rs) ||
+	    mpk__bpf_build(prog, &n, rs.r, rs.n, (uintptr_t)mpk_arch_syscall_ip, flags)) {
+		mpk__window_unlock();
+		goto out;
+	}
 
 	__atomic_store_n(&mpk_os_locked, true, __ATOMIC_RELEASE);
 	long r = install_filter(prog, n);
 	if (r) {
 		int err = r > 0 ? EAGAIN : errno == EINVAL ? ENOTSUP : errno;
 		__atomic_store_n(&mpk_os_locked, false, __ATOMIC_RELEASE);
+		mpk__window_unlock();
 		errno = err;
 		goto out;
 	}
+	cover_flags = (int)flags;
+	mpk__window_unlock();
 	mpk__regions_each(dontdump, NULL);
 	mpk__meta_ranges_each(dontdump_meta, NULL);
 	prctl(PR_SET_DUMPABLE, 0, 0, 0, 0);

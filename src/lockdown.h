@@ -20,6 +20,19 @@
 int mpk__bpf_build(struct sock_filter *out, size_t *len, const struct mpk_range *r, size_t nr,
 		   uintptr_t trusted_ip, unsigned flags); /* MPK_LOCK_* */
 
+/* A filter to stack for a range of domain memory added after lockdown
+ * (a new window): mprotect, munmap, madvise, mremap and mmap with
+ * MAP_FIXED(_NOREPLACE) that touch [lo, hi) are denied unless made from
+ * trusted_ip; everything else is left to the first filter. */
+int mpk__bpf_build_range(struct sock_filter *out, size_t *len, uintptr_t lo, uintptr_t hi,
+			 uintptr_t trusted_ip, unsigned flags);
+
+/* lockdown.c: after mpk_lockdown(), cover [lo, hi) (a new window, not yet
+ * in use) with a filter of its own on every thread: 0, or -1/errno (the
+ * caller must not use the range then).  0 at once without a lockdown.
+ * Takes no mpkit lock. */
+int mpk__lockdown_cover(uintptr_t lo, uintptr_t hi);
+
 /* Landlock: a ruleset under which this process's /proc/PID/mem and
  * /proc/PID/task/TID/mem cannot be opened, everything else can be read and
  * written as before.  Returns its fd, or -1 with errno (ENOTSUP: no

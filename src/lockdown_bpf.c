@@ -212,6 +212,36 @@ static void jump_each(struct prog *p, const uint32_t *nrs, size_t n, int target)
 		jump(p, BPF_JEQ, nrs[i], target, NEXT);
 }
 
+/* At label here: the call was made from trusted_ip (mpkit's site): goto t
+ * else goto f. */
+static void from_ip(struct prog *p, int here, uintptr_t trusted_ip, int t, int f)
+{
+	int low = label(p);
+
+	place(p, here);
+	ld(p, OFF_IP + 4);
+	jump(p, BPF_JEQ, (uint32_t)((uint64_t)trusted_ip >> 32), low, f);
+	place(p, low);
+	ld(p, OFF_IP);
+	jump(p, BPF_JEQ, (uint32_t)trusted_ip, t, f);
+}
+
+/* The program into out: 0, or -1/E2BIG (too long, or a jump too far). */
+static int finish(struct prog *p, struct sock_filter *out, size_t *len)
+{
+	int rc = -1;
+
+	if (!p->bad && !resolve(p) && p->n <= *len) {
+		memcpy(out, p->f, p->n * sizeof(*out));
+		*len = p->n;
+		rc = 0;
+	} else {
+		errno = E2BIG;
+	}
+	free(p);
+	return rc;
+}
+
 int mpk__bpf_build(struct sock_filter *out, size_t *len, const struct mpk_range *r, size_t nr,
 		   uintptr_t trusted_ip, unsigned flags)
 {
@@ -230,12 +260,11 @@ int mpk__bpf_build(struct sock_filter *out, size_t *len, const struct mpk_range 
 	};
 	const uint32_t deny = kill ? SECCOMP_RET_KILL_PROCESS : SECCOMP_RET_ERRNO | EPERM;
 	struct prog *p = calloc(1, sizeof(*p));
-	int rc = -1;
 
 	if (!p)
 		return -1;
 	int l_deny = label(p), l_exec = label(p), l_adv = label(p), l_ip = label(p),
-	    l_ip2 = label(p), l_untrusted = label(p), l_range = label(p), l_mmap = label(p),
+	    l_untrusted = label(p), l_range = label(p), l_mmap = label(p),
 	    l_mremap = label(p), l_shmat = label(p), l_allow = label(p);
 
 	ld(p, OFF_ARCH);
@@ -254,12 +283,7 @@ int mpk__bpf_build(struct sock_filter *out, size_t *len, const struct mpk_range 
 	ld(p, OFF_ARG(2));
 	jump(p, BPF_JEQ, MADV_DODUMP, l_deny, NEXT);
 	jump(p, BPF_JEQ, MADV_KEEPONFORK, l_deny, l_ip);
-	place(p, l_ip);
-	ld(p, OFF_IP + 4);
-	jump(p, BPF_JEQ, (uint32_t)((uint64_t)trusted_ip >> 32), l_ip2, l_untrusted);
-	place(p, l_ip2);
-	ld(p, OFF_IP);
-	jump(p, BPF_JEQ, (uint32_t)trusted_ip, l_allow, l_untrusted);
+	from_ip(p, l_ip, trusted_ip, l_allow, l_untrusted);
 	place(p, l_untrusted);
 	ld(p, OFF_NR);
 	jump_each(p, keys, N(keys), l_deny);
@@ -279,14 +303,30 @@ int mpk__bpf_build(struct sock_filter *out, size_t *len, const struct mpk_range 
 	for (size_t i = 0; i < nr; i++)
 		check_range(p, r[i].lo, r[i].hi, deny);
 	ret(p, SECCOMP_RET_ALLOW);
+	return finish(p, out, len);
+}
 
-	if (!p->bad && !resolve(p) && p->n <= *len) {
-		memcpy(out, p->f, p->n * sizeof(*out));
-		*len = p->n;
-		rc = 0;
-	} else {
-		errno = E2BIG;
-	}
-	free(p);
-	return rc;
+int mpk__bpf_build_range(struct sock_filter *out, size_t *len, uintptr_t lo, uintptr_t hi,
+			 uintptr_t trusted_ip, unsigned flags)
+{
+	static const uint32_t ranged[] = { SYS_mprotect, SYS_munmap, SYS_madvise, SYS_mremap };
+	const uint32_t deny = flags & MPK_LOCK_ERRNO ? SECCOMP_RET_ERRNO | EPERM
+						     : SECCOMP_RET_KILL_PROCESS;
+	struct prog *p = calloc(1, sizeof(*p));
+
+	if (!p)
+		return -1;
+	int l_ip = label(p), l_mmap = label(p), l_range = label(p), l_allow = label(p);
+
+	ld(p, OFF_NR);
+	jump_each(p, ranged, N(ranged), l_ip);
+	jump(p, BPF_JEQ, SYS_mmap, l_mmap, l_allow);
+	arg_flags(p, l_mmap, 3, MAP_FIXED | MAP_FIXED_NOREPLACE, l_ip, l_allow);
+	from_ip(p, l_ip, trusted_ip, l_allow, l_range);
+	place(p, l_range);
+	load_range(p);
+	check_range(p, lo, hi, deny);
+	place(p, l_allow);
+	ret(p, SECCOMP_RET_ALLOW);
+	return finish(p, out, len);
 }

@@ -1,0 +1,70 @@
+/*
+ * hw: io_uring's kernel threads (an SQPOLL thread, iou-sqp-PID, and an
+ * io-wq worker, iou-wrk-PID) are threads of the process that never run
+ * user code and never answer a signal.  A broadcast must not wait for
+ * them: mpk_set_all() succeeds (not EAGAIN after the grace period), every
+ * user thread gets the rights, and mpk_domain_destroy() really gives the
+ * key back (keys_in_use drops by one; a key kept as a spare because a
+ * revocation could not reach a thread would stay counted).
+ */
+#include <pthread.h>
+#include "t.h"
+#include "t_uring.h"
+
+static mpk_domain *d;
+static unsigned char *p;
+static pthread_barrier_t bar;
+static int seen;
+
+static void *other(void *arg)
+{
+	(void)arg;
+	pthread_barrier_wait(&bar); /* set_all done */
+	seen = mpk_get(d);
+	pthread_barrier_wait(&bar);
+	return NULL;
+}
+
+static int keys_in_use(void)
+{
+	struct mpk_info i;
+	REQUIRE(mpk_info(&i) == 0);
+	return i.keys_in_use;
+}
+
+int main(void)
+{
+	struct ring sq, wq;
+	pthread_t t;
+
+	t_need_hw();
+	int held = keys_in_use();
+	REQUIRE(d = mpk_domain_create("iou", MPK_NONE, 0));
+	REQUIRE(p = mpk_alloc(d, 4096));
+	CHECK(keys_in_use() == held + 1);
+	if (ring_init(&sq, IORING_SETUP_SQPOLL, 60000) || ring_init(&wq, 0, 0))
+		t_skip("no io_uring here");
+	REQUIRE(ring_do(&sq, IORING_OP_NOP, 0, -1, NULL, 0, 0) == 0);
+	REQUIRE(ring_do(&wq, IORING_OP_NOP, IOSQE_ASYNC, -1, NULL, 0, 0) == 0);
+	int n = uring_threads();
+	printf("io_uring kernel threads: %d\n", n);
+	REQUIRE(n >= 1);
+	pthread_barrier_init(&bar, NULL, 2);
+	REQUIRE(pthread_create(&t, NULL, other, NULL) == 0);
+
+	if (mpk_set_all(d, MPK_READ))
+		t_fail("mpk_set_all with io_uring threads: %s", strerror(errno));
+	pthread_barrier_wait(&bar);
+	pthread_barrier_wait(&bar);
+	CHECK(seen == MPK_READ);
+	CHECK(mpk_get(d) == MPK_READ);
+	CHECK(mpk_set_all(d, MPK_NONE) == 0);
+	struct t_fault f = t_read_in_child(p);
+	CHECK_FAULT(f, d, p);
+	pthread_join(t, NULL);
+
+	CHECK(mpk_domain_destroy(d) == 0);
+	CHECK(keys_in_use() == held); /* given back, not kept as a spare */
+	CHECK(uring_threads() >= 1);  /* and the ring's threads still there */
+	return t_done();
+}
