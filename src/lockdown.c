@@ -19,7 +19,6 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
-#include "heap/heap.h"
 #include "internal.h"
 #include "lockdown.h"
 #include "os.h"
@@ -32,6 +31,52 @@
 #endif
 
 static int lock_flags = -1; /* under mpk_g.lock */
+
+/* Layers' ranges (core.h); the table only grows, entries published with
+ * release. */
+#define LAYERS_MAX 4
+static struct mpk_layer_ranges layers[LAYERS_MAX];
+static unsigned nlayers;
+static pthread_mutex_t layers_lock = PTHREAD_MUTEX_INITIALIZER;
+
+int mpk__lockdown_ranges_register(const struct mpk_layer_ranges *r)
+{
+	int rc = 0;
+
+	pthread_mutex_lock(&layers_lock);
+	if (nlayers == LAYERS_MAX) {
+		errno = ENOMEM;
+		rc = -1;
+	} else {
+		layers[nlayers] = *r;
+		__atomic_store_n(&nlayers, nlayers + 1, __ATOMIC_RELEASE);
+	}
+	pthread_mutex_unlock(&layers_lock);
+	return rc;
+}
+
+static void layers_each(void (*fn)(uintptr_t lo, uintptr_t hi, void *arg), void *arg)
+{
+	unsigned n = __atomic_load_n(&nlayers, __ATOMIC_ACQUIRE);
+	for (unsigned i = 0; i < n; i++)
+		layers[i].each(fn, arg);
+}
+
+/* Every layer's ranges held still, in registration order; undone in
+ * reverse. */
+static unsigned layers_lock_all(void)
+{
+	unsigned n = __atomic_load_n(&nlayers, __ATOMIC_ACQUIRE);
+	for (unsigned i = 0; i < n; i++)
+		layers[i].lock();
+	return n;
+}
+
+static void layers_unlock_all(unsigned n)
+{
+	while (n--)
+		layers[n].unlock();
+}
 /* The same, for windows added later: under the window lock, which
  * mpk_lockdown() holds from the ranges to the filter, so that a window is
  * either in the filter or covered by one of its own. */
@@ -69,9 +114,10 @@ static int by_lo(const void *a, const void *b)
  * Domain memory: the reserved windows whole (every region of every domain,
  * heap chunks, vaults and big blocks included, is carved from them, so
  * memory allocated after lockdown is covered too), the adopted ranges and
- * the heap metadata area.  Neighbours closer than three pages merge: what
- * lies between is one of mpkit's guard holes.  A window added after
- * lockdown (past the first 16 GiB of domain memory) is not covered.
+ * the ranges layers registered (the heap metadata area).  Neighbours
+ * closer than three pages merge: what lies between is one of mpkit's guard
+ * holes.  A window added after lockdown gets a filter of its own
+ * (mpk__lockdown_cover).
  */
 static int domain_ranges(struct ranges *rs)
 {
@@ -80,7 +126,7 @@ static int domain_ranges(struct ranges *rs)
 	rs->n = 0;
 	rs->overflow = false;
 	mpk__ranges_each(add_window_range, rs);
-	mpk__meta_ranges_each(add_range, rs);
+	layers_each(add_range, rs);
 	if (rs->overflow) {
 		errno = E2BIG;
 		return -1;
@@ -118,7 +164,7 @@ static void dontdump(struct mpk_region *r, void *arg)
 	mpk_os_madvise((void *)r->start, r->len, MADV_DONTDUMP);
 }
 
-static void dontdump_meta(uintptr_t lo, uintptr_t hi, void *arg)
+static void dontdump_range(uintptr_t lo, uintptr_t hi, void *arg)
 {
 	(void)arg;
 	mpk_os_madvise((void *)lo, hi - lo, MADV_DONTDUMP);
@@ -255,7 +301,7 @@ MPK_EXPORT int mpk_lockdown(unsigned flags)
 	errno = ENOTSUP;
 	return -1;
 #endif
-	pthread_mutex_lock(&mpk__meta_lock); /* heap areas stand still */
+	unsigned held = layers_lock_all(); /* heap areas stand still */
 	pthread_mutex_lock(&mpk_g.lock);
 	if (lock_flags >= 0) {
 		errno = EALREADY;
@@ -297,7 +343,7 @@ MPK_EXPORT int mpk_lockdown(unsigned flags)
 	cover_flags = (int)flags;
 	mpk__window_unlock();
 	mpk__regions_each(dontdump, NULL);
-	mpk__meta_ranges_each(dontdump_meta, NULL);
+	layers_each(dontdump_range, NULL);
 	prctl(PR_SET_DUMPABLE, 0, 0, 0, 0);
 	if (flags & MPK_LOCK_SEAL) {
 		bool have = true;
@@ -311,7 +357,7 @@ out:
 	if (ruleset >= 0)
 		close(ruleset);
 	pthread_mutex_unlock(&mpk_g.lock);
-	pthread_mutex_unlock(&mpk__meta_lock);
+	layers_unlock_all(held);
 	return rc;
 }
 

@@ -10,9 +10,11 @@
 #include <stdint.h>
 
 #define MPK_BPF_MAX 4096 /* BPF_MAXINSNS */
-/* Domain ranges the filter can hold: 15 instructions each. */
-#define MPK_LOCK_MAX_RANGES 200
+/* Domain ranges the filter can hold: 25 instructions each (a range check
+ * for others' calls, a containment check for mpkit's PROT_EXEC). */
+#define MPK_LOCK_MAX_RANGES 150
 
+#include "core.h"
 #include "window.h" /* struct mpk_range */
 
 /* The filter for these ranges into out (*len: room in, length out);
@@ -27,11 +29,8 @@ int mpk__bpf_build(struct sock_filter *out, size_t *len, const struct mpk_range 
 int mpk__bpf_build_range(struct sock_filter *out, size_t *len, uintptr_t lo, uintptr_t hi,
 			 uintptr_t trusted_ip, unsigned flags);
 
-/* lockdown.c: after mpk_lockdown(), cover [lo, hi) (a new window, not yet
- * in use) with a filter of its own on every thread: 0, or -1/errno (the
- * caller must not use the range then).  0 at once without a lockdown.
- * Takes no mpkit lock. */
-int mpk__lockdown_cover(uintptr_t lo, uintptr_t hi);
+/* mpk__lockdown_cover() (core.h) is also how a window added after
+ * lockdown gets covered: called under the window lock, takes none. */
 
 /* Landlock: a ruleset under which this process's /proc/PID/mem and
  * /proc/PID/task/TID/mem cannot be opened, everything else can be read and

@@ -10,7 +10,9 @@
  *   denied from anyone: process_vm_writev, ptrace, io_uring_setup/
  *     enter/register, process_madvise, remap_file_pages, userfaultfd;
  *     madvise MADV_DODUMP and MADV_KEEPONFORK; PROT_EXEC in mmap, mprotect
- *     and pkey_mprotect (no new code after lockdown);
+ *     and pkey_mprotect (no new code after lockdown), but from mpkit's
+ *     site on a range inside domain memory (mpk_code_alloc() regions,
+ *     which flip between r-x and rw- without a key; mmap with MAP_FIXED);
  *   with MPK_LOCK_NO_OPEN, open/creat/openat/openat2/open_by_handle_at;
  *   with MPK_LOCK_FREEZE_KEYS, pkey_alloc and pkey_free, from mpkit too;
  *   from mpkit's site (mpk_arch_syscall_ip): the rest is allowed;
@@ -54,7 +56,7 @@
 /* Scratch words: the range [start, end) being checked. */
 enum { M_S_LO, M_S_HI, M_E_LO, M_E_HI };
 
-#define MAX_LABELS (32 + 5 * MPK_LOCK_MAX_RANGES)
+#define MAX_LABELS (40 + 10 * MPK_LOCK_MAX_RANGES)
 #define NEXT (-1)
 
 /* A tiny assembler: jump targets are labels, resolved at the end. */
@@ -182,17 +184,30 @@ static void cmp64(struct prog *p, uint32_t m_hi, uint32_t m_lo, uint64_t k, uint
 	jump(p, op, (uint32_t)k, t, f);
 }
 
+/* Return v if (start >= a) == want_a and (end > b) == want_b, where
+ * scratch is [start, end); else fall through. */
+static void ret_if(struct prog *p, uint64_t a, bool want_a, uint64_t b, bool want_b, uint32_t v)
+{
+	int next = label(p), second = label(p), yes = label(p);
+
+	cmp64(p, M_S_HI, M_S_LO, a, BPF_JGE, want_a ? second : next, want_a ? next : second);
+	place(p, second);
+	cmp64(p, M_E_HI, M_E_LO, b, BPF_JGT, want_b ? yes : next, want_b ? next : yes);
+	place(p, yes);
+	ret(p, v);
+	place(p, next);
+}
+
 /* Deny if scratch touches [lo, hi): start < hi && end > lo. */
 static void check_range(struct prog *p, uint64_t lo, uint64_t hi, uint32_t deny)
 {
-	int next = label(p), s_below = label(p), no = label(p);
+	ret_if(p, hi, false, lo, true, deny);
+}
 
-	cmp64(p, M_S_HI, M_S_LO, hi, BPF_JGE, next, s_below);
-	place(p, s_below);
-	cmp64(p, M_E_HI, M_E_LO, lo, BPF_JGT, no, next);
-	place(p, no);
-	ret(p, deny);
-	place(p, next);
+/* Allow if scratch lies inside [lo, hi): start >= lo && end <= hi. */
+static void check_inside(struct prog *p, uint64_t lo, uint64_t hi)
+{
+	ret_if(p, lo, true, hi, false, SECCOMP_RET_ALLOW);
 }
 
 #define N(a) (sizeof(a) / sizeof((a)[0]))
@@ -265,7 +280,9 @@ int mpk__bpf_build(struct sock_filter *out, size_t *len, const struct mpk_range 
 		return -1;
 	int l_deny = label(p), l_exec = label(p), l_adv = label(p), l_ip = label(p),
 	    l_untrusted = label(p), l_range = label(p), l_mmap = label(p),
-	    l_mremap = label(p), l_shmat = label(p), l_allow = label(p);
+	    l_mremap = label(p), l_shmat = label(p), l_allow = label(p), l_exec_far = label(p),
+	    l_exec_ip = label(p), l_exec_in = label(p), l_exec_mmap = label(p),
+	    l_exec_range = label(p), l_exec_deny = label(p);
 
 	ld(p, OFF_ARCH);
 	jump(p, BPF_JEQ, AUDIT_ARCH_X86_64, NEXT, l_deny);
@@ -278,7 +295,7 @@ int mpk__bpf_build(struct sock_filter *out, size_t *len, const struct mpk_range 
 		jump_each(p, key_moves, N(key_moves), l_deny);
 	jump_each(p, exec, N(exec), l_exec);
 	jump(p, BPF_JEQ, SYS_madvise, l_adv, l_ip);
-	arg_flags(p, l_exec, 2, PROT_EXEC, l_deny, l_ip);
+	arg_flags(p, l_exec, 2, PROT_EXEC, l_exec_far, l_ip);
 	place(p, l_adv);
 	ld(p, OFF_ARG(2));
 	jump(p, BPF_JEQ, MADV_DODUMP, l_deny, NEXT);
@@ -298,11 +315,25 @@ int mpk__bpf_build(struct sock_filter *out, size_t *len, const struct mpk_range 
 	ret(p, deny);
 	place(p, l_allow);
 	ret(p, SECCOMP_RET_ALLOW);
+	place(p, l_exec_far);
+	ja(p, l_exec_ip); /* past the range checks */
 	place(p, l_range);
 	load_range(p);
 	for (size_t i = 0; i < nr; i++)
 		check_range(p, r[i].lo, r[i].hi, deny);
 	ret(p, SECCOMP_RET_ALLOW);
+	/* PROT_EXEC: mpkit's site, on domain memory only. */
+	from_ip(p, l_exec_ip, trusted_ip, l_exec_in, l_exec_deny);
+	place(p, l_exec_in);
+	ld(p, OFF_NR);
+	jump(p, BPF_JEQ, SYS_mmap, l_exec_mmap, l_exec_range);
+	arg_flags(p, l_exec_mmap, 3, MAP_FIXED | MAP_FIXED_NOREPLACE, l_exec_range, l_exec_deny);
+	place(p, l_exec_range);
+	load_range(p);
+	for (size_t i = 0; i < nr; i++)
+		check_inside(p, r[i].lo, r[i].hi);
+	place(p, l_exec_deny);
+	ret(p, deny);
 	return finish(p, out, len);
 }
 

@@ -26,6 +26,8 @@ struct ring {
 	unsigned *sq_tail, *sq_mask, *sq_array, *sq_flags, *cq_head, *cq_tail, *cq_mask;
 	struct io_uring_sqe *sqes;
 	struct io_uring_cqe *cqes;
+	void *map[2];
+	size_t map_len[2];
 };
 
 /* A ring of 4 entries; flags as io_uring_setup's (IORING_SETUP_SQPOLL:
@@ -43,6 +45,10 @@ static inline int ring_init(struct ring *r, unsigned flags, unsigned idle_ms)
 			MAP_SHARED | MAP_POPULATE, r->fd, IORING_OFF_SQ_RING);
 	r->sqes = mmap(NULL, p.sq_entries * sizeof(struct io_uring_sqe), PROT_READ | PROT_WRITE,
 		       MAP_SHARED | MAP_POPULATE, r->fd, IORING_OFF_SQES);
+	r->map[0] = sq;
+	r->map_len[0] = sq_len > cq_len ? sq_len : cq_len;
+	r->map[1] = r->sqes;
+	r->map_len[1] = p.sq_entries * sizeof(struct io_uring_sqe);
 	if (sq == MAP_FAILED || r->sqes == MAP_FAILED || !(p.features & IORING_FEAT_SINGLE_MMAP)) {
 		errno = ENOSYS;
 		return -1;
@@ -56,6 +62,14 @@ static inline int ring_init(struct ring *r, unsigned flags, unsigned idle_ms)
 	r->cq_mask = (unsigned *)(sq + p.cq_off.ring_mask);
 	r->cqes = (struct io_uring_cqe *)(sq + p.cq_off.cqes);
 	return 0;
+}
+
+/* The ring gone: descriptor and mappings (its threads exit soon after). */
+static inline void ring_exit(struct ring *r)
+{
+	munmap(r->map[0], r->map_len[0]);
+	munmap(r->map[1], r->map_len[1]);
+	close(r->fd);
 }
 
 /* Register [addr, addr+len) as fixed buffer 0 (the kernel pins its pages
