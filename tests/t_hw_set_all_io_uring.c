@@ -28,6 +28,29 @@ static void *other(void *arg)
 	return NULL;
 }
 
+/* The rings belong to a thread of their own: io-wq workers live with the
+ * task that submitted (its io_uring context), so they go when it exits. */
+static struct ring sq, wq;
+static int ring_cmd[2], ring_ans[2];
+
+static void *ring_owner(void *arg)
+{
+	char c = 0;
+	int ok;
+
+	(void)arg;
+	ok = !ring_init(&sq, IORING_SETUP_SQPOLL, 60000) && !ring_init(&wq, 0, 0) &&
+	     ring_do(&sq, IORING_OP_NOP, 0, -1, NULL, 0, 0) == 0 &&
+	     ring_do(&wq, IORING_OP_NOP, IOSQE_ASYNC, -1, NULL, 0, 0) == 0;
+	REQUIRE(write(ring_ans[1], &ok, sizeof(ok)) == (ssize_t)sizeof(ok));
+	REQUIRE(read(ring_cmd[0], &c, 1) == 1); /* told to go */
+	if (ok) {
+		ring_exit(&sq);
+		ring_exit(&wq);
+	}
+	return NULL;
+}
+
 static int keys_in_use(void)
 {
 	struct mpk_info i;
@@ -37,18 +60,19 @@ static int keys_in_use(void)
 
 int main(void)
 {
-	struct ring sq, wq;
-	pthread_t t;
+	pthread_t t, owner;
+	int ok = 0;
 
 	t_need_hw();
 	int held = keys_in_use();
 	REQUIRE(d = mpk_domain_create("iou", MPK_NONE, 0));
 	REQUIRE(p = mpk_alloc(d, 4096));
 	CHECK(keys_in_use() == held + 1);
-	if (ring_init(&sq, IORING_SETUP_SQPOLL, 60000) || ring_init(&wq, 0, 0))
+	REQUIRE(pipe(ring_cmd) == 0 && pipe(ring_ans) == 0);
+	REQUIRE(pthread_create(&owner, NULL, ring_owner, NULL) == 0);
+	REQUIRE(read(ring_ans[0], &ok, sizeof(ok)) == (ssize_t)sizeof(ok));
+	if (!ok)
 		t_skip("no io_uring here");
-	REQUIRE(ring_do(&sq, IORING_OP_NOP, 0, -1, NULL, 0, 0) == 0);
-	REQUIRE(ring_do(&wq, IORING_OP_NOP, IOSQE_ASYNC, -1, NULL, 0, 0) == 0);
 	int n = uring_threads();
 	printf("io_uring kernel threads: %d\n", n);
 	REQUIRE(n >= 1);
@@ -71,9 +95,9 @@ int main(void)
 	CHECK(keys_in_use() == held + 1); /* held back: the ring's threads live */
 	CHECK(uring_threads() >= 1);
 
-	ring_exit(&sq);
-	ring_exit(&wq);
-	for (int i = 0; i < 500 && uring_threads() > 0; i++)
+	REQUIRE(write(ring_cmd[1], "q", 1) == 1);
+	pthread_join(owner, NULL);
+	for (int i = 0; i < 1000 && uring_threads() > 0; i++)
 		usleep(10000);
 	REQUIRE(uring_threads() == 0);
 	mpk_domain *e = mpk_domain_create("iou-next", MPK_NONE, 0);

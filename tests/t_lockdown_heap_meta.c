@@ -20,39 +20,29 @@ static bool t_inside_any(uintptr_t a)
 	return mpk__ranges_each(t_in_fn, &a) != 0;
 }
 
-/* The heap metadata area's pieces: 4 MiB read-write private mappings
- * (its unit) outside every window that were not there at the start (the
- * mappings' names, where the kernel has them, are not needed). */
-static uintptr_t known[256];
-static int nknown;
+void mpk__meta_ranges_each(void (*fn)(uintptr_t lo, uintptr_t hi, void *arg), void *arg);
 
-static bool in_window(uintptr_t a)
+struct areas {
+	uintptr_t lo[64];
+	int n;
+};
+
+static void add_area(uintptr_t lo, uintptr_t hi, void *arg)
 {
-	return t_inside_any(a);
+	struct areas *a = arg;
+	(void)hi;
+	if (a->n < 64)
+		a->lo[a->n++] = lo;
 }
 
-static int meta_areas(uintptr_t *lo, int max, bool remember)
+/* The metadata area's pieces now (starts into lo). */
+static int meta_areas(uintptr_t *lo, int max)
 {
-	char line[512];
-	int n = 0;
-	FILE *f = fopen("/proc/self/maps", "r");
-	if (!f)
-		return 0;
-	while (n < max && fgets(line, sizeof(line), f)) {
-		unsigned long a, b;
-		char perms[5];
-		if (sscanf(line, "%lx-%lx %4s", &a, &b, perms) != 3 || strcmp(perms, "rw-p"))
-			continue;
-		bool old = false;
-		for (int i = 0; i < nknown; i++)
-			old |= known[i] == a;
-		if (remember && nknown < 256)
-			known[nknown++] = a;
-		else if (!old && b - a == (4ul << 20) && !in_window(a))
-			lo[n++] = a;
-	}
-	fclose(f);
-	return n;
+	struct areas a = { .n = 0 };
+	mpk__meta_ranges_each(add_area, &a);
+	for (int i = 0; i < a.n && i < max; i++)
+		lo[i] = a.lo[i];
+	return a.n < max ? a.n : max;
 }
 
 int main(void)
@@ -64,11 +54,10 @@ int main(void)
 
 	setenv("MPKIT_HEAP_META", "open", 1);
 	REQUIRE((d = mpk_domain_create("meta-lock", MPK_RW, 0)));
-	meta_areas(a, 64, true);
 	REQUIRE((h = mpk_heap_create(d, 0)));
 	void *b = mpk_heap_malloc(h, 100);
 	REQUIRE(b);
-	int n0 = meta_areas(a, 64, false);
+	int n0 = meta_areas(a, 64);
 	if (!n0)
 		t_fail("no heap metadata area found");
 	REQUIRE(mpk_lockdown(MPK_LOCK_ERRNO) == 0);
@@ -78,15 +67,17 @@ int main(void)
 	/* Enough heaps (each with its metadata) to make the area grow. */
 	mpk_heap *more[200];
 	int nh = 0, n1 = n0;
-	while (nh < 200 && (n1 = meta_areas(a, 64, false)) == n0) {
+	while (nh < 200 && (n1 = meta_areas(a, 64)) == n0) {
 		REQUIRE((more[nh] = mpk_heap_create(d, 0)));
 		REQUIRE(mpk_heap_malloc(more[nh], 64));
 		nh++;
 	}
 	printf("heap-meta areas: %d before lockdown, %d after %d more heaps\n", n0, n1, nh);
-	if (n1 > n0)
-		for (int i = 0; i < n1; i++)
-			CHECK_ERR(mprotect((void *)a[i], page, PROT_READ), EPERM);
+	CHECK(n1 > n0);
+	for (int i = 0; i < n1; i++) {
+		CHECK(!t_inside_any(a[i])); /* open: outside the windows */
+		CHECK_ERR(mprotect((void *)a[i], page, PROT_READ), EPERM);
+	}
 	mpk_heap_free(h, b);
 	CHECK(mpk_heap_malloc(h, 5000) != NULL);
 	t_exit_locked();

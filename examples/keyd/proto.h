@@ -34,7 +34,7 @@
 #define KEYD_MAX_PAYLOAD 1000    /* a request's payload fits a pool slot */
 #define KEYD_MAX_REPLY   (65535 + 64)
 #define KEYD_DEBUG_MAX   4096    /* 'D' reads at most this much */
-#define KEYD_DEBUG_HOWS  "vmkp"
+#define KEYD_DEBUG_HOWS  "vmpk" /* p before k: k re-keys the pages */
 
 /* The long-term keys, derived from a 32-byte seed. */
 struct keyd_keys {

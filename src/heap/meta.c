@@ -148,8 +148,8 @@ static void push(void *p, unsigned order)
 
 /* A new region for the area; what is left of the old one is kept. */
 /* The area's ranges, for the lockdown filter (core.h): registered with
- * the core before the first one exists. */
-static void ranges_each(void (*fn)(uintptr_t lo, uintptr_t hi, void *arg), void *arg)
+ * the core before the first one exists (tests call it too). */
+void mpk__meta_ranges_each(void (*fn)(uintptr_t lo, uintptr_t hi, void *arg), void *arg)
 {
 	unsigned n = __atomic_load_n(&meta.nranges, __ATOMIC_ACQUIRE);
 
@@ -169,7 +169,7 @@ static void meta_unlock(void)
 
 static int register_ranges(void)
 {
-	static const struct mpk_layer_ranges r = { ranges_each, meta_lock, meta_unlock };
+	static const struct mpk_layer_ranges r = { mpk__meta_ranges_each, meta_lock, meta_unlock };
 	static bool done;
 
 	if (done) /* under mpk__meta_lock */
