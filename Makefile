@@ -58,7 +58,7 @@ LIB_SRC := src/init.c src/os.c src/domain.c src/region.c src/memory.c \
            src/layer.c src/heap/meta.c src/heap/map.c src/heap/run.c src/heap/big.c \
            src/heap/heap.c src/heap/misuse.c src/heap/cache.c src/heap/fork.c src/heap/vault.c \
            src/scan.c src/lockdown.c src/lockdown_bpf.c src/landlock.c src/code.c src/watch.c src/window.c \
-           src/env.c src/registry.c src/backtrace.c
+           src/env.c src/registry.c src/backtrace.c src/thread_start.c
 LIB_OBJ := $(LIB_SRC:%.c=$(B)/obj/%.o)
 PIC_OBJ := $(LIB_SRC:%.c=$(B)/pic/%.o)
 

@@ -15,6 +15,13 @@
  *               mprotect   a hand-made watcher: SIGSEGV handler
  *                          mprotect(RW) + trap flag, SIGTRAP handler
  *                          mprotect(R)
+ *               gdb        a gdb hardware watchpoint on the same kind of
+ *                          variable, in a child run under
+ *                          `gdb -batch` (watch -l, commands: silent,
+ *                          continue), the child timing its own stores;
+ *                          skipped with a message when gdb is absent or
+ *                          cannot trace (gdb reports a change of value
+ *                          only: every store here changes it)
  *               plain      an unwatched store
  *
  * Medians of 7 runs; ns per operation, operations per second and the
@@ -24,9 +31,11 @@
  * covering at most 8 aligned bytes: see docs/watch.md.
  *
  *   mpkit-bench-code [--quick]
+ *   mpkit-bench-code --gdb-target N   (the child gdb runs)
  */
 #define _GNU_SOURCE
 #include <signal.h>
+#include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -164,8 +173,70 @@ static double mprotect_watcher(long n)
 	return ns;
 }
 
+/* ---- gdb ---- */
+
+volatile uint64_t gdb_var;
+
+/* The child: N stores to gdb_var, each a new value; ns per store. */
+static int gdb_target(long n)
+{
+	double t = now_ns();
+	for (long i = 1; i <= n; i++)
+		gdb_var = (uint64_t)i;
+	printf("gdb-target: %ld stores, %.1f ns per store\n", n, (now_ns() - t) / (double)n);
+	return 0;
+}
+
+/* ns per watched store under gdb, or a negative number (*why says why);
+ * *hits gets the hit count gdb reports. */
+static double gdb_watcher(long n, long *hits, const char **why)
+{
+	char self[4096], cmd[4096 + 256], line[512], script[] = "/tmp/mpkit-bench-gdb-XXXXXX";
+	double ns = -1;
+	ssize_t len = readlink("/proc/self/exe", self, sizeof(self) - 1);
+	int fd = mkstemp(script);
+
+	*hits = 0;
+	*why = "gdb not found";
+	if (system("command -v gdb >/dev/null 2>&1") != 0 || len < 0 || fd < 0) {
+		if (fd >= 0)
+			close(fd), unlink(script);
+		return -1;
+	}
+	self[len] = 0;
+	static const char text[] = "set pagination off\nset confirm off\nstart\n"
+				   "watch -l *(long *)&gdb_var\ncommands\nsilent\ncontinue\nend\n"
+				   "continue\ninfo watchpoints\n";
+	FILE *f = fdopen(fd, "w");
+	fputs(text, f);
+	fclose(f);
+	snprintf(cmd, sizeof(cmd), "gdb -batch -nx -x %s --args '%s' --gdb-target %ld 2>&1", script,
+		 self, n);
+	FILE *p = popen(cmd, "r");
+	bool hardware = false;
+	*why = "gdb could not run the child";
+	while (p && fgets(line, sizeof(line), p)) {
+		char *h;
+		hardware |= strstr(line, "Hardware watchpoint") != NULL;
+		if (strstr(line, "gdb-target: "))
+			sscanf(strstr(line, "gdb-target: "), "gdb-target: %*s stores, %lf", &ns);
+		if ((h = strstr(line, "already hit ")))
+			*hits = atol(h + 12);
+	}
+	if (p)
+		pclose(p);
+	unlink(script);
+	if (ns > 0 && !hardware) {
+		*why = "gdb fell back to a software watchpoint";
+		return -1;
+	}
+	return ns;
+}
+
 int main(int argc, char **argv)
 {
+	if (argc > 2 && !strcmp(argv[1], "--gdb-target"))
+		return gdb_target(atol(argv[2]));
 	if (argc > 1 && !strcmp(argv[1], "--quick"))
 		iters = 20000;
 	else if (argc > 1) {
@@ -221,11 +292,21 @@ int main(int argc, char **argv)
 	mpk_unwatch(id);
 	row("mpk_watch", w, w);
 	row("mprotect watcher (SIGSEGV + trap flag)", mp, w);
+	long gn = iters / 100 > 100 ? iters / 100 : 100, ghits;
+	const char *why;
+	double g = gdb_watcher(gn, &ghits, &why);
+	if (g > 0)
+		row("gdb hw watchpoint (4 x <= 8 bytes)", g, w);
+	else
+		printf("  %-40s skipped: %s\n", "gdb hw watchpoint", why);
 	row("unwatched store", measure(store_loop, iters), w);
 	long want = (wn / 10 + 1) + RUNS * wn;
-	printf("  writes reported: mpk_watch %ld, mprotect watcher %ld (of %ld each)\n", w_reported,
+	printf("  writes reported: mpk_watch %ld, mprotect watcher %ld (of %ld each)", w_reported,
 	       mp_reported, want);
-	printf("  a debugger's hardware watchpoints: at most 4 ranges of <= 8 bytes (x86 debug\n"
-	       "  registers), any number of pages here (64 ranges, 256 pages)\n");
+	if (g > 0)
+		printf(", gdb %ld (of %ld, one run)", ghits, gn);
+	printf("\n  a debugger's hardware watchpoints: at most 4 ranges of <= 8 bytes each (x86\n"
+	       "  debug registers DR0-DR3); mpk_watch and the mprotect watcher: any number of\n"
+	       "  pages (64 ranges, 256 pages)\n");
 	return w_reported == want && mp_reported == want ? 0 : 1;
 }

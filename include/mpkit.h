@@ -25,6 +25,7 @@
 #ifndef MPKIT_H
 #define MPKIT_H
 
+#include <pthread.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <sys/types.h>
@@ -720,6 +721,15 @@ int mpk_lockdown(unsigned flags);
 
 /* The flags of the lockdown in force, or -1 if there is none. */
 int mpk_lockdown_flags(void);
+
+/*
+ * pthread_create(), but the new thread starts with every domain closed,
+ * whatever scope its creator is in (a plain pthread_create() inside
+ * MPK_WITH hands the scope's rights to the new thread, on hw for good).
+ * Returns 0, or -1 with errno: EINVAL (thread or fn NULL), ENOMEM, or
+ * pthread_create()'s error (EAGAIN, EPERM...); nothing started then.
+ */
+int mpk_thread_create(pthread_t *thread, const pthread_attr_t *attr, void *(*fn)(void *), void *arg);
 
 #ifdef __cplusplus
 }

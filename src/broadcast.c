@@ -487,12 +487,24 @@ static void collect_registry(pid_t self, uint64_t gen, bool scanned)
 	}
 }
 
-/* Threads in /proc/self/task not yet targeted: the fallback. */
+/* io_uring kernel threads the latest scan passed over (0 when the kernel
+ * counted no thread beyond the registry). */
+static int io_seen;
+
+int mpk__broadcast_io_threads(void)
+{
+	return __atomic_load_n(&io_seen, __ATOMIC_RELAXED);
+}
+
+/* Threads in /proc/self/task not yet targeted: the fallback.  io_uring's
+ * kernel threads are passed over: they run no user code, so no rights of
+ * theirs can be edited, and they never answer (every signal blocked). */
 static int collect_scan(pid_t self, int tasks)
 {
 	DIR *dir;
 	struct dirent *e;
 	size_t from = req.n_fill;
+	int io = 0;
 
 	__atomic_add_fetch(&mpk_g.bc_scans, 1, __ATOMIC_RELAXED);
 	count_syscalls(4); /* open, getdents (twice for a short list), close */
@@ -501,10 +513,16 @@ static int collect_scan(pid_t self, int tasks)
 		return -1;
 	while ((e = readdir(dir)) && req.n_fill < req.cap) {
 		pid_t tid = (pid_t)atoi(e->d_name);
-		if (tid > 0 && tid != self && !known(req.t, req.n_fill, tid))
+		if (tid <= 0 || tid == self || known(req.t, req.n_fill, tid))
+			continue;
+		count_syscalls(3); /* open, read, close of its stat */
+		if (mpk_os_is_io_thread(tid))
+			io++;
+		else
 			add_target(tid, NULL);
 	}
 	closedir(dir);
+	__atomic_store_n(&io_seen, io, __ATOMIC_RELAXED);
 	return (int)(req.n_fill - from);
 }
 
@@ -526,8 +544,11 @@ static int reach_all(pid_t self)
 		collect_registry(self, gen, scanned);
 		if (req.n_fill == from) {
 			int tasks = kernel_threads();
-			if (tasks < 0 || tasks <= mpk__threads_claimed())
+			if (tasks < 0 || tasks <= mpk__threads_claimed()) {
+				if (!scanned)
+					__atomic_store_n(&io_seen, 0, __ATOMIC_RELAXED);
 				return 0; /* every thread the kernel counts is listed */
+			}
 			int added = collect_scan(self, tasks);
 			if (added <= 0)
 				return added;

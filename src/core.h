@@ -59,6 +59,24 @@ void mpk__window_unmap(void *p, size_t len);
 int mpk__adopt_fresh(mpk_domain *d, void *addr, size_t len);
 
 /*
+ * lockdown.c: memory a layer keeps outside domain regions that the
+ * lockdown filter must cover too (the heap's metadata area, mapped apart
+ * when it is open).  The layer registers once, before its first range:
+ * each(fn, arg) calls fn for every range it has; lock()/unlock() hold them
+ * still while mpk_lockdown() reads them (taken before the core's lock, as
+ * the layer's own locks are).  A range the layer adds later it passes to
+ * mpk__lockdown_cover() before using it: after mpk_lockdown() that stacks
+ * a filter for it (0, or -1/errno: do not use it); before, it does
+ * nothing.  -1/ENOMEM from register when the table is full.
+ */
+struct mpk_layer_ranges {
+	void (*each)(void (*fn)(uintptr_t lo, uintptr_t hi, void *arg), void *arg);
+	void (*lock)(void), (*unlock)(void);
+};
+int mpk__lockdown_ranges_register(const struct mpk_layer_ranges *r);
+int mpk__lockdown_cover(uintptr_t lo, uintptr_t hi);
+
+/*
  * fork.c: fork() while other threads are inside mpkit.  The core's fork
  * handlers take its locks (mpk_g.lock, then the broadcast lock, then the
  * registry's) in prepare, release them in the parent, and make them (and

@@ -47,14 +47,31 @@ static int slot_take(struct mpk_domain *d)
 }
 
 /*
+ * Close key k in every thread: 0 when every thread that could hold it open
+ * was reached.  io_uring's kernel threads cannot be (they run no user
+ * code, and one born while k was open, an SQPOLL thread, keeps k open:
+ * t_pit_io_uring_sqpoll); while any exists, k is not fit to go to another
+ * domain, and this fails with EBUSY.
+ */
+static int key_revoke(int k)
+{
+	if (mpk__broadcast(mpk_arch_key_mask(k), mpk_arch_key_bits(k, MPK_NONE)))
+		return -1;
+	if (mpk__broadcast_io_threads()) {
+		errno = EBUSY;
+		return -1;
+	}
+	return 0;
+}
+
+/*
  * A key for a new domain, closed in every thread: one held spare (its
  * revocation is retried now), or a new one from the kernel within the budget.
  */
 static int key_take(void)
 {
 	for (int k = 1; k < MPK_ARCH_NKEYS; k++)
-		if (mpk_g.key_spare[k] &&
-		    !mpk__broadcast(mpk_arch_key_mask(k), mpk_arch_key_bits(k, MPK_NONE))) {
+		if (mpk_g.key_spare[k] && !key_revoke(k)) {
 			mpk_g.key_spare[k] = false;
 			return k;
 		}
@@ -86,12 +103,13 @@ static int key_take(void)
 /*
  * Give a key back: close it in every thread first, so whoever gets it next
  * (this library or the application) inherits no rights.  A thread the
- * revocation could not reach keeps the key out of circulation: mpkit
- * holds it as a spare and retries before reusing it.
+ * revocation could not reach (io_uring's kernel threads among them) keeps
+ * the key out of circulation: mpkit holds it as a spare (mpk_info() counts
+ * it in keys_in_use) and retries before reusing it.
  */
 static void key_put(int key)
 {
-	if (mpk__broadcast(mpk_arch_key_mask(key), mpk_arch_key_bits(key, MPK_NONE))) {
+	if (key_revoke(key)) {
 		mpk_g.key_spare[key] = true;
 		return;
 	}
@@ -156,8 +174,11 @@ static int evict(struct mpk_domain *a)
 	mpk__soft_evict_prepare();
 	mpk__fast_publish(a, -1);
 	/* Same rights, not the same bits: a thread a revocation skipped
-	 * (closed already) may hold AD alone where others hold AD|WD. */
-	if (mpk__broadcast_ex(&b) || !mpk_arch_same_rights(b.seen_and, b.seen_or, k, &rights))
+	 * (closed already) may hold AD alone where others hold AD|WD.  An
+	 * io_uring kernel thread's bits for k are unknown and stay: k cannot
+	 * move to another domain while one exists. */
+	if (mpk__broadcast_ex(&b) || !mpk_arch_same_rights(b.seen_and, b.seen_or, k, &rights) ||
+	    mpk__broadcast_io_threads())
 		goto keep;
 	int prot = mpk__prot_of_rights(rights);
 	for (r = a->regions; r; r = r->next)
@@ -278,8 +299,7 @@ int mpk__key_give_back(void)
 	int k;
 
 	for (k = 1; k < MPK_ARCH_NKEYS; k++)
-		if (mpk_g.key_spare[k] &&
-		    !mpk__broadcast(mpk_arch_key_mask(k), mpk_arch_key_bits(k, MPK_NONE))) {
+		if (mpk_g.key_spare[k] && !key_revoke(k)) {
 			mpk_g.key_spare[k] = false;
 			break;
 		}

@@ -246,6 +246,10 @@ int mpk__broadcast_ex(struct mpk_bcast *b);
 /* Benchmarks on machines without keys: run the protocol on any backend,
  * the frame edit replaced by a no-op (on 1, off 0).  Not exported. */
 void mpk__broadcast_stub(int on);
+/* io_uring kernel threads the latest broadcast passed over (its /proc
+ * scan): they keep whatever rights the kernel gave them.  Under bc_lock's
+ * callers' mpk_g.lock. */
+int mpk__broadcast_io_threads(void);
 /* Signals sent, system calls made by broadcasting threads, /proc scans. */
 void mpk__broadcast_counters(uint64_t c[3]);
 /* Threads left alone because they held the target rights already; with

@@ -8,16 +8,17 @@
  * mseal (if asked), Landlock (if asked).  See docs/threat-model.md.
  */
 #define _GNU_SOURCE
+#include <dirent.h>
 #include <errno.h>
 #include <linux/seccomp.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 #include <sys/mman.h>
 #include <sys/prctl.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
-#include "heap/heap.h"
 #include "internal.h"
 #include "lockdown.h"
 #include "os.h"
@@ -30,6 +31,56 @@
 #endif
 
 static int lock_flags = -1; /* under mpk_g.lock */
+
+/* Layers' ranges (core.h); the table only grows, entries published with
+ * release. */
+#define LAYERS_MAX 4
+static struct mpk_layer_ranges layers[LAYERS_MAX];
+static unsigned nlayers;
+static pthread_mutex_t layers_lock = PTHREAD_MUTEX_INITIALIZER;
+
+int mpk__lockdown_ranges_register(const struct mpk_layer_ranges *r)
+{
+	int rc = 0;
+
+	pthread_mutex_lock(&layers_lock);
+	if (nlayers == LAYERS_MAX) {
+		errno = ENOMEM;
+		rc = -1;
+	} else {
+		layers[nlayers] = *r;
+		__atomic_store_n(&nlayers, nlayers + 1, __ATOMIC_RELEASE);
+	}
+	pthread_mutex_unlock(&layers_lock);
+	return rc;
+}
+
+static void layers_each(void (*fn)(uintptr_t lo, uintptr_t hi, void *arg), void *arg)
+{
+	unsigned n = __atomic_load_n(&nlayers, __ATOMIC_ACQUIRE);
+	for (unsigned i = 0; i < n; i++)
+		layers[i].each(fn, arg);
+}
+
+/* Every layer's ranges held still, in registration order; undone in
+ * reverse. */
+static unsigned layers_lock_all(void)
+{
+	unsigned n = __atomic_load_n(&nlayers, __ATOMIC_ACQUIRE);
+	for (unsigned i = 0; i < n; i++)
+		layers[i].lock();
+	return n;
+}
+
+static void layers_unlock_all(unsigned n)
+{
+	while (n--)
+		layers[n].unlock();
+}
+/* The same, for windows added later: under the window lock, which
+ * mpk_lockdown() holds from the ranges to the filter, so that a window is
+ * either in the filter or covered by one of its own. */
+static int cover_flags = -1;
 
 struct ranges {
 	struct mpk_range r[MPK_LOCK_MAX_RANGES * 4];
@@ -63,9 +114,10 @@ static int by_lo(const void *a, const void *b)
  * Domain memory: the reserved windows whole (every region of every domain,
  * heap chunks, vaults and big blocks included, is carved from them, so
  * memory allocated after lockdown is covered too), the adopted ranges and
- * the heap metadata area.  Neighbours closer than three pages merge: what
- * lies between is one of mpkit's guard holes.  A window added after
- * lockdown (past the first 16 GiB of domain memory) is not covered.
+ * the ranges layers registered (the heap metadata area).  Neighbours
+ * closer than three pages merge: what lies between is one of mpkit's guard
+ * holes.  A window added after lockdown gets a filter of its own
+ * (mpk__lockdown_cover).
  */
 static int domain_ranges(struct ranges *rs)
 {
@@ -74,7 +126,7 @@ static int domain_ranges(struct ranges *rs)
 	rs->n = 0;
 	rs->overflow = false;
 	mpk__ranges_each(add_window_range, rs);
-	mpk__meta_ranges_each(add_range, rs);
+	layers_each(add_range, rs);
 	if (rs->overflow) {
 		errno = E2BIG;
 		return -1;
@@ -112,7 +164,7 @@ static void dontdump(struct mpk_region *r, void *arg)
 	mpk_os_madvise((void *)r->start, r->len, MADV_DONTDUMP);
 }
 
-static void dontdump_meta(uintptr_t lo, uintptr_t hi, void *arg)
+static void dontdump_range(uintptr_t lo, uintptr_t hi, void *arg)
 {
 	(void)arg;
 	mpk_os_madvise((void *)lo, hi - lo, MADV_DONTDUMP);
@@ -138,13 +190,98 @@ static void seal(struct mpk_region *r, void *arg)
 	}
 }
 
+#define IO_URING_FILE "anon_inode:[io_uring]"
+
+/* Whether dir (a /proc directory of numbers) has an entry for which fn
+ * says yes. */
+static bool any_entry(const char *dir, bool (*fn)(const char *dir, const char *name))
+{
+	DIR *d = opendir(dir);
+	struct dirent *e;
+	bool yes = false;
+
+	if (!d)
+		return false;
+	while (!yes && (e = readdir(d)))
+		yes = e->d_name[0] != '.' && fn(dir, e->d_name);
+	closedir(d);
+	return yes;
+}
+
+static bool fd_is_ring(const char *dir, const char *name)
+{
+	char path[300], to[64];
+	snprintf(path, sizeof(path), "%s/%s", dir, name);
+	ssize_t n = readlink(path, to, sizeof(to) - 1);
+	return n == (ssize_t)strlen(IO_URING_FILE) && !memcmp(to, IO_URING_FILE, (size_t)n);
+}
+
+static bool task_is_io(const char *dir, const char *name)
+{
+	(void)dir;
+	return mpk_os_is_io_thread((pid_t)atoi(name));
+}
+
+/*
+ * An io_uring instance of this process: a descriptor, a mapping of its
+ * rings (the ring lives while mapped), or one of its kernel threads.  The
+ * filter cannot stop it: an SQPOLL thread takes work from the shared ring
+ * with no system call, and a registered buffer is copied through the
+ * kernel's own mapping of its pinned pages, past keys and protections.
+ */
+static bool io_uring_alive(void)
+{
+	char line[512];
+	bool mapped = false;
+	FILE *f = fopen("/proc/self/maps", "re");
+
+	if (f) {
+		while (!mapped && fgets(line, sizeof(line), f))
+			mapped = strstr(line, IO_URING_FILE) != NULL;
+		fclose(f);
+	}
+	return mapped || any_entry("/proc/self/fd", fd_is_ring) ||
+	       any_entry("/proc/self/task", task_is_io);
+}
+
+/* On every thread: 0, -1/errno, or the id of a thread that could not be
+ * synchronised (one that installed a filter of its own). */
 static long install_filter(struct sock_filter *f, size_t n)
 {
 	struct sock_fprog prog = { .len = (unsigned short)n, .filter = f };
 
 	if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0))
 		return -1;
-	return syscall(SYS_seccomp, SECCOMP_SET_MODE_FILTER, SECCOMP_FILTER_FLAG_TSYNC, &prog);
+	long r = mpk_arch_syscall6(SYS_seccomp, SECCOMP_SET_MODE_FILTER, SECCOMP_FILTER_FLAG_TSYNC,
+				   (long)&prog, 0, 0, 0);
+	if (r < 0) {
+		errno = (int)-r;
+		return -1;
+	}
+	return r;
+}
+
+/*
+ * Filters only ever add restrictions, so a window that comes after
+ * lockdown gets one of its own, stacked (from mpkit's site, every thread),
+ * before any of it is used.  Its program is a few dozen instructions; the
+ * kernel's limit on all of them (32768 for a thread) fails it with ENOMEM
+ * past some hundreds of windows, and then the window is not used.
+ */
+int mpk__lockdown_cover(uintptr_t lo, uintptr_t hi)
+{
+	static struct sock_filter prog[64];
+	size_t n = sizeof(prog) / sizeof(prog[0]);
+
+	if (cover_flags < 0)
+		return 0;
+	if (mpk__bpf_build_range(prog, &n, lo, hi, (uintptr_t)mpk_arch_syscall_ip,
+				 (unsigned)cover_flags))
+		return -1;
+	long r = install_filter(prog, n);
+	if (r > 0)
+		errno = EAGAIN;
+	return r ? -1 : 0;
 }
 
 MPK_EXPORT int mpk_lockdown(unsigned flags)
@@ -164,10 +301,14 @@ MPK_EXPORT int mpk_lockdown(unsigned flags)
 	errno = ENOTSUP;
 	return -1;
 #endif
-	pthread_mutex_lock(&mpk__meta_lock); /* heap areas stand still */
+	unsigned held = layers_lock_all(); /* heap areas stand still */
 	pthread_mutex_lock(&mpk_g.lock);
 	if (lock_flags >= 0) {
 		errno = EALREADY;
+		goto out;
+	}
+	if (io_uring_alive()) {
+		errno = EBUSY;
 		goto out;
 	}
 	if (flags & (MPK_LOCK_SCAN | MPK_LOCK_SCAN_REPORT)) {
@@ -181,22 +322,28 @@ MPK_EXPORT int mpk_lockdown(unsigned flags)
 			goto out;
 		}
 	}
-	if (domain_ranges(&rs) ||
-	    mpk__bpf_build(prog, &n, rs.r, rs.n, (uintptr_t)mpk_arch_syscall_ip, flags))
-		goto out;
 	if ((flags & MPK_LOCK_PROC_MEM) && (ruleset = mpk__landlock_proc_mem_ruleset()) < 0)
 		goto out;
+	mpk__window_lock(); /* no window comes meanwhile */
+	if (domain_ranges(&rs) ||
+	    mpk__bpf_build(prog, &n, rs.r, rs.n, (uintptr_t)mpk_arch_syscall_ip, flags)) {
+		mpk__window_unlock();
+		goto out;
+	}
 
 	__atomic_store_n(&mpk_os_locked, true, __ATOMIC_RELEASE);
 	long r = install_filter(prog, n);
 	if (r) {
 		int err = r > 0 ? EAGAIN : errno == EINVAL ? ENOTSUP : errno;
 		__atomic_store_n(&mpk_os_locked, false, __ATOMIC_RELEASE);
+		mpk__window_unlock();
 		errno = err;
 		goto out;
 	}
+	cover_flags = (int)flags;
+	mpk__window_unlock();
 	mpk__regions_each(dontdump, NULL);
-	mpk__meta_ranges_each(dontdump_meta, NULL);
+	layers_each(dontdump_range, NULL);
 	prctl(PR_SET_DUMPABLE, 0, 0, 0, 0);
 	if (flags & MPK_LOCK_SEAL) {
 		bool have = true;
@@ -210,7 +357,7 @@ out:
 	if (ruleset >= 0)
 		close(ruleset);
 	pthread_mutex_unlock(&mpk_g.lock);
-	pthread_mutex_unlock(&mpk__meta_lock);
+	layers_unlock_all(held);
 	return rc;
 }
 

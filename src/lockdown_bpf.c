@@ -10,7 +10,9 @@
  *   denied from anyone: process_vm_writev, ptrace, io_uring_setup/
  *     enter/register, process_madvise, remap_file_pages, userfaultfd;
  *     madvise MADV_DODUMP and MADV_KEEPONFORK; PROT_EXEC in mmap, mprotect
- *     and pkey_mprotect (no new code after lockdown);
+ *     and pkey_mprotect (no new code after lockdown), but from mpkit's
+ *     site on a range inside domain memory (mpk_code_alloc() regions,
+ *     which flip between r-x and rw- without a key; mmap with MAP_FIXED);
  *   with MPK_LOCK_NO_OPEN, open/creat/openat/openat2/open_by_handle_at;
  *   with MPK_LOCK_FREEZE_KEYS, pkey_alloc and pkey_free, from mpkit too;
  *   from mpkit's site (mpk_arch_syscall_ip): the rest is allowed;
@@ -54,7 +56,7 @@
 /* Scratch words: the range [start, end) being checked. */
 enum { M_S_LO, M_S_HI, M_E_LO, M_E_HI };
 
-#define MAX_LABELS (32 + 5 * MPK_LOCK_MAX_RANGES)
+#define MAX_LABELS (40 + 10 * MPK_LOCK_MAX_RANGES)
 #define NEXT (-1)
 
 /* A tiny assembler: jump targets are labels, resolved at the end. */
@@ -182,17 +184,30 @@ static void cmp64(struct prog *p, uint32_t m_hi, uint32_t m_lo, uint64_t k, uint
 	jump(p, op, (uint32_t)k, t, f);
 }
 
+/* Return v if (start >= a) == want_a and (end > b) == want_b, where
+ * scratch is [start, end); else fall through. */
+static void ret_if(struct prog *p, uint64_t a, bool want_a, uint64_t b, bool want_b, uint32_t v)
+{
+	int next = label(p), second = label(p), yes = label(p);
+
+	cmp64(p, M_S_HI, M_S_LO, a, BPF_JGE, want_a ? second : next, want_a ? next : second);
+	place(p, second);
+	cmp64(p, M_E_HI, M_E_LO, b, BPF_JGT, want_b ? yes : next, want_b ? next : yes);
+	place(p, yes);
+	ret(p, v);
+	place(p, next);
+}
+
 /* Deny if scratch touches [lo, hi): start < hi && end > lo. */
 static void check_range(struct prog *p, uint64_t lo, uint64_t hi, uint32_t deny)
 {
-	int next = label(p), s_below = label(p), no = label(p);
+	ret_if(p, hi, false, lo, true, deny);
+}
 
-	cmp64(p, M_S_HI, M_S_LO, hi, BPF_JGE, next, s_below);
-	place(p, s_below);
-	cmp64(p, M_E_HI, M_E_LO, lo, BPF_JGT, no, next);
-	place(p, no);
-	ret(p, deny);
-	place(p, next);
+/* Allow if scratch lies inside [lo, hi): start >= lo && end <= hi. */
+static void check_inside(struct prog *p, uint64_t lo, uint64_t hi)
+{
+	ret_if(p, lo, true, hi, false, SECCOMP_RET_ALLOW);
 }
 
 #define N(a) (sizeof(a) / sizeof((a)[0]))
@@ -210,6 +225,36 @@ static void jump_each(struct prog *p, const uint32_t *nrs, size_t n, int target)
 {
 	for (size_t i = 0; i < n; i++)
 		jump(p, BPF_JEQ, nrs[i], target, NEXT);
+}
+
+/* At label here: the call was made from trusted_ip (mpkit's site): goto t
+ * else goto f. */
+static void from_ip(struct prog *p, int here, uintptr_t trusted_ip, int t, int f)
+{
+	int low = label(p);
+
+	place(p, here);
+	ld(p, OFF_IP + 4);
+	jump(p, BPF_JEQ, (uint32_t)((uint64_t)trusted_ip >> 32), low, f);
+	place(p, low);
+	ld(p, OFF_IP);
+	jump(p, BPF_JEQ, (uint32_t)trusted_ip, t, f);
+}
+
+/* The program into out: 0, or -1/E2BIG (too long, or a jump too far). */
+static int finish(struct prog *p, struct sock_filter *out, size_t *len)
+{
+	int rc = -1;
+
+	if (!p->bad && !resolve(p) && p->n <= *len) {
+		memcpy(out, p->f, p->n * sizeof(*out));
+		*len = p->n;
+		rc = 0;
+	} else {
+		errno = E2BIG;
+	}
+	free(p);
+	return rc;
 }
 
 int mpk__bpf_build(struct sock_filter *out, size_t *len, const struct mpk_range *r, size_t nr,
@@ -230,13 +275,14 @@ int mpk__bpf_build(struct sock_filter *out, size_t *len, const struct mpk_range 
 	};
 	const uint32_t deny = kill ? SECCOMP_RET_KILL_PROCESS : SECCOMP_RET_ERRNO | EPERM;
 	struct prog *p = calloc(1, sizeof(*p));
-	int rc = -1;
 
 	if (!p)
 		return -1;
 	int l_deny = label(p), l_exec = label(p), l_adv = label(p), l_ip = label(p),
-	    l_ip2 = label(p), l_untrusted = label(p), l_range = label(p), l_mmap = label(p),
-	    l_mremap = label(p), l_shmat = label(p), l_allow = label(p);
+	    l_untrusted = label(p), l_range = label(p), l_mmap = label(p),
+	    l_mremap = label(p), l_shmat = label(p), l_allow = label(p), l_exec_far = label(p),
+	    l_exec_ip = label(p), l_exec_in = label(p), l_exec_mmap = label(p),
+	    l_exec_range = label(p), l_exec_deny = label(p);
 
 	ld(p, OFF_ARCH);
 	jump(p, BPF_JEQ, AUDIT_ARCH_X86_64, NEXT, l_deny);
@@ -249,17 +295,12 @@ int mpk__bpf_build(struct sock_filter *out, size_t *len, const struct mpk_range 
 		jump_each(p, key_moves, N(key_moves), l_deny);
 	jump_each(p, exec, N(exec), l_exec);
 	jump(p, BPF_JEQ, SYS_madvise, l_adv, l_ip);
-	arg_flags(p, l_exec, 2, PROT_EXEC, l_deny, l_ip);
+	arg_flags(p, l_exec, 2, PROT_EXEC, l_exec_far, l_ip);
 	place(p, l_adv);
 	ld(p, OFF_ARG(2));
 	jump(p, BPF_JEQ, MADV_DODUMP, l_deny, NEXT);
 	jump(p, BPF_JEQ, MADV_KEEPONFORK, l_deny, l_ip);
-	place(p, l_ip);
-	ld(p, OFF_IP + 4);
-	jump(p, BPF_JEQ, (uint32_t)((uint64_t)trusted_ip >> 32), l_ip2, l_untrusted);
-	place(p, l_ip2);
-	ld(p, OFF_IP);
-	jump(p, BPF_JEQ, (uint32_t)trusted_ip, l_allow, l_untrusted);
+	from_ip(p, l_ip, trusted_ip, l_allow, l_untrusted);
 	place(p, l_untrusted);
 	ld(p, OFF_NR);
 	jump_each(p, keys, N(keys), l_deny);
@@ -274,19 +315,49 @@ int mpk__bpf_build(struct sock_filter *out, size_t *len, const struct mpk_range 
 	ret(p, deny);
 	place(p, l_allow);
 	ret(p, SECCOMP_RET_ALLOW);
+	place(p, l_exec_far);
+	ja(p, l_exec_ip); /* past the range checks */
 	place(p, l_range);
 	load_range(p);
 	for (size_t i = 0; i < nr; i++)
 		check_range(p, r[i].lo, r[i].hi, deny);
 	ret(p, SECCOMP_RET_ALLOW);
+	/* PROT_EXEC: mpkit's site, on domain memory only. */
+	from_ip(p, l_exec_ip, trusted_ip, l_exec_in, l_exec_deny);
+	place(p, l_exec_in);
+	ld(p, OFF_NR);
+	jump(p, BPF_JEQ, SYS_mmap, l_exec_mmap, l_exec_range);
+	arg_flags(p, l_exec_mmap, 3, MAP_FIXED | MAP_FIXED_NOREPLACE, l_exec_range, l_exec_deny);
+	place(p, l_exec_range);
+	load_range(p);
+	for (size_t i = 0; i < nr; i++)
+		check_inside(p, r[i].lo, r[i].hi);
+	place(p, l_exec_deny);
+	ret(p, deny);
+	return finish(p, out, len);
+}
 
-	if (!p->bad && !resolve(p) && p->n <= *len) {
-		memcpy(out, p->f, p->n * sizeof(*out));
-		*len = p->n;
-		rc = 0;
-	} else {
-		errno = E2BIG;
-	}
-	free(p);
-	return rc;
+int mpk__bpf_build_range(struct sock_filter *out, size_t *len, uintptr_t lo, uintptr_t hi,
+			 uintptr_t trusted_ip, unsigned flags)
+{
+	static const uint32_t ranged[] = { SYS_mprotect, SYS_munmap, SYS_madvise, SYS_mremap };
+	const uint32_t deny = flags & MPK_LOCK_ERRNO ? SECCOMP_RET_ERRNO | EPERM
+						     : SECCOMP_RET_KILL_PROCESS;
+	struct prog *p = calloc(1, sizeof(*p));
+
+	if (!p)
+		return -1;
+	int l_ip = label(p), l_mmap = label(p), l_range = label(p), l_allow = label(p);
+
+	ld(p, OFF_NR);
+	jump_each(p, ranged, N(ranged), l_ip);
+	jump(p, BPF_JEQ, SYS_mmap, l_mmap, l_allow);
+	arg_flags(p, l_mmap, 3, MAP_FIXED | MAP_FIXED_NOREPLACE, l_ip, l_allow);
+	from_ip(p, l_ip, trusted_ip, l_allow, l_range);
+	place(p, l_range);
+	load_range(p);
+	check_range(p, lo, hi, deny);
+	place(p, l_allow);
+	ret(p, SECCOMP_RET_ALLOW);
+	return finish(p, out, len);
 }

@@ -349,3 +349,27 @@ int mpk_os_vma_pkey(const void *addr)
 		errno = ENOENT;
 	return key;
 }
+
+#define PF_IO_WORKER 0x10 /* include/linux/sched.h, Linux 5.12+ */
+
+bool mpk_os_is_io_thread(pid_t tid)
+{
+	char path[64], buf[512];
+	unsigned long flags;
+
+	snprintf(path, sizeof(path), "/proc/self/task/%d/stat", (int)tid);
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return false;
+	ssize_t n = read(fd, buf, sizeof(buf) - 1);
+	close(fd);
+	if (n <= 0)
+		return false;
+	buf[n] = 0;
+	/* The name may hold spaces and ')': the fields follow the last ')';
+	 * flags is the 9th field (state, ppid, pgrp, session, tty, tpgid). */
+	char *e = strrchr(buf, ')');
+	if (!e || sscanf(e + 1, " %*c %*d %*d %*d %*d %*d %lu", &flags) != 1)
+		return false;
+	return flags & PF_IO_WORKER;
+}

@@ -50,6 +50,13 @@ int mpk_os_range_is_private_anon_rw(const void *addr, size_t len);
  * -1 with ENOMEM (a hole) or EINVAL (mixed), or the error reading /proc. */
 int mpk_os_range_prot(const void *addr, size_t len);
 
+/* Whether thread tid of this process is one of io_uring's kernel threads
+ * (an io-wq worker, iou-wrk-*, or an SQPOLL thread, iou-sqp-*): the
+ * kernel's PF_IO_WORKER flag in /proc/self/task/TID/stat, not the name,
+ * which any thread can take.  They run no user code and never answer a
+ * signal.  False if /proc cannot be read. */
+bool mpk_os_is_io_thread(pid_t tid);
+
 /* The protection key of the mapping holding addr (smaps), -1/ENOENT. */
 int mpk_os_vma_pkey(const void *addr);
 

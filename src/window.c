@@ -14,6 +14,7 @@
 #include <sys/mman.h>
 
 #include "internal.h"
+#include "lockdown.h"
 #include "os.h"
 #include "window.h"
 
@@ -224,6 +225,12 @@ static int new_window(size_t need, size_t page)
 		return -1;
 	uintptr_t b = reserve(size);
 	if (!b) {
+		free(table);
+		return -1;
+	}
+	/* After mpk_lockdown(): a filter of its own before it holds anything. */
+	if (mpk__lockdown_cover(b, b + size)) {
+		mpk_os_unmap((void *)b, size);
 		free(table);
 		return -1;
 	}

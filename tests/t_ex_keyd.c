@@ -5,23 +5,30 @@
  * with the keys in an mpkit vault the over-read faults, the fault report
  * names domain "keyd-key", only that connection ends, no key byte leaves
  * the daemon, and it serves 10,000 requests from 8 threads with attacks
- * mixed in, every good reply verified.
+ * mixed in, every good reply verified.  The daemon's second bug, the 'D'
+ * "debug peek" whose system call the client picks, gets the key out of
+ * the vault all the same (hw: process_vm_readv, /proc/self/mem,
+ * pkey_mprotect; soft: /proc/self/mem, mprotect); under keyd --lockdown
+ * every one of them is refused (EPERM, or EACCES for /proc/self/mem), no
+ * key byte leaves, and the same load with over-reads and 'D' requests
+ * mixed in is served in full.
  */
 #include "t_ex.h"
 #include "../examples/keyd/proto.h"
 
 struct daemon {
 	pid_t pid;
-	char *out, *err, port[16];
+	char *out, *err, port[16], addr[32];
 };
 
 static const char *key_file;
 static struct keyd_keys keys;
 
-static void start(struct daemon *d, bool plain)
+/* mode: NULL (the vault), "--plain" or "--lockdown". */
+static void start(struct daemon *d, const char *mode)
 {
 	char *argv[] = { (char *)t_ex_path("keyd"), "--key-file", (char *)key_file,
-			 plain ? "--plain" : NULL, NULL };
+			 (char *)mode, NULL };
 
 	d->out = t_ex_tmp("keyd-out");
 	d->err = t_ex_tmp("keyd-err");
@@ -30,6 +37,9 @@ static void start(struct daemon *d, bool plain)
 		char *text = t_ex_slurp(d->out, NULL), *p = strstr(text, "127.0.0.1:");
 		if (p && strchr(p, '\n')) {
 			snprintf(d->port, sizeof(d->port), "%d", atoi(p + 10));
+			char *a = strstr(text, " at 0x");
+			snprintf(d->addr, sizeof(d->addr), "%.*s", a ? (int)strcspn(a + 4, ";, \n") : 0,
+				 a ? a + 4 : "");
 			free(text);
 			return;
 		}
@@ -77,6 +87,42 @@ static int leaked(const char *dump)
 	return count;
 }
 
+/* The key came out into dump: count it, stop the daemon, clean up. */
+static void leaked_and_stop(struct daemon *d, char *out, char *dump, const char *what)
+{
+	char *err;
+	int n = leaked(dump);
+	printf("%s: key bytes leaked %d of 96\n", what, n);
+	CHECK(n >= 64);
+	free(out);
+	free(stop(d, &err));
+	free(err);
+	unlink(dump);
+	free(dump);
+}
+
+/* The load client's two summary lines. */
+struct load_out {
+	int good, correct, wrong, lost, attacks, cut, refused, answered;
+};
+
+static void run_load(char **argv, struct load_out *l)
+{
+	char *out;
+	*l = (struct load_out){ 0, 0, -1, -1, 0, -1, -1, -1 };
+	CHECK(t_ex_run(argv, &out, NULL) == 0);
+	char *p = strstr(out, "threads: ");
+	CHECK(p && sscanf(p, "threads: %d good (%*d signatures, %*d encryptions): %d correct,"
+			     " %d wrong, %d lost", &l->good, &l->correct, &l->wrong, &l->lost) == 4);
+	p = strstr(out, "load: ");
+	p = p ? strstr(p + 1, "load: ") : NULL;
+	CHECK(p && sscanf(p, "load: %d attack requests: %d cut, %d refused, %d answered",
+			  &l->attacks, &l->cut, &l->refused, &l->answered) == 4);
+	CHECK(l->good + l->attacks == 10000 && l->attacks == 200);
+	CHECK(l->correct == l->good && l->wrong == 0 && l->lost == 0 && l->answered == 0);
+	free(out);
+}
+
 static int attack(struct daemon *d, const char *dump, char **out)
 {
 	char *argv[] = { (char *)t_ex_path("attack"), "--dump", (char *)dump, d->port, NULL };
@@ -86,20 +132,13 @@ static int attack(struct daemon *d, const char *dump, char **out)
 static void plain_build(void)
 {
 	struct daemon d;
-	char *out, *err, *dump = t_ex_tmp("dump");
+	char *out, *dump = t_ex_tmp("dump");
 
 	printf("== keys in a malloc()ed block (keyd --plain)\n");
-	start(&d, true);
+	start(&d, "--plain");
 	CHECK(attack(&d, dump, &out) == 0); /* 0: recovered */
 	CHECK(strstr(out, "SIGNING KEY") && strstr(out, "forged signature verifies"));
-	int n = leaked(dump);
-	printf("plain: key bytes leaked %d of 96\n", n);
-	CHECK(n >= 64);
-	free(out);
-	free(stop(&d, &err));
-	free(err);
-	unlink(dump);
-	free(dump);
+	leaked_and_stop(&d, out, dump, "plain");
 }
 
 static void vault_build(void)
@@ -108,10 +147,10 @@ static void vault_build(void)
 	char *out, *err, *dump = t_ex_tmp("dump");
 	char *load[] = { (char *)t_ex_path("attack"), "--load", "10000", "--threads", "8",
 			 "--key-file", (char *)key_file, "--attack-every", "50", NULL, NULL };
-	int search = 0, cut = 0, attacks = 0, good = 0, correct = 0, lost = -1, wrong = -1;
+	int search = 0, cut = 0, attacks = 0;
 
 	printf("== keys in an mpkit vault (keyd)\n");
-	start(&d, false);
+	start(&d, NULL);
 	CHECK(attack(&d, dump, &out) == 1); /* 1: not recovered */
 	for (char *p = out; (p = strstr(p, "attack: N=")); p++)
 		search++;
@@ -126,23 +165,15 @@ static void vault_build(void)
 
 	/* The same daemon serves on: load with attacks mixed in. */
 	load[9] = d.port;
-	CHECK(t_ex_run(load, &out, NULL) == 0);
-	char *p = strstr(out, "threads: ");
-	CHECK(p && sscanf(p, "threads: %d good (%*d signatures, %*d encryptions): %d correct,"
-			     " %d wrong, %d lost", &good, &correct, &wrong, &lost) == 4);
-	p = strstr(out, "load: ");
-	p = p ? strstr(p + 1, "load: ") : NULL;
-	int lcut = -1, answered = -1;
-	CHECK(p && sscanf(p, "load: %d attack requests: %d cut, %d answered", &attacks,
-			  &lcut, &answered) == 3);
-	CHECK(good + attacks == 10000 && attacks == 200);
-	CHECK(correct == good && wrong == 0 && lost == 0);
-	CHECK(lcut == attacks && answered == 0);
-	free(out);
+	struct load_out l;
+	run_load(load, &l);
+	CHECK(l.cut == l.attacks);
+	attacks = l.attacks;
+	int good = l.good, correct = l.correct;
 
 	char *dout = stop(&d, &err);
 	unsigned long faults = 0;
-	p = strstr(dout, "connections, ");
+	char *p = strstr(dout, "connections, ");
 	CHECK(p && sscanf(p, "connections, %lu ended", &faults) == 1);
 	CHECK(faults == (unsigned long)(cut + attacks)); /* one per cut connection */
 	CHECK(strstr(err, "read of domain \"keyd-key\"") != NULL);
@@ -155,6 +186,94 @@ static void vault_build(void)
 	free(err);
 	unlink(dump);
 	free(dump);
+}
+
+/* The 'D' attacks: each way's line of the client's output. */
+static const char *way_line(const char *out, char how)
+{
+	char tag[32];
+	snprintf(tag, sizeof(tag), "syscall %c ", how);
+	const char *p = strstr(out, tag);
+	return p ? p : "";
+}
+
+static bool way_is(const char *out, char how, const char *what)
+{
+	const char *l = way_line(out, how), *e = strchr(l, '\n');
+	const char *w = strstr(l, what);
+	return w && (!e || w < e);
+}
+
+static void syscalls_vault(void)
+{
+	struct daemon d;
+	char *out, *dump = t_ex_tmp("dump");
+	bool hw = t_backend() == MPK_BACKEND_HW;
+
+	printf("== keys in an mpkit vault, the 'D' system-call attacks (keyd)\n");
+	start(&d, NULL);
+	REQUIRE(d.addr[0]);
+	char *argv[] = { (char *)t_ex_path("attack"), "--syscalls", d.addr, "--dump", dump,
+			 d.port, NULL };
+	CHECK(t_ex_run(argv, &out, NULL) == 0); /* 0: recovered */
+	t_ex_show("attack", out);
+	if (hw) {
+		CHECK(way_is(out, 'v', "SIGNING KEY"));
+		CHECK(way_is(out, 'm', "SIGNING KEY"));
+		CHECK(way_is(out, 'k', "SIGNING KEY"));
+		CHECK(way_is(out, 'p', "connection cut")); /* the key still applies */
+	} else {
+		CHECK(way_is(out, 'v', "Bad address"));
+		CHECK(way_is(out, 'm', "SIGNING KEY"));
+		CHECK(way_is(out, 'k', "Invalid argument")); /* no keys */
+		CHECK(way_is(out, 'p', "SIGNING KEY"));
+	}
+	leaked_and_stop(&d, out, dump, "vault, no lockdown, system calls");
+}
+
+static void locked_build(void)
+{
+	struct daemon d;
+	char *out, *err, *dump = t_ex_tmp("dump"), *dump2 = t_ex_tmp("dump2");
+
+	printf("== keys in an mpkit vault, keyd --lockdown\n");
+	start(&d, "--lockdown");
+	REQUIRE(d.addr[0]);
+	CHECK(attack(&d, dump, &out) == 1); /* the over-read: not recovered */
+	CHECK(strstr(out, "connection cut") != NULL);
+	free(out);
+	char *argv[] = { (char *)t_ex_path("attack"), "--syscalls", d.addr, "--dump", dump2,
+			 d.port, NULL };
+	CHECK(t_ex_run(argv, &out, NULL) == 1); /* 1: not recovered */
+	t_ex_show("attack", out);
+	CHECK(way_is(out, 'v', "refused: Operation not permitted"));
+	CHECK(way_is(out, 'm', "refused: Permission denied"));
+	CHECK(way_is(out, 'k', "refused: Operation not permitted"));
+	CHECK(way_is(out, 'p', "refused: Operation not permitted"));
+	int n = leaked(dump) + leaked(dump2);
+	printf("lockdown: key bytes leaked %d\n", n);
+	CHECK(n == 0);
+	free(out);
+
+	char *load[] = { (char *)t_ex_path("attack"), "--load", "10000", "--threads", "8",
+			 "--key-file", (char *)key_file, "--attack-every", "50", "--addr", d.addr,
+			 d.port, NULL };
+	struct load_out l;
+	run_load(load, &l);
+	/* Each thread's attacks alternate: over-reads (cut), 'D' (refused). */
+	CHECK(l.cut + l.refused == l.attacks && l.cut >= l.attacks / 2 && l.refused >= l.attacks / 3);
+	char *dout = stop(&d, &err);
+	CHECK(strstr(dout, "keyd: locked down") != NULL);
+	CHECK(strstr(err, "read of domain \"keyd-key\"") != NULL);
+	printf("lockdown: %d load requests (%d over-reads, all cut; %d system-call attacks, all"
+	       " refused), %d good replies, all correct; key bytes leaked %d\n", l.good + l.attacks,
+	       l.cut, l.refused, l.correct, n);
+	free(dout);
+	free(err);
+	unlink(dump);
+	unlink(dump2);
+	free(dump);
+	free(dump2);
 }
 
 int main(void)
@@ -173,6 +292,8 @@ int main(void)
 
 	plain_build();
 	vault_build();
+	syscalls_vault();
+	locked_build();
 	unlink(kf);
 	free(kf);
 	return t_done();

@@ -30,11 +30,12 @@ enum pit_outcome {
 	O_FAULT,        /* SIGSEGV: the domain's protection held */
 	O_SIGILL,       /* the instruction does not exist here (no PKU) */
 	O_CHECK,        /* exit 134: mpkit's checked WRPKRU site refused */
-	O_REFUSED,      /* mpk_lockdown() refused to lock (scan found gadgets) */
+	O_REFUSED,      /* mpk_lockdown() refused to lock (gadgets, a live io_uring) */
 	O_KEPT,         /* the attempt did nothing to the secret, no error */
 	O_NA,           /* the mechanism does not exist here (ENOSYS, no keys) */
 	O_ALLOWED,      /* the call ran (no secret involved: an entry path) */
 	O_NODUMP,       /* not dumpable, and the memory is marked dd (no core) */
+	O_WRITTEN,      /* the secret was overwritten (integrity lost) */
 	O_ERROR,        /* the setup failed: the test fails */
 };
 #define B(o) (1u << (o))
@@ -42,8 +43,9 @@ enum pit_outcome {
 static const char *const pit_names[] = {
 	"?", "LEAKED", "BLOCKED (EPERM)", "BLOCKED (EFAULT)", "BLOCKED (EACCES)",
 	"BLOCKED (killed, SIGSYS)", "BLOCKED (SIGSEGV)", "n/a (SIGILL: no PKU)",
-	"BLOCKED (WRPKRU check: exit 134)", "REFUSED (lockdown fails: gadgets)",
-	"kept (no effect)", "n/a", "allowed", "BLOCKED (no dump: dd, dumpable 0)", "ERROR",
+	"BLOCKED (WRPKRU check: exit 134)", "REFUSED (lockdown fails)",
+	"kept (no effect)", "n/a", "allowed", "BLOCKED (no dump: dd, dumpable 0)",
+	"WRITTEN (overwritten)", "ERROR",
 };
 
 #define PIT_SECRET "TOPSECRET-key-0123456789abcdef"
@@ -93,7 +95,7 @@ static int pit_child(const struct pit *p, bool locked)
 	if (p->setup)
 		p->setup();
 	if (locked && mpk_lockdown(p->lock_flags))
-		return errno == EPERM ? O_REFUSED : errno == ENOTSUP ? O_NA : O_ERROR;
+		return errno == EPERM || errno == EBUSY ? O_REFUSED : errno == ENOTSUP ? O_NA : O_ERROR;
 	fflush(NULL);
 	return p->attempt();
 }

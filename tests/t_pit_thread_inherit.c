@@ -1,8 +1,9 @@
 /* Pitfall: a thread created inside MPK_WITH inherits the open rights (hw:
  * new threads copy the creator's PKRU), and keeps them after the creator's
- * scope ends.  Lockdown does not change it (mpkit cannot see pthread_create):
- * documented, start threads outside scopes.  On soft the new thread holds
- * nothing of its own and the union closes with the creator's scope. */
+ * scope ends.  Lockdown does not change it (mpkit cannot see
+ * pthread_create): mpk_thread_create() is the way (t_pit_thread_wrapped).
+ * On soft the new thread holds nothing of its own and the union closes
+ * with the creator's scope. */
 #include "t_pit.h"
 #include <pthread.h>
 
@@ -34,6 +35,6 @@ int main(void)
 {
 	struct pit p = { "thread born in MPK_WITH", attempt, NULL, MPK_LOCK_ERRNO,
 			 { B(O_LEAKED), B(O_FAULT) }, { B(O_LEAKED), B(O_FAULT) },
-			 "documented: start threads outside scopes" };
+			 "use mpk_thread_create (t_pit_thread_wrapped)" };
 	return pit_main(&p);
 }

@@ -11,14 +11,22 @@
  *		forging a signature.  Exit 0: key recovered; 1: not.
  *		--dump FILE writes every byte received, for the test.
  *
- *	attack --load REQUESTS --threads T --key-file FILE [--attack-every K] PORT
+ *	attack --syscalls ADDR [--dump FILE] PORT
+ *		The 'D' request (proto.h), each way in turn, aimed at ADDR
+ *		(where keyd says its keys are): process_vm_readv, pread of
+ *		/proc/self/mem, pkey_mprotect to key 0, mprotect.  Each reply is
+ *		searched for the key as above.  Exit 0: key recovered by one.
+ *
+ *	attack --load REQUESTS --threads T --key-file FILE [--attack-every K]
+ *	       [--addr ADDR] PORT
  *		T threads, each with one connection, send REQUESTS in all:
  *		signatures (checked against the public key) and secretbox
  *		encryptions (opened with the box key, which this trusted
  *		client derives from FILE); every K-th request (default 25)
- *		is an over-read on a connection of its own.  Exit 0 when
- *		every good reply is correct, none is lost and no attack got
- *		an answer.
+ *		is an over-read on a connection of its own (with --addr,
+ *		every other one a 'D' request at ADDR instead, its way
+ *		turning).  Exit 0 when every good reply is correct, none is
+ *		lost and no attack got an answer.
  */
 #define _GNU_SOURCE
 #include <arpa/inet.h>
@@ -33,6 +41,7 @@
 #include "proto.h"
 
 static int port;
+static uintptr_t target; /* --addr / --syscalls: where the keys are */
 static unsigned char pubkey[32];
 static unsigned char box_key[32];
 
@@ -121,6 +130,36 @@ static long overread(unsigned n, unsigned char *out, size_t cap)
 	return got;
 }
 
+/* A 'D' request (how: one of KEYD_DEBUG_HOWS) for n bytes at a, on a
+ * connection of its own: the reply length, -1 cut, -2 no daemon, or -3
+ * with *err the daemon's errno (the call failed). */
+static long peek(int how, uintptr_t a, unsigned n, unsigned char *out, size_t cap, int *err)
+{
+	unsigned char req[3 + 11], hdr[5];
+	size_t at = 0;
+	int fd = dial();
+	long got = -1;
+
+	if (fd < 0)
+		return -2;
+	req[3] = (unsigned char)how;
+	keyd_put32(req + 4, (uint32_t)((uint64_t)a >> 32));
+	keyd_put32(req + 8, (uint32_t)a);
+	keyd_put16(req + 12, n);
+	put_request(req, &at, 'D', req + 3, 11);
+	if (!keyd_io(fd, req, at, 1) && !keyd_io(fd, hdr, 5, 0)) {
+		uint32_t len = keyd_get32(hdr + 1);
+		if (len <= cap && !keyd_io(fd, out, len, 0))
+			got = len;
+		if (got >= 0 && hdr[0]) {
+			*err = len == 4 ? (int)keyd_get32(out) : -1;
+			got = -3;
+		}
+	}
+	close(fd);
+	return got;
+}
+
 /* Search a reply for the signing key; on success fill sk. */
 static bool find_key(const unsigned char *p, size_t n, unsigned char sk[64])
 {
@@ -190,12 +229,58 @@ static int search(const char *dump_file)
 	return 1;
 }
 
+static const char *how_name(int how)
+{
+	return how == 'v' ? "process_vm_readv" : how == 'm' ? "pread /proc/self/mem"
+	     : how == 'k' ? "pkey_mprotect(key 0) + copy" : "mprotect + copy";
+}
+
+/* Every way of the 'D' request at target, once each. */
+static int syscalls(const char *dump_file)
+{
+	static unsigned char buf[KEYD_DEBUG_MAX];
+	FILE *dump = dump_file ? fopen(dump_file, "wb") : NULL;
+	unsigned char sk[64];
+	int recovered = 0;
+
+	if (dump_file && !dump) {
+		perror(dump_file);
+		return 2;
+	}
+	for (const char *h = KEYD_DEBUG_HOWS; *h; h++) {
+		int err = 0;
+		long n = peek(*h, target, 96, buf, sizeof(buf), &err);
+		if (n == -2) {
+			fprintf(stderr, "attack: the daemon is gone\n");
+			return 2;
+		}
+		printf("attack: syscall %c (%s): ", *h, how_name(*h));
+		if (n == -1) {
+			printf("connection cut, nothing came back\n");
+		} else if (n == -3) {
+			printf("refused: %s\n", err > 0 ? strerror(err) : "?");
+		} else {
+			if (dump)
+				fwrite(buf, 1, (size_t)n, dump);
+			bool found = find_key(buf, (size_t)n, sk);
+			recovered += found;
+			printf("%ld bytes back, %s\n", n, found ? "the SIGNING KEY among them"
+								 : "no key in them");
+		}
+	}
+	printf("attack: %d of %d system-call attacks recovered the key\n", recovered,
+	       (int)strlen(KEYD_DEBUG_HOWS));
+	if (dump)
+		fclose(dump);
+	return recovered ? 0 : 1;
+}
+
 /* ---- load ---- */
 
 struct load {
 	int requests, every;
 	int good, sigs, boxes, correct, wrong, lost;
-	int attacks, cut, answered, key_found;
+	int attacks, cut, refused, answered, key_found;
 	size_t over;
 };
 
@@ -266,9 +351,15 @@ static void *load_thread(void *arg)
 
 	for (int i = 0; buf && i < total->requests; i++) {
 		if (i % total->every == total->every - 1) {
-			long n = overread(65535, buf, KEYD_MAX_REPLY);
+			int err;
+			long n = target && l.attacks % 2
+				 ? peek(KEYD_DEBUG_HOWS[l.attacks / 2 % 4], target, 96, buf,
+					KEYD_MAX_REPLY, &err)
+				 : overread(65535, buf, KEYD_MAX_REPLY);
 			l.attacks++;
-			if (n < 0) {
+			if (n == -3) {
+				l.refused++;
+			} else if (n < 0) {
 				l.cut++;
 			} else {
 				l.answered++;
@@ -323,20 +414,22 @@ static int load(int requests, int threads, int every, const char *key_file)
 		total.good += l->good, total.sigs += l->sigs, total.boxes += l->boxes;
 		total.correct += l->correct, total.wrong += l->wrong, total.lost += l->lost;
 		total.attacks += l->attacks, total.cut += l->cut, total.answered += l->answered;
+		total.refused += l->refused;
 		total.key_found += l->key_found, total.over += l->over;
 	}
 	printf("load: %d requests from %d threads: %d good (%d signatures, %d encryptions):"
 	       " %d correct, %d wrong, %d lost\n", requests, threads, total.good, total.sigs,
 	       total.boxes, total.correct, total.wrong, total.lost);
-	printf("load: %d attack requests: %d cut, %d answered (%zu bytes over-read),"
-	       " key found %d times\n", total.attacks, total.cut, total.answered, total.over,
-	       total.key_found);
+	printf("load: %d attack requests: %d cut, %d refused, %d answered (%zu bytes),"
+	       " key found %d times\n", total.attacks, total.cut, total.refused, total.answered,
+	       total.over, total.key_found);
 	return total.wrong || total.lost || total.answered || total.correct != total.good;
 }
 
 int main(int argc, char **argv)
 {
 	const char *dump = NULL, *key_file = NULL;
+	bool sys = false;
 	int requests = 0, threads = 8, every = 25;
 
 	setvbuf(stdout, NULL, _IOLBF, 0);
@@ -351,6 +444,10 @@ int main(int argc, char **argv)
 			every = atoi(argv[++i]);
 		else if (!strcmp(argv[i], "--key-file"))
 			key_file = argv[++i];
+		else if (!strcmp(argv[i], "--addr") || !strcmp(argv[i], "--syscalls")) {
+			sys |= !strcmp(argv[i], "--syscalls");
+			target = (uintptr_t)strtoull(argv[++i], NULL, 16);
+		}
 		else
 			goto usage;
 	}
@@ -358,10 +455,13 @@ int main(int argc, char **argv)
 		goto usage;
 	if (sodium_init() < 0 || get_pubkey())
 		return 2;
-	return requests ? load(requests, threads, every, key_file) : search(dump);
+	if (requests)
+		return load(requests, threads, every, key_file);
+	return sys ? syscalls(dump) : search(dump);
 usage:
 	fprintf(stderr, "usage: attack [--dump FILE] PORT\n"
+			"       attack --syscalls ADDR [--dump FILE] PORT\n"
 			"       attack --load REQUESTS [--threads T] --key-file FILE"
-			" [--attack-every K] PORT\n");
+			" [--attack-every K] [--addr ADDR] PORT\n");
 	return 2;
 }

@@ -5,9 +5,13 @@
  * handler has the Heartbleed bug (it echoes back as many bytes as the
  * client says it sent).  See docs/examples.md.
  *
- *	keyd [--plain] [--key-file FILE] [--port PORT]
+ *	keyd [--plain | --lockdown] [--key-file FILE] [--port PORT]
  *
  * --plain keeps the keys in a malloc()ed block instead, as most daemons do.
+ * --lockdown calls mpk_lockdown() once the keys are in the vault, before
+ * the first connection: then the 'D' request's system calls (see proto.h)
+ * fail as well (EPERM from the filter, EACCES from Landlock for
+ * /proc/self/mem, or a fault that ends the connection).
  * In both builds the keys sit right after the connection-buffer pool, so
  * the over-read walks into them; only their protection differs.
  *
@@ -38,7 +42,11 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <time.h>
+#include <fcntl.h>
 #include <sys/socket.h>
+#include <sys/syscall.h>
+#include <sys/uio.h>
 #include <unistd.h>
 
 #include "mpkit.h"
@@ -50,12 +58,13 @@
 
 struct conn {
 	int fd, slot;
+	int err;             /* the reply is this errno (status 1) */
 	bool locked;         /* holds serial_lock (soft) */
 	sigjmp_buf jmp;      /* where a fault in this connection lands */
 	unsigned char reply[5 + KEYD_MAX_REPLY];
 };
 
-static bool plain;
+static bool plain, locked;
 static mpk_domain *key_dom;
 static struct keyd_keys *keys;
 static unsigned char pubkey[32];
@@ -197,6 +206,48 @@ static void leak_copy(unsigned char *dst, const volatile unsigned char *src, siz
 		dst[i] = src[i];
 }
 
+/* THE SECOND BUG: the 'D' request's peek at a client-given address. */
+static long debug_peek(struct conn *c, int how, uintptr_t a, unsigned n, unsigned char *out)
+{
+	uintptr_t page = (uintptr_t)sysconf(_SC_PAGESIZE), lo = a & ~(page - 1);
+	size_t span = ((a + n + page - 1) & ~(page - 1)) - lo;
+	long r = -1;
+
+	switch (how) {
+	case 'v': {
+		struct iovec l = { out, n }, rm = { (void *)a, n };
+		r = process_vm_readv(getpid(), &l, 1, &rm, 1, 0);
+		break;
+	}
+	case 'm': {
+		int fd = open("/proc/self/mem", O_RDONLY | O_CLOEXEC);
+		if (fd >= 0) {
+			r = pread(fd, out, n, (off_t)a);
+			int e = errno;
+			close(fd);
+			errno = e;
+		}
+		break;
+	}
+	case 'k': /* give the pages key 0, then copy */
+	case 'p': /* make the pages readable, then copy */
+		r = how == 'k' ? syscall(SYS_pkey_mprotect, lo, span, PROT_READ | PROT_WRITE, 0)
+			       : mprotect((void *)lo, span, PROT_READ | PROT_WRITE);
+		if (r == 0) {
+			leak_copy(out, (const unsigned char *)a, n);
+			r = n;
+		}
+		break;
+	default:
+		errno = EINVAL;
+	}
+	if (r < 0) {
+		c->err = errno;
+		return 0;
+	}
+	return r;
+}
+
 /* Handle one request in c's slot; the reply goes to c->reply.  Returns
  * the reply's data length, or -1 to drop the connection. */
 static long handle(struct conn *c, int op, unsigned len)
@@ -229,6 +280,12 @@ static long handle(struct conn *c, int op, unsigned len)
 		unsigned n = keyd_get16(in);
 		leak_copy(out, in + 2, n);
 		return n;
+	case 'D':
+		if (len != 11 || keyd_get16(in + 9) > KEYD_DEBUG_MAX)
+			return -1;
+		return debug_peek(c, in[0],
+				  (uintptr_t)keyd_get32(in + 1) << 32 | keyd_get32(in + 5),
+				  keyd_get16(in + 9), out);
 	}
 	return -1;
 }
@@ -246,6 +303,7 @@ static void serve(struct conn *c)
 			pthread_mutex_lock(&serial_lock);
 			c->locked = true;
 		}
+		c->err = 0;
 		long n = handle(c, hdr[0], len);
 		if (serial) {
 			c->locked = false;
@@ -254,7 +312,11 @@ static void serve(struct conn *c)
 		if (n < 0)
 			return;
 		__atomic_add_fetch(&n_requests, 1, __ATOMIC_RELAXED);
-		c->reply[0] = 0;
+		c->reply[0] = c->err != 0;
+		if (c->err) {
+			keyd_put32(c->reply + 5, (uint32_t)c->err);
+			n = 4;
+		}
 		keyd_put32(c->reply + 1, (uint32_t)n);
 		if (keyd_io(c->fd, c->reply, 5 + (size_t)n, 1))
 			return;
@@ -355,7 +417,9 @@ static void accept_loop(int lfd)
 		c->fd = fd;
 		c->slot = slot;
 		__atomic_add_fetch(&n_conns, 1, __ATOMIC_RELAXED);
-		if (pthread_create(&t, &attr, conn_main, c)) {
+		/* mpk_thread_create: the thread starts with every domain
+		 * closed, whatever this one holds. */
+		if (mpk_thread_create(&t, &attr, conn_main, c)) {
 			close(fd);
 			free(c);
 		}
@@ -364,7 +428,7 @@ static void accept_loop(int lfd)
 
 static void usage(void)
 {
-	fprintf(stderr, "usage: keyd [--plain] [--key-file FILE] [--port PORT]\n");
+	fprintf(stderr, "usage: keyd [--plain | --lockdown] [--key-file FILE] [--port PORT]\n");
 	exit(2);
 }
 
@@ -381,18 +445,13 @@ int main(int argc, char **argv)
 			key_file = argv[++i];
 		else if (!strcmp(argv[i], "--port") && i + 1 < argc)
 			port = atoi(argv[++i]);
-		else if (!strcmp(argv[i], "--lockdown")) {
-			/* Future: once mpk_lockdown() exists (the lockdown
-			 * branch), it is called here, after the keys are
-			 * loaded and before the first accept(), so that the
-			 * syscall-level attacks (reading the vault through
-			 * /proc/self/mem, process_vm_readv, mprotect/pkey
-			 * tricks) fail too.  Not in this mpkit. */
-			fprintf(stderr, "keyd: --lockdown needs mpk_lockdown(), which this mpkit lacks\n");
-			return 2;
-		} else
+		else if (!strcmp(argv[i], "--lockdown"))
+			locked = true;
+		else
 			usage();
 	}
+	if (plain && locked)
+		usage(); /* lockdown guards domains; plain has none */
 	if (sodium_init() < 0 || mpk_init()) {
 		fprintf(stderr, "keyd: sodium_init or mpk_init failed\n");
 		return 1;
@@ -408,6 +467,21 @@ int main(int argc, char **argv)
 	sigaction(SIGTERM, &sa, NULL);
 	sigaction(SIGINT, &sa, NULL);
 	signal(SIGPIPE, SIG_IGN);
+	if (locked) {
+		/* Everything is set up: the keys, the pool, the handler.
+		 * From here: denied calls fail with EPERM (the daemon serves
+		 * on), /proc/self/mem cannot be opened (this thread and the
+		 * connection threads it starts later). */
+		struct timespec t0, t1;
+		clock_gettime(CLOCK_MONOTONIC, &t0);
+		if (mpk_lockdown(MPK_LOCK_ERRNO | MPK_LOCK_PROC_MEM)) {
+			perror("keyd: mpk_lockdown");
+			return 1;
+		}
+		clock_gettime(CLOCK_MONOTONIC, &t1);
+		printf("keyd: locked down (flags 0x%x) in %.0f us\n", mpk_lockdown_flags(),
+		       (t1.tv_sec - t0.tv_sec) * 1e6 + (t1.tv_nsec - t0.tv_nsec) / 1e3);
+	}
 
 	if (plain)
 		printf("keyd: keys in a malloc()ed block at %p, right after the buffer pool\n",
@@ -424,5 +498,11 @@ int main(int argc, char **argv)
 	       __atomic_load_n(&n_requests, __ATOMIC_RELAXED),
 	       __atomic_load_n(&n_conns, __ATOMIC_RELAXED),
 	       __atomic_load_n(&n_faults, __ATOMIC_RELAXED));
+	if (locked) {
+		/* Exit handlers (LeakSanitizer's stops threads with ptrace,
+		 * which the filter denies) have nothing to do for a daemon. */
+		fflush(NULL);
+		_exit(0);
+	}
 	return 0;
 }

@@ -9,9 +9,16 @@
  *   'S'  message        -> its Ed25519 signature (64 bytes)
  *   'X'  message        -> nonce (24) + crypto_secretbox of it
  *   'E'  N (2 bytes), data  -> N bytes echoed back ("heartbeat")
+ *   'D'  how (1), address (8, big endian), N (2) -> N bytes read there
  *
  * 'E' is the Heartbleed bug on purpose: the daemon believes N, not the
- * length of the data it got.
+ * length of the data it got.  'D' is a second one, a "debug peek" left in:
+ * the daemon reads N bytes at an address the client names, with the system
+ * call the client picks (how: 'v' process_vm_readv on itself, 'm' pread of
+ * /proc/self/mem, 'k' pkey_mprotect to key 0 then a copy, 'p' mprotect
+ * then a copy), a confused deputy for an attacker who found a way to make
+ * the daemon's code make system calls.  A failed call is answered with
+ * status 1 and its errno (4 bytes).
  */
 #ifndef KEYD_PROTO_H
 #define KEYD_PROTO_H
@@ -26,6 +33,8 @@
 
 #define KEYD_MAX_PAYLOAD 1000    /* a request's payload fits a pool slot */
 #define KEYD_MAX_REPLY   (65535 + 64)
+#define KEYD_DEBUG_MAX   4096    /* 'D' reads at most this much */
+#define KEYD_DEBUG_HOWS  "vmpk" /* p before k: k re-keys the pages */
 
 /* The long-term keys, derived from a 32-byte seed. */
 struct keyd_keys {

@@ -195,7 +195,8 @@ extern pthread_mutex_t mpk__meta_lock;  /* area, map, big table */
 extern pthread_mutex_t mpk__vault_lock; /* making and finding vaults */
 extern pthread_mutex_t mpk__misuse_lock;
 extern mpk_domain *mpk__meta_dom;      /* closed area: its domain */
-/* The metadata area's ranges (for the lockdown filter): fn(lo, hi, arg). */
+/* The area's ranges: fn(lo, hi, arg) for each; handed to the core's
+ * lockdown through mpk__lockdown_ranges_register(). */
 void mpk__meta_ranges_each(void (*fn)(uintptr_t lo, uintptr_t hi, void *arg), void *arg);
 
 /* Open the metadata for this thread (a scope to close), 0 or -1/errno. */

@@ -147,6 +147,39 @@ static void push(void *p, unsigned order)
 }
 
 /* A new region for the area; what is left of the old one is kept. */
+/* The area's ranges, for the lockdown filter (core.h): registered with
+ * the core before the first one exists (tests call it too). */
+void mpk__meta_ranges_each(void (*fn)(uintptr_t lo, uintptr_t hi, void *arg), void *arg)
+{
+	unsigned n = __atomic_load_n(&meta.nranges, __ATOMIC_ACQUIRE);
+
+	for (unsigned i = 0; i < n; i++)
+		fn(meta.range[i].lo, meta.range[i].hi, arg);
+}
+
+static void meta_lock(void)
+{
+	pthread_mutex_lock(&mpk__meta_lock);
+}
+
+static void meta_unlock(void)
+{
+	pthread_mutex_unlock(&mpk__meta_lock);
+}
+
+static int register_ranges(void)
+{
+	static const struct mpk_layer_ranges r = { mpk__meta_ranges_each, meta_lock, meta_unlock };
+	static bool done;
+
+	if (done) /* under mpk__meta_lock */
+		return 0;
+	if (mpk__lockdown_ranges_register(&r))
+		return -1;
+	done = true;
+	return 0;
+}
+
 static int grow(size_t len)
 {
 	size_t page = mpk__page();
@@ -159,6 +192,8 @@ static int grow(size_t len)
 	}
 	if (len < META_REGION)
 		len = META_REGION;
+	if (register_ranges())
+		return -1;
 	if (mpk__meta_dom) {
 		p = mpk__alloc_owned(mpk__meta_dom, len);
 		if (!p)
@@ -170,6 +205,13 @@ static int grow(size_t len)
 			return -1;
 		}
 		mpk_os_name_region(p, len, "heap-meta");
+		/* Outside the windows: after lockdown, a filter of its own. */
+		if (mpk__lockdown_cover((uintptr_t)p, (uintptr_t)p + len)) {
+			int err = errno;
+			mpk_os_unmap(p, len);
+			errno = err;
+			return -1;
+		}
 	}
 	/* Carve the old region's tail into free runs, largest first. */
 	for (int o = META_ORDERS - 1; o >= 0; o--)
@@ -185,13 +227,6 @@ static int grow(size_t len)
 	return 0;
 }
 
-void mpk__meta_ranges_each(void (*fn)(uintptr_t lo, uintptr_t hi, void *arg), void *arg)
-{
-	unsigned n = __atomic_load_n(&meta.nranges, __ATOMIC_ACQUIRE);
-
-	for (unsigned i = 0; i < n; i++)
-		fn(meta.range[i].lo, meta.range[i].hi, arg);
-}
 
 void *mpk__meta_alloc(size_t len)
 {

@@ -1,0 +1,38 @@
+/* Pitfall: io_uring registered buffers.  Registering pins the pages
+ * (the kernel checks the caller's access then: done inside MPK_WITH, it
+ * succeeds); later operations on a fixed buffer go through the pinned
+ * pages' kernel mapping, where no key and no page protection of the
+ * process applies.  So after the domain is closed, IORING_OP_WRITE_FIXED
+ * copies the secret to a pipe.  After lockdown io_uring_setup fails with
+ * EPERM. */
+#include "t_pit.h"
+#include "t_uring.h"
+
+static int attempt(void)
+{
+	struct ring r;
+	int fds[2], res = 0;
+	char buf[64] = { 0 };
+
+	if (pipe(fds))
+		return O_ERROR;
+	if (ring_init(&r, 0, 0))
+		return pit_copy_outcome(-1, errno, buf);
+	MPK_WITH(pit_dom, MPK_RW) /* the kernel pins for writing */
+		res = ring_register_buffer(&r, pit_secret, 4096) ? -errno : 0;
+	if (res < 0)
+		return pit_copy_outcome(-1, -res, buf);
+	res = ring_do(&r, IORING_OP_WRITE_FIXED, 0, fds[1], pit_secret, sizeof(PIT_SECRET), 0);
+	if (res < 0)
+		return pit_copy_outcome(-1, -res, buf);
+	if (read(fds[0], buf, sizeof(buf)) < 0)
+		return O_ERROR;
+	return pit_copy_outcome(0, 0, buf);
+}
+
+int main(void)
+{
+	struct pit p = { "io_uring fixed buffer", attempt, NULL, MPK_LOCK_ERRNO,
+			 { B(O_LEAKED), B(O_LEAKED) }, { B(O_EPERM), B(O_EPERM) }, "pinned pages: no key applies" };
+	return pit_main(&p);
+}
