@@ -35,12 +35,15 @@ static bool kernel_has_pkeys(void)
 	if (!caps.cpu_keys || !caps.os_enabled)
 		return false;
 	/* pkey_alloc() writes the new key's rights into this thread's
-	 * PKRU; put it back so probing leaves no key open. */
+	 * PKRU; put that key's bits back (only them: see count_free_keys)
+	 * so probing leaves no key open. */
 	mpk_reg_t reg = mpk_arch_reg_read();
 	int key = mpk_os_pkey_alloc(0, 0);
-	if (key >= 0)
+	if (key >= 0) {
+		mpk_reg_t mask = mpk_arch_key_mask(key);
+		mpk_arch_reg_update(mask, reg & mask);
 		mpk_os_pkey_free(key);
-	mpk_arch_reg_write(reg);
+	}
 	bool ok = key >= 0 || errno == ENOSPC; /* all taken still means supported */
 	errno = saved;
 	return ok;
@@ -133,17 +136,24 @@ MPK_EXPORT const char *mpk_version(void)
 	return MPK_VERSION_STRING;
 }
 
-/* Keys the kernel would give now: take them all, then give them back. */
+/*
+ * Keys the kernel would give now: take them all, then give them back.
+ * pkey_alloc() opens each new key in this thread; only those keys' bits go
+ * back to what they were, in one restartable update, before the keys are
+ * freed: writing the whole saved PKRU back would undo a revocation that a
+ * broadcast made in this thread meanwhile (t_info_concurrent_destroy).
+ */
 static int count_free_keys(void)
 {
 	int keys[MPK_ARCH_NKEYS ? MPK_ARCH_NKEYS : 1], n = 0, saved = errno;
-	mpk_reg_t reg = mpk_arch_reg_read(); /* pkey_alloc() changes PKRU */
+	mpk_reg_t reg = mpk_arch_reg_read(), mask = 0;
 
 	while (n < MPK_ARCH_NKEYS && (keys[n] = mpk_os_pkey_alloc(0, 0)) >= 0)
-		n++;
+		mask |= mpk_arch_key_mask(keys[n++]);
+	if (mask)
+		mpk_arch_reg_update(mask, reg & mask);
 	for (int i = 0; i < n; i++)
 		mpk_os_pkey_free(keys[i]);
-	mpk_arch_reg_write(reg);
 	errno = saved;
 	return n;
 }

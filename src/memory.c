@@ -7,6 +7,7 @@
 #include <sys/stat.h>
 
 #include "internal.h"
+#include "lockdown.h"
 #include "os.h"
 #include "window.h"
 
@@ -192,8 +193,12 @@ MPK_EXPORT int mpk_adopt(mpk_domain *d, void *addr, size_t len)
 		err = errno;
 		goto out;
 	}
-	if (!mpk__region_add(d, addr, len)) {
+	struct mpk_region *r = mpk__region_add(d, addr, len);
+	/* After mpk_lockdown(): a filter of its own, as a late window gets. */
+	if (!r || mpk__lockdown_cover((uintptr_t)addr, (uintptr_t)addr + len)) {
 		err = errno;
+		if (r)
+			mpk__region_del(r);
 		/* Undo: give the caller its memory back as it was. */
 		if (d->key >= 0)
 			mpk_os_pkey_mprotect(addr, len, PROT_READ | PROT_WRITE, 0);
