@@ -134,11 +134,12 @@ static void patch_while_running(void)
 			clock_gettime(CLOCK_MONOTONIC, &t1);
 			while (__atomic_load_n(&seen[i], __ATOMIC_ACQUIRE) < v && !timed_out(&t1))
 				nanosleep(&(struct timespec){ 0, 10000 }, NULL);
-			if (seen[i] < v) {
+			int got = __atomic_load_n(&seen[i], __ATOMIC_ACQUIRE);
+			if (got < v) {
 				/* Fail with the state rather than hang. */
 				printf("runner %d stuck at %d after patch %d; the slot reads %u, runs %d\n", i,
-				       seen[i], v, (unsigned)slot[1], ((t_fn)slot)());
-				CHECK(seen[i] >= v);
+				       got, v, (unsigned)slot[1], ((t_fn)slot)());
+				CHECK(got >= v);
 				break;
 			}
 		}
