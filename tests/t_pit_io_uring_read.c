@@ -8,17 +8,14 @@
 static int attempt(void)
 {
 	struct ring r;
-	int fds[2], res = 0;
+	int fds[2], res;
 	static const char junk[] = "OVERWRITTEN-by-io_uring-worker";
 
 	if (pipe(fds))
 		return O_ERROR;
-	MPK_WITH(pit_dom, MPK_RW) {
-		if (ring_init(&r, 0, 0))
-			return pit_copy_outcome(-1, errno, NULL);
-		res = ring_do(&r, IORING_OP_NOP, IOSQE_ASYNC, -1, NULL, 0, 0); /* a worker is born */
-	}
-	if (res < 0 || write(fds[1], junk, sizeof(junk)) != sizeof(junk))
+	if ((res = ring_born_open(&r, MPK_RW, 0, IOSQE_ASYNC)))
+		return res;
+	if (write(fds[1], junk, sizeof(junk)) != sizeof(junk))
 		return O_ERROR;
 	res = ring_do(&r, IORING_OP_READ, IOSQE_ASYNC, fds[0], pit_secret, sizeof(junk), 0);
 	if (res < 0)

@@ -8,24 +8,13 @@
 static int attempt(void)
 {
 	struct ring r;
-	int fds[2], res = 0;
-	char buf[64] = { 0 };
+	int fds[2], res;
 
 	if (pipe(fds))
 		return O_ERROR;
-	MPK_WITH(pit_dom, MPK_READ) {
-		if (ring_init(&r, IORING_SETUP_SQPOLL, 10000))
-			return pit_copy_outcome(-1, errno, buf);
-		res = ring_do(&r, IORING_OP_NOP, 0, -1, NULL, 0, 0);
-	}
-	if (res < 0)
-		return O_ERROR;
-	res = ring_do(&r, IORING_OP_WRITE, 0, fds[1], pit_secret, sizeof(PIT_SECRET), 0);
-	if (res < 0)
-		return pit_copy_outcome(-1, -res, buf);
-	if (read(fds[0], buf, sizeof(buf)) < 0)
-		return O_ERROR;
-	return pit_copy_outcome(0, 0, buf);
+	if ((res = ring_born_open(&r, MPK_READ, IORING_SETUP_SQPOLL, 0)))
+		return res;
+	return ring_leak_to_pipe(&r, IORING_OP_WRITE, 0, fds);
 }
 
 int main(void)

@@ -140,4 +140,38 @@ static inline int uring_threads(void)
 	return n;
 }
 
+#ifdef MPK_TEST_PIT_H
+/* A ring whose kernel thread is born while pit_dom is open to rights:
+ * made inside MPK_WITH, with a NOP (sqe_flags IOSQE_ASYNC: an io-wq
+ * worker; setup_flags IORING_SETUP_SQPOLL: the SQPOLL thread).  0, or the
+ * outcome of the failure. */
+static inline int ring_born_open(struct ring *r, int rights, unsigned setup_flags,
+				 unsigned sqe_flags)
+{
+	int res = -ENOTRECOVERABLE;
+
+	MPK_WITH(pit_dom, rights) {
+		if (ring_init(r, setup_flags, setup_flags & IORING_SETUP_SQPOLL ? 10000 : 0))
+			return pit_copy_outcome(-1, errno, NULL);
+		res = ring_do(r, IORING_OP_NOP, sqe_flags, -1, NULL, 0, 0);
+	}
+	return res < 0 ? O_ERROR : 0;
+}
+
+/* The pitfalls' last step: op (IORING_OP_WRITE, or IORING_OP_WRITE_FIXED
+ * from buffer 0) copies pit_secret into the pipe fds; what came out of the
+ * pipe, classified (pit_copy_outcome). */
+static inline int ring_leak_to_pipe(struct ring *r, int op, unsigned sqe_flags, const int fds[2])
+{
+	char buf[64] = { 0 };
+	int res = ring_do(r, op, sqe_flags, fds[1], pit_secret, sizeof(PIT_SECRET), 0);
+
+	if (res < 0)
+		return pit_copy_outcome(-1, -res, NULL);
+	if (read(fds[0], buf, sizeof(buf)) < 0)
+		return O_ERROR;
+	return pit_copy_outcome(0, 0, buf);
+}
+#endif
+
 #endif
