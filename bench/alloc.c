@@ -414,6 +414,7 @@ enum {
 	R_OPENS, /* metadata opens per malloc+free pair, one at a time */
 	R_GUARDED,
 	R_VAULT_AF, R_VAULT_OC, R_VAULT_WITH, R_VAULT_VS, R_VAULT_LK,
+	R_SCALE, /* R_ONE / R_TWO of one round, then their median */
 	R_COUNT
 };
 #define R_HEAP_LAST R_TWO
@@ -424,16 +425,38 @@ struct result {
 	int backend;
 	int meta_closed;
 	double v[R_COUNT];
+	/* mpk_heap variants: glibc's figure from the same process, its runs
+	 * alternating with the heap's (then the ratio, after combine()). */
+	double ref[R_HEAP_LAST + 1];
 	char err[120];
 };
 
-static double med_of(double (*f)(struct alloc *, long), struct alloc *a, long n)
+/* A round's figure for one workload: the best of BEST runs after a warm
+ * up (a run is some 20 ms: a neighbour's burst on a shared core makes one
+ * slow, never fast); main() takes the median of the rounds.  With ref,
+ * glibc's runs alternate with a's in the same process, its best in *ref:
+ * the two then see the same machine, which on shared cores drifts by
+ * tens of percent between one process and the next. */
+#define BEST 3
+static double med_of(double (*f)(struct alloc *, long), struct alloc *a, long n, double *ref)
 {
-	double v[MAXRUNS];
+	struct alloc g = { A_GLIBC, NULL, NULL };
+	double best = 0, gbest = 0;
+
+	if (ref)
+		f(&g, n / 10);
 	f(a, n / 10); /* warm up */
-	for (int r = 0; r < runs; r++)
-		v[r] = f(a, n);
-	return median(v, runs);
+	for (int r = 0; r < BEST * runs; r++) {
+		double v = ref ? f(&g, n) : 0;
+		if (ref && (r == 0 || v < gbest))
+			gbest = v;
+		v = f(a, n);
+		if (r == 0 || v < best)
+			best = v;
+	}
+	if (ref)
+		*ref = gbest;
+	return best;
 }
 
 static double med_vault(double (*f)(mpk_domain *, long), mpk_domain *d, long n)
@@ -454,7 +477,8 @@ static const long work[] = { 2000000, 2000000, 1000000, 32000, 400000, 1000000, 
 static void heap_rows(struct alloc *a, struct result *res, double k)
 {
 	for (int w = 0; w <= R_HEAP_LAST; w++)
-		res->v[w] = med_of(workload[w], a, iters((long)(work[w] * k)));
+		res->v[w] = med_of(workload[w], a, iters((long)(work[w] * k)),
+				   a->kind == A_HEAP ? &res->ref[w] : NULL);
 }
 
 /* What one variant measures: glibc (kind A_GLIBC), jemalloc, mimalloc or
@@ -515,7 +539,7 @@ static void measure(int kind, int heap_only, struct result *res)
 	}
 	struct alloc g = { A_GUARDED, mpk_heap_create(d, MPK_HEAP_GUARDED), NULL };
 	if (g.h) {
-		res->v[R_GUARDED] = med_of(w_pairs, &g, iters(20000));
+		res->v[R_GUARDED] = med_of(w_pairs, &g, iters(20000), NULL);
 		mpk_heap_destroy(g.h);
 	}
 	mpk_heap_destroy(a.h);
@@ -585,6 +609,38 @@ static void variant(int kind, const char *meta, int heap_only, struct result *re
 		waitpid(pid, &status, 0);
 }
 
+/* One variant's rounds as one result: each figure the median of its
+ * rounds, the scaling the median of each round's own ratio (one thread
+ * and two measured back to back in one process). */
+static void combine(struct result *round, int n, struct result *out)
+{
+	double v[MAXRUNS];
+
+	*out = round[0];
+	for (int r = 0; r < n; r++) {
+		if (!round[r].ok && !out->err[0])
+			memcpy(out->err, round[r].err, sizeof(out->err));
+		out->ok &= round[r].ok;
+	}
+	for (int w = 0; w < R_COUNT; w++) {
+		int k = 0;
+		for (int r = 0; r < n; r++) {
+			const double *x = round[r].v;
+			double y = w == R_SCALE ? (x[R_TWO] > 0 ? x[R_ONE] / x[R_TWO] : 0) : x[w];
+			if (y > 0)
+				v[k++] = y;
+		}
+		out->v[w] = k ? median(v, k) : 0;
+	}
+	for (int w = 0; w <= R_HEAP_LAST; w++) {
+		int k = 0;
+		for (int r = 0; r < n; r++)
+			if (round[r].v[w] > 0 && round[r].ref[w] > 0)
+				v[k++] = round[r].ref[w] / round[r].v[w];
+		out->ref[w] = k ? median(v, k) : 0;
+	}
+}
+
 /* ---- report ---- */
 
 static void machine(void)
@@ -618,10 +674,11 @@ static void machine(void)
 	if (emulated)
 		printf("note: a virtual machine that may emulate PKU (QEMU TCG): a correctness run, the timings mean nothing\n");
 #ifdef MPKIT_BENCH_SODIUM
-	printf("libsodium %s, glibc %s; median of %d runs\n\n", sodium_version_string(),
-	       gnu_get_libc_version(), runs);
+	printf("libsodium %s, glibc %s; median of %d rounds (each runs every allocator once; a round's figure is its best of 3 runs)\n\n",
+	       sodium_version_string(), gnu_get_libc_version(), runs);
 #else
-	printf("built without libsodium: its rows are missing; median of %d runs\n\n", runs);
+	printf("built without libsodium: its rows are missing; median of %d rounds (each runs every allocator once; a round's figure is its best of 3 runs)\n\n",
+	       runs);
 #endif
 }
 
@@ -676,11 +733,25 @@ int main(int argc, char **argv)
 	printf("mpkit-bench-alloc: heaps against glibc malloc, vaults against libsodium\n");
 	machine();
 	fflush(stdout);
-	variant(A_GLIBC, NULL, 0, &glibc);
-	variant(A_JEMALLOC, NULL, 0, &je);
-	variant(A_MIMALLOC, NULL, 0, &mi);
-	variant(A_HEAP, "auto", 0, &dflt);
-	variant(A_HEAP, dflt.meta_closed ? "open" : "closed", 1, &other);
+	/* Rounds, not one allocator's runs after another's: a machine whose
+	 * speed drifts (shared cores) then slows every column alike, and
+	 * the ratios hold.  Each child measures once. */
+	static struct result round[5][MAXRUNS];
+	int rounds = runs;
+	runs = 1;
+	for (int r = 0; r < rounds; r++) {
+		variant(A_GLIBC, NULL, 0, &round[0][r]);
+		variant(A_JEMALLOC, NULL, 0, &round[1][r]);
+		variant(A_MIMALLOC, NULL, 0, &round[2][r]);
+		variant(A_HEAP, "auto", 0, &round[3][r]);
+		variant(A_HEAP, round[3][0].meta_closed ? "open" : "closed", 1, &round[4][r]);
+	}
+	runs = rounds;
+	combine(round[0], rounds, &glibc);
+	combine(round[1], rounds, &je);
+	combine(round[2], rounds, &mi);
+	combine(round[3], rounds, &dflt);
+	combine(round[4], rounds, &other);
 	for (struct result *r = &glibc; r; r = r == &glibc ? &dflt : r == &dflt ? &other : NULL)
 		if (!r->ok) {
 			printf("a variant failed: %s\n", r->err);
@@ -689,7 +760,8 @@ int main(int argc, char **argv)
 	struct result *o = dflt.meta_closed ? &other : &dflt;
 	struct result *c = dflt.meta_closed ? &dflt : &other;
 
-	printf("heap: ns per malloc+free pair (realloc: per call); (ratio) = glibc time / this\n");
+	printf("heap: ns per malloc+free pair (realloc: per call); (ratio) = glibc time / this\n"
+	       "  (mpk columns: to glibc's runs in the same process, alternating with the heap's)\n");
 	static const char *wl[] = {
 		"16-256 B, one at a time", "1000 live, freed at random",
 		"larson-like, 2 threads, cross-thread free", "realloc x2 from 16 B to 1 MiB",
@@ -705,20 +777,20 @@ int main(int argc, char **argv)
 	for (int w = 0; w <= R_HEAP_LAST; w++) {
 		printf("  %-42s", wl[w]);
 		for (int i = 0; i < 5; i++) {
-			double v = rs[i]->v[w], ref = glibc.v[w];
+			double v = rs[i]->v[w], ratio = rs[i]->ref[w] > 0 ? rs[i]->ref[w] : glibc.v[w] / v;
 			if (rs[i]->absent || v <= 0)
 				printf(" %16s", rs[i]->absent ? "absent" : "n/a");
 			else
-				printf(" %8.1f (%5.2f)", v, ref / v);
+				printf(" %8.1f (%5.2f)", v, ratio);
 		}
 		printf("\n");
 	}
 	printf("  %-42s", "2 threads / 1 thread throughput");
 	for (int i = 0; i < 5; i++)
-		if (rs[i]->absent || rs[i]->v[R_TWO] <= 0)
+		if (rs[i]->absent || rs[i]->v[R_SCALE] <= 0)
 			printf(" %16s", rs[i]->absent ? "absent" : "n/a");
 		else
-			printf(" %15.2fx", rs[i]->v[R_ONE] / rs[i]->v[R_TWO]);
+			printf(" %15.2fx", rs[i]->v[R_SCALE]);
 	printf("\n  %-42s %16s %16s %16s %16.3f %16.3f\n",
 	       "metadata opens per pair, one at a time", "", "", "",
 	       o->meta_closed ? o->v[R_OPENS] : 0.0, c->v[R_OPENS]);

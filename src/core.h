@@ -12,6 +12,7 @@
 #include <stdint.h>
 
 #include "mpkit.h"
+#include "arch.h"
 #include "os.h"
 
 #define MPK_EXPORT __attribute__((visibility("default")))
@@ -22,11 +23,98 @@
 int mpk__ensure_init(void);
 
 /* layer.c: whether d is a domain handle that is alive (a magic number,
- * no lock); the calling thread's rights to d, lock-free, reading d's key
- * once (an eviction may store -1 into it meanwhile: moves keep every
- * thread's access, so the old key's bits still say what it may touch). */
+ * no lock). */
 bool mpk__domain_valid(const mpk_domain *d);
-int mpk__rights_of(const mpk_domain *d);
+
+/*
+ * The calling thread's rights to a domain, lock-free and inline (the heaps'
+ * fast paths check them on every call, and a call there would cost a stack
+ * frame more than the check itself).  What it reads of a domain is its
+ * head: internal.h's struct mpk_domain starts with these fields, in
+ * this order (asserted there).  A thread's soft rights are its entries by
+ * domain slot: one counts while its uid and gen are the domain's, else
+ * the domain's published base applies.  cap is published last (release)
+ * when the table grows: read it first.
+ */
+struct mpk__domain_head {
+	uint32_t magic;
+	int key;          /* hardware key, or -1 */
+	uint64_t fast[4]; /* rights.c's fast-path words */
+	uint32_t slot;
+	uint64_t uid;
+	uint64_t gen;     /* atomic */
+	int base_pub;     /* atomic */
+};
+struct mpk_soft_held {
+	uint64_t uid;
+	uint64_t gen; /* the domain's generation when set */
+	int rights;
+	uint32_t pos; /* soft.c: index in the thread's list + 1, 0 not listed */
+};
+struct mpk_soft_thread {
+	struct mpk_soft_held *held;
+	uint32_t *list;
+	uint32_t cap, n;
+	uint64_t epoch; /* bumped by every change of one of its entries */
+};
+/* initial-exec: the fault handler and the inline checks read it. */
+extern __thread struct mpk_soft_thread mpk__soft_t __attribute__((tls_model("initial-exec")));
+/* Bumped (release) whenever a keyless domain's base or generation moves:
+ * with the thread's epoch, a caller that checked its soft rights once can
+ * tell they have not changed since (struct mpk__soft_snap). */
+extern uint64_t mpk__soft_gepoch;
+
+/* The calling thread's soft rights to keyless domain d, lock-free. */
+static inline int mpk__soft_rights_now(const struct mpk__domain_head *d)
+{
+	uint64_t gen = __atomic_load_n(&d->gen, __ATOMIC_ACQUIRE);
+	uint32_t s = d->slot;
+
+	if (s < __atomic_load_n(&mpk__soft_t.cap, __ATOMIC_ACQUIRE)) {
+		const struct mpk_soft_held *h = &mpk__soft_t.held[s];
+		if (h->uid == d->uid && h->gen == gen)
+			return h->rights;
+	}
+	return __atomic_load_n(&d->base_pub, __ATOMIC_ACQUIRE);
+}
+
+/*
+ * For callers that ask about the same domain again and again (a heap's
+ * thread cache): taken before a check of the soft rights, a snapshot is
+ * still the same afterwards only if no soft right of this thread, no base
+ * and no generation moved in between, so the check's answer still holds.
+ * Keyed domains are not covered: their rights are one read of the
+ * register, and a keyed domain loses its key only through a base that
+ * moves.  The epochs start at 0: a snapshot that never was is ~0.
+ */
+struct mpk__soft_snap {
+	uint64_t epoch, gepoch;
+};
+
+static inline struct mpk__soft_snap mpk__soft_snap_take(void)
+{
+	return (struct mpk__soft_snap){ __atomic_load_n(&mpk__soft_t.epoch, __ATOMIC_RELAXED),
+					__atomic_load_n(&mpk__soft_gepoch, __ATOMIC_ACQUIRE) };
+}
+
+static inline bool mpk__soft_snap_same(const struct mpk__soft_snap *s)
+{
+	return s->epoch == __atomic_load_n(&mpk__soft_t.epoch, __ATOMIC_RELAXED) &&
+	       s->gepoch == __atomic_load_n(&mpk__soft_gepoch, __ATOMIC_ACQUIRE);
+}
+
+/* The key's bits in the rights register, or the soft rights.  The key is
+ * read once (an eviction may store -1 into it meanwhile: moves keep every
+ * thread's access, so the old key's bits still say what it may touch). */
+static inline int mpk__rights_now(const mpk_domain *dom)
+{
+	const struct mpk__domain_head *d = (const struct mpk__domain_head *)dom;
+	int k = __atomic_load_n(&d->key, __ATOMIC_ACQUIRE);
+
+	if (k >= 0)
+		return mpk_arch_key_rights(mpk_arch_reg_read(), k);
+	return mpk__soft_rights_now(d);
+}
 
 /* domain.c: a layer that builds on a domain holds it (EINVAL if the
  * domain is bad); mpk_domain_destroy() fails with EBUSY while it is held.

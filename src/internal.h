@@ -42,6 +42,12 @@ struct mpk_domain {
 	uint64_t fast[4];
 	uint32_t slot;    /* index in mpk_g.slots, reused after destroy */
 	uint64_t uid;     /* never reused: tells a slot's owners apart */
+	/* soft process-wide rights (mpk_set_all, MPK_DOMAIN_SHARED): every
+	 * thread whose own entry is older than gen holds base, and so do
+	 * threads not yet born (see soft.c). */
+	uint64_t gen;  /* atomic: the no-change check reads it without the lock */
+	int base_pub;  /* base, stored (release) once its protection is in place */
+	/* Up to here: core.h's struct mpk__domain_head (asserted below). */
 	char name[MPK_NAME_MAX + 1];
 	struct mpk_region *regions;
 	/* The domain's own lock: its region list, and its soft rights and
@@ -54,13 +60,10 @@ struct mpk_domain {
 	 * protection the regions have now (their union). */
 	int readers, writers;
 	int prot;
-	/* soft process-wide rights (mpk_set_all, MPK_DOMAIN_SHARED): every
-	 * thread whose own entry is older than gen holds base, and so do
-	 * threads not yet born.  readers/writers count current entries only;
-	 * base always counts in the union (see soft.c). */
+	/* The process-wide rights themselves (gen, base_pub above):
+	 * readers/writers count current entries only; base always counts in
+	 * the union. */
 	int base;
-	uint64_t gen;  /* atomic: the no-change check reads it without the lock */
-	int base_pub;  /* base, stored (release) once its protection is in place */
 	/* In soft.c's list of keyless domains whose base is not MPK_NONE
 	 * (pprev NULL: not in it); under mpk_g.lock. */
 	struct mpk_domain *based_next, **based_pprev;
@@ -71,6 +74,18 @@ struct mpk_domain {
 	bool pinned; /* never evicted: its key is on pages it does not list (watch.c) */
 	struct mpk_domain *dead_next; /* quarantine after destroy */
 };
+
+#define MPK__HEAD_SAME(f)                                                         \
+	_Static_assert(offsetof(struct mpk_domain, f) == offsetof(struct mpk__domain_head, f) && \
+		       sizeof(((struct mpk_domain *)0)->f) == sizeof(((struct mpk__domain_head *)0)->f), \
+		       "struct mpk_domain must start with struct mpk__domain_head: " #f)
+MPK__HEAD_SAME(magic);
+MPK__HEAD_SAME(key);
+MPK__HEAD_SAME(fast);
+MPK__HEAD_SAME(slot);
+MPK__HEAD_SAME(uid);
+MPK__HEAD_SAME(gen);
+MPK__HEAD_SAME(base_pub);
 
 struct mpk_global {
 	pthread_mutex_t lock; /* domains, regions, keys, soft rights */
@@ -146,38 +161,12 @@ int mpk__key_give_back(void);
 
 /* soft.c: rights through mprotect() (callers hold mpk_g.lock) */
 int mpk__soft_get(const struct mpk_domain *d);
-/* A thread's soft rights: entries by domain slot (soft.c says when one
- * counts), and the list of slots whose entry may hold more than none
- * (pos: index in that list + 1, 0 not listed), so that saving, restoring
- * and exiting cost what the thread holds, not what exists.  cap is
- * published last (release) when the table grows: read it first. */
-struct mpk_soft_held {
-	uint64_t uid;
-	uint64_t gen; /* the domain's generation when set */
-	int rights;
-	uint32_t pos;
-};
-struct mpk_soft_thread {
-	struct mpk_soft_held *held;
-	uint32_t *list;
-	uint32_t cap, n;
-};
-/* initial-exec: the fault handler and the no-change check read it. */
-extern __thread struct mpk_soft_thread mpk__soft_t __attribute__((tls_model("initial-exec")));
 /* Without the lock (soft backend): whether the calling thread holds
  * exactly rights to d already, so that setting them changes nothing.
  * Inline, so that set_slow's early return needs no frame. */
 static inline bool mpk__soft_holds(const struct mpk_domain *d, int rights)
 {
-	uint64_t gen = __atomic_load_n(&d->gen, __ATOMIC_ACQUIRE);
-	uint32_t s = d->slot;
-
-	if (s < __atomic_load_n(&mpk__soft_t.cap, __ATOMIC_ACQUIRE)) {
-		const struct mpk_soft_held *h = &mpk__soft_t.held[s];
-		if (h->uid == d->uid && h->gen == gen)
-			return h->rights == rights;
-	}
-	return __atomic_load_n(&d->base_pub, __ATOMIC_ACQUIRE) == rights;
+	return mpk__soft_rights_now((const struct mpk__domain_head *)d) == rights;
 }
 /* The calling thread's rights to keyless d become rights: takes d->lock
  * (the caller may hold mpk_g.lock).  mpk__soft_set: the soft backend's

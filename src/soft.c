@@ -46,6 +46,14 @@
  * broadcasting thread holds that lock. */
 __thread struct mpk_soft_thread mpk__soft_t __attribute__((tls_model("initial-exec")));
 #define T (&mpk__soft_t)
+uint64_t mpk__soft_gepoch;
+
+/* One of this thread's entries changes (relaxed: only the thread itself,
+ * or its own signal handler, reads it). */
+static void moved(void)
+{
+	__atomic_store_n(&T->epoch, T->epoch + 1, __ATOMIC_RELAXED);
+}
 /* Tables replaced in signal context: the interrupted code may still read
  * the old one, so it is unmapped later, in ordinary context. */
 #define RETIRED_MAX 4
@@ -118,6 +126,7 @@ static void record(struct mpk_domain *d, int rights)
 {
 	struct mpk_soft_held *h = &T->held[d->slot];
 
+	moved();
 	h->uid = d->uid;
 	h->gen = d->gen;
 	h->rights = rights;
@@ -135,6 +144,7 @@ static void record(struct mpk_domain *d, int rights)
 static void publish(struct mpk_domain *d)
 {
 	__atomic_store_n(&d->base_pub, d->base, __ATOMIC_RELEASE);
+	__atomic_add_fetch(&mpk__soft_gepoch, 1, __ATOMIC_RELEASE);
 }
 
 static void next_gen(struct mpk_domain *d)
@@ -425,6 +435,7 @@ void mpk__soft_forget(struct mpk_domain *d)
 {
 	/* Other threads' entries die with the uid; only the counts go. */
 	if (d->slot < T->cap && T->held[d->slot].uid == d->uid) {
+		moved();
 		T->held[d->slot].rights = MPK_NONE;
 		if (T->held[d->slot].pos)
 			untrack(d->slot);
@@ -459,6 +470,7 @@ static void thread_exit(void *arg)
 	pthread_mutex_unlock(&mpk_g.lock);
 	struct mpk_soft_held *old = T->held;
 	uint32_t old_cap = T->cap;
+	moved();
 	T->cap = 0;
 	T->n = 0;
 	T->held = NULL;

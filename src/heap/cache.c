@@ -97,7 +97,35 @@ static void reset(struct tcache *tc, struct heap *h)
 	tc->ckey = h->ckey;
 	tc->mkey = mpk__mix(h->key ^ (uintptr_t)tc ^ (uintptr_t)&tc);
 	tc->domain = h->domain;
+	tc->rw = (struct mpk__soft_snap){ ~0ull, ~0ull };
 	tc->arena = NULL;
+}
+
+/* The fast paths find the last cache used here; under valgrind they find
+ * none, and every call goes the slow way, where the client requests run. */
+static void renew(struct tcache *tc)
+{
+	struct mpk__soft_snap now = mpk__soft_snap_take();
+
+	if (mpk__soft_rights_now((const struct mpk__domain_head *)tc->domain) == MPK_RW)
+		tc->rw = now;
+}
+
+/* The slow path's own use of the cache needs the snapshot too. */
+static struct tcache *last(struct tcache *tc)
+{
+	renew(tc);
+	if (!mpk__san_vg)
+		mpk__tc_last = tc;
+	return tc;
+}
+
+void mpk__tc_renew(void)
+{
+	struct tcache *tc = mpk__tc_last;
+
+	if (tc && tc->heap)
+		renew(tc);
 }
 
 struct tcache *mpk__tc_attach(struct heap *h)
@@ -113,7 +141,7 @@ struct tcache *mpk__tc_attach(struct heap *h)
 	for (int i = 0; i < TC_HEAPS; i++) {
 		struct tcache *e = &b->c[i];
 		if (e->heap == h && e->uid == h->uid && e->epoch == epoch)
-			return mpk__tc_last = e;
+			return last(e);
 	}
 	/* After a heap went, entries are checked again: one whose heap is
 	 * gone is dropped with its blocks (they went with the heap). */
@@ -141,7 +169,7 @@ struct tcache *mpk__tc_attach(struct heap *h)
 		}
 		reset(tc, h);
 	}
-	return mpk__tc_last = tc;
+	return last(tc);
 }
 
 void mpk__tc_forget(struct heap *h)

@@ -358,13 +358,27 @@ static struct arena *pick(struct heap *h)
 
 /* A cached block for size, or NULL: none cached, not a small size, or
  * the thread may not write the header (the slow path then opens). */
-TC_INLINE void *tc_malloc(struct tcache *tc, size_t size)
+/* Whether the thread may write the cache's domain (headers live there):
+ * a keyed domain's bits; for a keyless one, whether its soft rights are
+ * still those of the snapshot taken when the thread last held RW (core.h;
+ * each slow call renews it, heap/cache.c). */
+TC_INLINE bool tc_rw(const struct tcache *tc)
+{
+	const struct mpk__domain_head *d = (const struct mpk__domain_head *)tc->domain;
+	int k = __atomic_load_n(&d->key, __ATOMIC_ACQUIRE);
+
+	if (k >= 0)
+		return mpk_arch_key_rights(mpk_arch_reg_read(), k) == MPK_RW;
+	return mpk__soft_snap_same(&tc->rw);
+}
+
+TC_INLINE void *tc_malloc(struct tcache *tc, size_t size, bool vg)
 {
 	int cls = tc_class(size);
 	if (unlikely(cls < 0))
 		return NULL; /* 0 too: the slow path makes it 1 */
 	unsigned n = tc->n[cls];
-	if (unlikely(!n) || unlikely(mpk__rights(tc->domain) != MPK_RW))
+	if (unlikely(!n) || unlikely(!tc_rw(tc)))
 		return NULL;
 	uintptr_t p = tc->slot[cls][n - 1] ^ tc->mkey;
 	if (unlikely(p & 15)) {
@@ -374,10 +388,10 @@ TC_INLINE void *tc_malloc(struct tcache *tc, size_t size)
 		return NULL;
 	}
 	tc->n[cls] = (uint8_t)(n - 1);
-	mpk__san_alloc(p, tc_cap[cls]);
+	mpk__san_alloc_vg(p, tc_cap[cls], vg);
 	/* Small blocks' offset is known without a load. */
 	uint64_t off = cls < NCLASSES ? HDR : tc_off[cls];
-	mpk__hdr_set(p, size, mpk__hdr_sum(tc->key, p, size, off));
+	mpk__hdr_set_vg(p, size, mpk__hdr_sum(tc->key, p, size, off), vg);
 	return (void *)p;
 }
 
@@ -389,12 +403,12 @@ enum { TC_DONE, TC_NOT, TC_FULL };
 /* Whether a is a live block of the cache's heap that a cache takes, as
  * its chunk tag and keyed header say (and the thread may write it): its
  * class, and its header in *hd; or -1. */
-TC_INLINE int tc_live(struct tcache *tc, uintptr_t a, struct hdr *hd)
+TC_INLINE int tc_live(struct tcache *tc, uintptr_t a, struct hdr *hd, bool vg)
 {
 	if (unlikely((a & 15) || !(a & (CHUNK_SIZE - 1))) || mpk__chunk_tag(a) != tc->uid ||
-	    unlikely(mpk__rights(tc->domain) != MPK_RW))
+	    unlikely(!tc_rw(tc)))
 		return -1;
-	*hd = mpk__hdr_get(a);
+	*hd = mpk__hdr_get_vg(a, vg);
 	uint64_t size = hd->size, off = HDR;
 	int cls = tc_class(size);
 	if (unlikely(cls < 0))
@@ -406,11 +420,11 @@ TC_INLINE int tc_live(struct tcache *tc, uintptr_t a, struct hdr *hd)
 	return cls;
 }
 
-TC_INLINE int tc_free(struct tcache *tc, void *ptr)
+TC_INLINE int tc_free(struct tcache *tc, void *ptr, bool vg)
 {
 	uintptr_t a = (uintptr_t)ptr;
 	struct hdr hd;
-	int cls = tc_live(tc, a, &hd);
+	int cls = tc_live(tc, a, &hd, vg);
 
 	if (cls < 0)
 		return TC_NOT;
@@ -418,8 +432,8 @@ TC_INLINE int tc_free(struct tcache *tc, void *ptr)
 	unsigned n = tc->n[cls];
 	if (unlikely(n >= mpk__tc_lim[cls]))
 		return TC_FULL;
-	mpk__hdr_set(a, size, hd.check ^ tc->ckey);
-	mpk__san_free(a, tc_cap[cls]);
+	mpk__hdr_set_vg(a, size, hd.check ^ tc->ckey, vg);
+	mpk__san_free_vg(a, tc_cap[cls], vg);
 	tc->slot[cls][n] = a ^ tc->mkey;
 	tc->n[cls] = (uint8_t)(n + 1);
 	return TC_DONE;
@@ -1102,13 +1116,23 @@ static __attribute__((noinline)) void *alloc_slow(mpk_heap *hp, size_t size, boo
 	if (cacheable(h) && size - 1 < SMALL_MAX - HDR) {
 		struct tcache *tc = mpk__tc_attach(h);
 		unsigned cls = class_of16[(size + HDR + 15) >> 4];
-		if (tc && (tc->n[cls] || !mpk__tc_refill(tc, cls)) && (p = tc_malloc(tc, size)) &&
+		if (tc && (tc->n[cls] || !mpk__tc_refill(tc, cls)) && (p = tc_malloc(tc, size, mpk__san_vg)) &&
 		    zero)
 			memset(p, 0, size);
 	}
 	if (!p)
 		p = mpk__heap_alloc(h, size, 16, zero);
 	mpk__meta_close(&s);
+	mpk__tc_renew();
+	return p;
+}
+
+/* A slow path called as a call, not a jump: under valgrind every call
+ * goes that way, and a block's "alloc'd" stack should name the public
+ * call (the fast path has a frame anyway). */
+static inline void *not_tail(void *p)
+{
+	__asm__("" : "+r"(p));
 	return p;
 }
 
@@ -1117,9 +1141,9 @@ MPK_EXPORT void *mpk_heap_malloc(mpk_heap *hp, size_t size)
 	struct tcache *tc = tc_of(hp);
 	void *p;
 
-	if (likely(tc) && likely(p = tc_malloc(tc, size)))
+	if (likely(tc) && likely(p = tc_malloc(tc, size, false)))
 		return p;
-	return alloc_slow(hp, size, false, 0);
+	return not_tail(alloc_slow(hp, size, false, 0));
 }
 
 MPK_EXPORT void *mpk_heap_calloc(mpk_heap *hp, size_t n, size_t size)
@@ -1129,9 +1153,9 @@ MPK_EXPORT void *mpk_heap_calloc(mpk_heap *hp, size_t n, size_t size)
 	bool over = __builtin_mul_overflow(n, size, &total);
 	void *p;
 
-	if (likely(tc && !over) && (p = tc_malloc(tc, total)))
+	if (likely(tc && !over) && (p = tc_malloc(tc, total, false)))
 		return memset(p, 0, total);
-	return alloc_slow(hp, total, true, over ? ENOMEM : 0);
+	return not_tail(alloc_slow(hp, total, true, over ? ENOMEM : 0));
 }
 
 MPK_EXPORT void *mpk_heap_aligned_alloc(mpk_heap *hp, size_t align, size_t size)
@@ -1162,11 +1186,11 @@ static __attribute__((noinline)) int free_slow(mpk_heap *hp, void *p)
 		rc = 0;
 	} else if (cacheable(h)) {
 		struct tcache *tc = mpk__tc_attach(h);
-		int k = tc ? tc_free(tc, p) : TC_NOT;
+		int k = tc ? tc_free(tc, p, mpk__san_vg) : TC_NOT;
 		if (k == TC_FULL) {
 			int cls = tc_class(mpk__hdr_get((uintptr_t)p).size);
 			mpk__tc_flush(tc, (unsigned)cls, mpk__tc_lim[cls] / 2);
-			k = tc_free(tc, p);
+			k = tc_free(tc, p, mpk__san_vg);
 		}
 		if (k == TC_DONE)
 			rc = 0;
@@ -1174,6 +1198,7 @@ static __attribute__((noinline)) int free_slow(mpk_heap *hp, void *p)
 	if (rc == -2)
 		rc = mpk__heap_release(h, p, &m, "mpk_heap_free");
 	mpk__meta_close(&s);
+	mpk__tc_renew();
 	return mpk__misuse_rc(rc, &m);
 }
 
@@ -1181,7 +1206,7 @@ MPK_EXPORT int mpk_heap_free(mpk_heap *hp, void *p)
 {
 	struct tcache *tc = tc_of(hp);
 
-	if (likely(tc && p) && likely(tc_free(tc, p) == TC_DONE))
+	if (likely(tc && p) && likely(tc_free(tc, p, false) == TC_DONE))
 		return 0;
 	return free_slow(hp, p);
 }
@@ -1193,33 +1218,33 @@ static void *realloc_slow(mpk_heap *hp, void *p, size_t size);
  * (NULL: the slow path then does it, and names any misuse; it also takes
  * blocks growing past REALLOC_BIG, which get a region of their own). */
 static inline void *tc_realloc(struct tcache *tc, mpk_heap *hp, void *p, size_t size,
-			       struct heap *h)
+			       struct heap *h, bool vg)
 {
 	uintptr_t a = (uintptr_t)p;
 	struct hdr hd;
 	int cls = tc_class(size), old;
 
-	if (cls < 0 || (old = tc_live(tc, a, &hd)) < 0 || (size >= REALLOC_BIG && size > hd.size))
+	if (cls < 0 || (old = tc_live(tc, a, &hd, vg)) < 0 || (size >= REALLOC_BIG && size > hd.size))
 		return NULL;
 	if (cls == old) {
-		mpk__hdr_set(a, size, mpk__hdr_sum(tc->key, a, size, tc_off[cls]));
+		mpk__hdr_set_vg(a, size, mpk__hdr_sum(tc->key, a, size, tc_off[cls]), vg);
 		return p;
 	}
-	void *q = tc_malloc(tc, size);
+	void *q = tc_malloc(tc, size, vg);
 	if (!q && h) {
 		/* The slow path (metadata open): a batch, or a page run. */
 		if (cls >= NCLASSES)
 			q = mpk__heap_alloc(h, size, 16, false);
 		else if (!mpk__tc_refill(tc, (unsigned)cls))
-			q = tc_malloc(tc, size);
+			q = tc_malloc(tc, size, vg);
 	}
 	if (!q)
 		return NULL;
 	memcpy(q, p, size < hd.size ? size : hd.size);
-	int k = tc_free(tc, p);
+	int k = tc_free(tc, p, vg);
 	if (k == TC_FULL && h) {
 		mpk__tc_flush(tc, (unsigned)old, mpk__tc_lim[old] / 2);
-		k = tc_free(tc, p);
+		k = tc_free(tc, p, vg);
 	}
 	if (k != TC_DONE)
 		mpk_heap_free(hp, p); /* the usual way (it opens what it needs) */
@@ -1231,9 +1256,9 @@ MPK_EXPORT void *mpk_heap_realloc(mpk_heap *hp, void *p, size_t size)
 	struct tcache *tc = tc_of(hp);
 	void *q;
 
-	if (likely(tc && p) && (q = tc_realloc(tc, hp, p, size, NULL)))
+	if (likely(tc && p) && (q = tc_realloc(tc, hp, p, size, NULL, false)))
 		return q;
-	return realloc_slow(hp, p, size);
+	return not_tail(realloc_slow(hp, p, size));
 }
 
 static __attribute__((noinline)) void *realloc_slow(mpk_heap *hp, void *p, size_t size)
@@ -1247,9 +1272,10 @@ static __attribute__((noinline)) void *realloc_slow(mpk_heap *hp, void *p, size_
 	if (!h)
 		return NULL;
 	struct tcache *tc = p && cacheable(h) ? mpk__tc_attach(h) : NULL;
-	if (!tc || !(q = tc_realloc(tc, hp, p, size, h)))
+	if (!tc || !(q = tc_realloc(tc, hp, p, size, h, mpk__san_vg)))
 		q = p ? heap_realloc(h, p, size, &m, &kind) : mpk__heap_alloc(h, size, 16, false);
 	mpk__meta_close(&s);
+	mpk__tc_renew();
 	if (kind) {
 		mpk__misuse(&m);
 		errno = EINVAL;

@@ -142,24 +142,34 @@ struct hdr {
 
 /* The header of block p: the heap alone reads and writes it (closed to
  * ASan and valgrind). */
-SAN_NO_ASAN static inline struct hdr mpk__hdr_get(uintptr_t p)
+SAN_NO_ASAN static inline struct hdr mpk__hdr_get_vg(uintptr_t p, bool vg)
 {
 	struct hdr h;
 
-	mpk__san_hdr_open(p - HDR, HDR);
+	mpk__san_hdr_open_vg(p - HDR, HDR, vg);
 	h = *(const struct hdr *)(p - HDR);
-	mpk__san_hdr_close(p - HDR, HDR);
+	mpk__san_hdr_close_vg(p - HDR, HDR, vg);
 	return h;
 }
 
-SAN_NO_ASAN static inline void mpk__hdr_set(uintptr_t p, uint64_t size, uint64_t check)
+SAN_NO_ASAN static inline void mpk__hdr_set_vg(uintptr_t p, uint64_t size, uint64_t check, bool vg)
 {
 	struct hdr *hd = (struct hdr *)(p - HDR);
 
-	mpk__san_hdr_open(p - HDR, HDR);
+	mpk__san_hdr_open_vg(p - HDR, HDR, vg);
 	hd->size = size;
 	hd->check = check;
-	mpk__san_hdr_close(p - HDR, HDR);
+	mpk__san_hdr_close_vg(p - HDR, HDR, vg);
+}
+
+static inline struct hdr mpk__hdr_get(uintptr_t p)
+{
+	return mpk__hdr_get_vg(p, mpk__san_vg);
+}
+
+static inline void mpk__hdr_set(uintptr_t p, uint64_t size, uint64_t check)
+{
+	mpk__hdr_set_vg(p, size, check, mpk__san_vg);
 }
 
 static inline uint64_t mpk__mix(uint64_t x)
@@ -173,10 +183,17 @@ static inline uint64_t mpk__mix(uint64_t x)
 
 /* Keyed per heap over the block's address, size and offset in its slot:
  * an overflow that rewrites it, or a pointer into another heap, does not
- * match without the key. */
+ * match without the key.  Two multiplies, not a full mpk__mix(): it runs
+ * twice per malloc+free pair, and against accidents it is as good (each
+ * step is a bijection, so a change of any one field always shows; a
+ * match by chance needs 64 bits to agree).  Neither is a MAC against an
+ * attacker who reads headers and knows the scheme: the check is for
+ * bugs, the domain is for attackers. */
 static inline uint64_t mpk__hdr_sum(uint64_t key, uintptr_t p, size_t size, size_t off)
 {
-	return mpk__mix((key ^ p) + size * 0x9e3779b97f4a7c15ull + (off * 2 + 1) * 0xd6e8feb86659fd93ull);
+	uint64_t x = ((key ^ p) + size * 0x9e3779b97f4a7c15ull + off) * 0xd6e8feb86659fd93ull;
+
+	return x ^ (x >> 32);
 }
 
 /* ---- heap_meta.c: the metadata area and the global heap lock ---- */
@@ -341,7 +358,7 @@ void mpk__misuse_fill(struct mpk_misuse *m, int kind, const char *call, const vo
 /* Lock-free rights of the calling thread to d (see core.h). */
 static inline int mpk__rights(const struct mpk_domain *d)
 {
-	return mpk__rights_of(d);
+	return mpk__rights_now(d);
 }
 
 /* Make sure the calling thread holds at least want (MPK_READ or MPK_RW)
@@ -388,6 +405,7 @@ struct tcache {
 	uint64_t epoch;             /* mpk__heap_epoch when last checked */
 	uint64_t key, ckey, mkey;   /* the heap's keys; mkey mangles slot[] */
 	struct mpk_domain *domain;
+	struct mpk__soft_snap rw;   /* when the thread last held RW to a keyless domain */
 	struct arena *arena;        /* refills come from there */
 	uint8_t n[NTC];                /* small classes, then page runs */
 	uintptr_t slot[NTC][TC_MAX];   /* user pointer ^ mkey */
@@ -400,6 +418,10 @@ extern uint8_t mpk__tc_lim[NTC]; /* entries per class */
  * be; NULL if none can be had. */
 struct tcache *mpk__tc_attach(struct heap *h);
 void mpk__tc_forget(struct heap *h); /* h goes: drop this thread's cache */
+/* At the end of a slow call, the metadata closed again: the fast paths
+ * learn whether the thread may still write the last cache's domain (its
+ * rights snapshot, see tc_rw() in heap.c). */
+void mpk__tc_renew(void);
 void mpk__tc_flush_all(struct tcache *tc); /* every block back (metadata open) */
 /* heap.c: a batch in, the k oldest out (metadata open). */
 int mpk__tc_refill(struct tcache *tc, unsigned cls);

@@ -36,25 +36,34 @@
 #endif
 
 /* Under valgrind (asked once, with the first heap): the client requests
- * then run; otherwise a load and a branch stand for them. */
+ * then run; otherwise a load and a branch stand for them.  The *_vg forms
+ * take the answer as an argument: the heap's inline fast paths pass false
+ * (under valgrind they are never taken, heap/cache.c), so they carry no
+ * request and need no stack frame. */
 extern bool mpk__san_vg;
 #if SAN_VG
-#define SAN_VG_DO(req) do { if (__builtin_expect(mpk__san_vg, 0)) { req; } } while (0)
+#define SAN_VG_IF(vg, req) do { if (__builtin_expect((vg), 0)) { req; } } while (0)
 #define SAN_VG_PROBE() ((bool)RUNNING_ON_VALGRIND)
 #else
-#define SAN_VG_DO(req) do { } while (0)
+#define SAN_VG_IF(vg, req) do { (void)(vg); } while (0)
 #define SAN_VG_PROBE() false
 #endif
+#define SAN_VG_DO(req) SAN_VG_IF(mpk__san_vg, req)
 
 /* Memory no block uses (fresh chunks and regions, freed blocks). */
-static inline void mpk__san_poison(uintptr_t p, size_t n)
+static inline void mpk__san_poison_vg(uintptr_t p, size_t n, bool vg)
 {
 	(void)p;
 	(void)n;
 #if SAN_ASAN
 	__asan_poison_memory_region((void *)p, n);
 #endif
-	SAN_VG_DO(VALGRIND_MAKE_MEM_NOACCESS(p, n));
+	SAN_VG_IF(vg, VALGRIND_MAKE_MEM_NOACCESS(p, n));
+}
+
+static inline void mpk__san_poison(uintptr_t p, size_t n)
+{
+	mpk__san_poison_vg(p, n, mpk__san_vg);
 }
 
 /* Before memory goes back to the kernel, or moves (mremap). */
@@ -69,23 +78,33 @@ static inline void mpk__san_forget(uintptr_t p, size_t n)
 }
 
 /* A block handed out: its n usable bytes. */
-static inline void mpk__san_alloc(uintptr_t p, size_t n)
+static inline void mpk__san_alloc_vg(uintptr_t p, size_t n, bool vg)
 {
 	(void)p;
 	(void)n;
 #if SAN_ASAN
 	__asan_unpoison_memory_region((void *)p, n);
 #endif
-	SAN_VG_DO(VALGRIND_MALLOCLIKE_BLOCK(p, n, 0, 0));
+	SAN_VG_IF(vg, VALGRIND_MALLOCLIKE_BLOCK(p, n, 0, 0));
+}
+
+static inline void mpk__san_alloc(uintptr_t p, size_t n)
+{
+	mpk__san_alloc_vg(p, n, mpk__san_vg);
 }
 
 /* A block freed (into a cache or its arena). */
-static inline void mpk__san_free(uintptr_t p, size_t n)
+static inline void mpk__san_free_vg(uintptr_t p, size_t n, bool vg)
 {
 	(void)p;
 	(void)n;
-	SAN_VG_DO(VALGRIND_FREELIKE_BLOCK(p, 0));
-	mpk__san_poison(p, n);
+	SAN_VG_IF(vg, VALGRIND_FREELIKE_BLOCK(p, 0));
+	mpk__san_poison_vg(p, n, vg);
+}
+
+static inline void mpk__san_free(uintptr_t p, size_t n)
+{
+	mpk__san_free_vg(p, n, mpk__san_vg);
 }
 
 /* A block moved or grew (realloc): old gone, new of n bytes, the first
@@ -102,18 +121,28 @@ static inline void mpk__san_move(uintptr_t old, uintptr_t p, size_t n, size_t ke
 }
 
 /* The heap's own reads and writes of a closed header. */
-static inline void mpk__san_hdr_open(uintptr_t hd, size_t n)
+static inline void mpk__san_hdr_open_vg(uintptr_t hd, size_t n, bool vg)
 {
 	(void)hd;
 	(void)n;
-	SAN_VG_DO(VALGRIND_MAKE_MEM_DEFINED(hd, n));
+	SAN_VG_IF(vg, VALGRIND_MAKE_MEM_DEFINED(hd, n));
+}
+
+static inline void mpk__san_hdr_close_vg(uintptr_t hd, size_t n, bool vg)
+{
+	(void)hd;
+	(void)n;
+	SAN_VG_IF(vg, VALGRIND_MAKE_MEM_NOACCESS(hd, n));
+}
+
+static inline void mpk__san_hdr_open(uintptr_t hd, size_t n)
+{
+	mpk__san_hdr_open_vg(hd, n, mpk__san_vg);
 }
 
 static inline void mpk__san_hdr_close(uintptr_t hd, size_t n)
 {
-	(void)hd;
-	(void)n;
-	SAN_VG_DO(VALGRIND_MAKE_MEM_NOACCESS(hd, n));
+	mpk__san_hdr_close_vg(hd, n, mpk__san_vg);
 }
 
 #endif
