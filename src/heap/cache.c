@@ -109,6 +109,8 @@ static void renew(struct tcache *tc)
 
 	if (mpk__soft_rights_now((const struct mpk__domain_head *)tc->domain) == MPK_RW)
 		tc->rw = now;
+	else
+		tc->rw = (struct mpk__soft_snap){ ~0ull, ~0ull };
 }
 
 /* The slow path's own use of the cache needs the snapshot too. */

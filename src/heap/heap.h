@@ -188,7 +188,9 @@ static inline uint64_t mpk__mix(uint64_t x)
  * step is a bijection, so a change of any one field always shows; a
  * match by chance needs 64 bits to agree).  Neither is a MAC against an
  * attacker who reads headers and knows the scheme: the check is for
- * bugs, the domain is for attackers. */
+ * bugs, the domain is for attackers.  The size is multiplied on its own:
+ * added plainly, a size rewritten by the run-length difference would
+ * cancel the offset and pass a run off as another length without the key. */
 static inline uint64_t mpk__hdr_sum(uint64_t key, uintptr_t p, size_t size, size_t off)
 {
 	uint64_t x = ((key ^ p) + size * 0x9e3779b97f4a7c15ull + off) * 0xd6e8feb86659fd93ull;
