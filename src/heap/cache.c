@@ -151,8 +151,10 @@ struct tcache *mpk__tc_attach(struct heap *h)
 	for (int i = 0; i < TC_HEAPS; i++) {
 		struct tcache *e = &b->c[i];
 		if (e->heap && e->epoch != epoch) {
-			if (alive(e->heap, e->uid))
+			if (alive(e->heap, e->uid)) {
 				e->epoch = epoch;
+				e->chunk = 0; /* its chunk may have gone back */
+			}
 			else
 				reset(e, NULL);
 		}

@@ -403,9 +403,23 @@ enum { TC_DONE, TC_NOT, TC_FULL };
 /* Whether a is a live block of the cache's heap that a cache takes, as
  * its chunk tag and keyed header say (and the thread may write it): its
  * class, and its header in *hd; or -1. */
+/* Whether a is in a chunk of the cache's heap: the chunk checked last
+ * (no chunk has gone back since: tc_of() checks the epoch), or its tag. */
+TC_INLINE bool tc_chunk_ok(struct tcache *tc, uintptr_t a)
+{
+	uintptr_t n = (a >> CHUNK_SHIFT) + 1;
+
+	if (likely(n == tc->chunk))
+		return true;
+	if (mpk__chunk_tag(a) != tc->uid)
+		return false;
+	tc->chunk = n;
+	return true;
+}
+
 TC_INLINE int tc_live(struct tcache *tc, uintptr_t a, struct hdr *hd, bool vg)
 {
-	if (unlikely((a & 15) || !(a & (CHUNK_SIZE - 1))) || mpk__chunk_tag(a) != tc->uid ||
+	if (unlikely((a & 15) || !(a & (CHUNK_SIZE - 1))) || !tc_chunk_ok(tc, a) ||
 	    unlikely(!tc_rw(tc)))
 		return -1;
 	*hd = mpk__hdr_get_vg(a, vg);

@@ -408,11 +408,13 @@ struct tcache {
 	uint64_t key, ckey, mkey;   /* the heap's keys; mkey mangles slot[] */
 	struct mpk_domain *domain;
 	struct mpk__soft_snap rw;   /* when the thread last held RW to a keyless domain */
+	uintptr_t chunk;            /* 1 + the number of a chunk of the heap's, its tag checked; 0 none */
 	struct arena *arena;        /* refills come from there */
 	uint8_t n[NTC];                /* small classes, then page runs */
 	uintptr_t slot[NTC][TC_MAX];   /* user pointer ^ mkey */
 };
-/* Bumped when a heap goes: caches check their heap again. */
+/* Bumped when a heap goes, and when a chunk goes back (a cache's chunk
+ * hint is good only until then): caches check their heap again. */
 extern uint64_t mpk__heap_epoch;
 extern __thread struct tcache *mpk__tc_last __attribute__((tls_model("initial-exec")));
 extern uint8_t mpk__tc_lim[NTC]; /* entries per class */

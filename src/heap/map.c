@@ -129,6 +129,8 @@ void mpk__map_del(struct chunk *c)
 		tag(g, 0);
 		put(g, c);
 	}
+	/* The caches' chunk hints may name it: they start afresh. */
+	__atomic_add_fetch(&mpk__heap_epoch, 1, __ATOMIC_RELEASE);
 }
 
 struct chunk *mpk__map_find(uintptr_t a)
