@@ -192,7 +192,7 @@ static double w_realloc(struct alloc *a, long n)
 struct thread_arg {
 	struct alloc *a;
 	long n;
-	double ns;
+	double ns, cpu_ns; /* per operation: wall clock, and the thread's CPU time */
 	void *volatile *shared; /* larson: slots both threads swap into */
 	unsigned seed;
 };
@@ -205,12 +205,22 @@ static void thread_rights(struct alloc *a)
 		mpk_set(mpk_heap_domain(a->h), MPK_RW);
 }
 
+static double cpu_now_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+	return ts.tv_sec * 1e9 + ts.tv_nsec;
+}
+
 static void *thread_live(void *arg)
 {
 	struct thread_arg *t = arg;
 
 	thread_rights(t->a);
+	double c = cpu_now_ns();
 	t->ns = w_live(t->a, t->n);
+	t->cpu_ns = (cpu_now_ns() - c) / t->n; /* w_live's setup included: the same alone or not */
 	return NULL;
 }
 
@@ -238,12 +248,17 @@ static void *thread_larson(void *arg)
 
 /* nthreads threads running fn; the second on a heap of its own if own
  * (and a->h2 is set).  Process throughput, as ns per pair. */
+/* The last run_threads()'s figure in CPU time: ns per operation if every
+ * thread had a core of its own all along (med_of() keeps its best run's). */
+static double last_cpu;
+
 static double run_threads(struct alloc *a, long n, int nthreads, void *(*fn)(void *), bool own_heap)
 {
 	static void *volatile slots[BATCH];
 	pthread_t th[2];
 	struct alloc own = *a;
-	struct thread_arg arg[2] = { { a, n, 0, slots, 1u }, { &own, n, 0, slots, 77u } };
+	struct thread_arg arg[2] = { { .a = a, .n = n, .shared = slots, .seed = 1u },
+				     { .a = &own, .n = n, .shared = slots, .seed = 77u } };
 
 	if (a->h2 && own_heap)
 		own.h = a->h2;
@@ -256,9 +271,12 @@ static double run_threads(struct alloc *a, long n, int nthreads, void *(*fn)(voi
 			a_free(a, slots[i]);
 			slots[i] = NULL;
 		}
-	double per_s = 0;
-	for (int i = 0; i < nthreads; i++)
+	double per_s = 0, per_cpu_s = 0;
+	for (int i = 0; i < nthreads; i++) {
 		per_s += 1.0 / arg[i].ns;
+		per_cpu_s += arg[i].cpu_ns > 0 ? 1.0 / arg[i].cpu_ns : 0;
+	}
+	last_cpu = per_cpu_s > 0 ? 1.0 / per_cpu_s : 0;
 	return 1.0 / per_s;
 }
 
@@ -415,6 +433,7 @@ enum {
 	R_GUARDED,
 	R_VAULT_AF, R_VAULT_OC, R_VAULT_WITH, R_VAULT_VS, R_VAULT_LK,
 	R_SCALE, /* R_ONE / R_TWO of one round, then their median */
+	R_SCALE_CPU, /* the same in CPU time */
 	R_COUNT
 };
 #define R_HEAP_LAST R_TWO
@@ -428,6 +447,7 @@ struct result {
 	/* mpk_heap variants: glibc's figure from the same process, its runs
 	 * alternating with the heap's (then the ratio, after combine()). */
 	double ref[R_HEAP_LAST + 1];
+	double cpu[R_HEAP_LAST + 1]; /* thread workloads: run_threads()'s CPU-time figure */
 	char err[120];
 };
 
@@ -438,7 +458,8 @@ struct result {
  * the two then see the same machine, which on shared cores drifts by
  * tens of percent between one process and the next. */
 #define BEST 3
-static double med_of(double (*f)(struct alloc *, long), struct alloc *a, long n, double *ref)
+static double med_of(double (*f)(struct alloc *, long), struct alloc *a, long n, double *ref,
+		     double *cpu)
 {
 	struct alloc g = { A_GLIBC, NULL, NULL };
 	double best = 0, gbest = 0;
@@ -450,9 +471,13 @@ static double med_of(double (*f)(struct alloc *, long), struct alloc *a, long n,
 		double v = ref ? f(&g, n) : 0;
 		if (ref && (r == 0 || v < gbest))
 			gbest = v;
+		last_cpu = 0;
 		v = f(a, n);
-		if (r == 0 || v < best)
+		if (r == 0 || v < best) {
 			best = v;
+			if (cpu)
+				*cpu = last_cpu;
+		}
 	}
 	if (ref)
 		*ref = gbest;
@@ -478,7 +503,7 @@ static void heap_rows(struct alloc *a, struct result *res, double k)
 {
 	for (int w = 0; w <= R_HEAP_LAST; w++)
 		res->v[w] = med_of(workload[w], a, iters((long)(work[w] * k)),
-				   a->kind == A_HEAP ? &res->ref[w] : NULL);
+				   a->kind == A_HEAP ? &res->ref[w] : NULL, &res->cpu[w]);
 }
 
 /* What one variant measures: glibc (kind A_GLIBC), jemalloc, mimalloc or
@@ -539,7 +564,7 @@ static void measure(int kind, int heap_only, struct result *res)
 	}
 	struct alloc g = { A_GUARDED, mpk_heap_create(d, MPK_HEAP_GUARDED), NULL };
 	if (g.h) {
-		res->v[R_GUARDED] = med_of(w_pairs, &g, iters(20000), NULL);
+		res->v[R_GUARDED] = med_of(w_pairs, &g, iters(20000), NULL, NULL);
 		mpk_heap_destroy(g.h);
 	}
 	mpk_heap_destroy(a.h);
@@ -626,7 +651,10 @@ static void combine(struct result *round, int n, struct result *out)
 		int k = 0;
 		for (int r = 0; r < n; r++) {
 			const double *x = round[r].v;
-			double y = w == R_SCALE ? (x[R_TWO] > 0 ? x[R_ONE] / x[R_TWO] : 0) : x[w];
+			const double *c = round[r].cpu;
+			double y = w == R_SCALE ? (x[R_TWO] > 0 ? x[R_ONE] / x[R_TWO] : 0)
+				 : w == R_SCALE_CPU ? (c[R_TWO] > 0 ? c[R_ONE] / c[R_TWO] : 0)
+				 : x[w];
 			if (y > 0)
 				v[k++] = y;
 		}
@@ -791,6 +819,12 @@ int main(int argc, char **argv)
 			printf(" %16s", rs[i]->absent ? "absent" : "n/a");
 		else
 			printf(" %15.2fx", rs[i]->v[R_SCALE]);
+	printf("\n  %-42s", "the same in CPU time (no core shared)");
+	for (int i = 0; i < 5; i++)
+		if (rs[i]->absent || rs[i]->v[R_SCALE_CPU] <= 0)
+			printf(" %16s", rs[i]->absent ? "absent" : "n/a");
+		else
+			printf(" %15.2fx", rs[i]->v[R_SCALE_CPU]);
 	printf("\n  %-42s %16s %16s %16s %16.3f %16.3f\n",
 	       "metadata opens per pair, one at a time", "", "", "",
 	       o->meta_closed ? o->v[R_OPENS] : 0.0, c->v[R_OPENS]);
