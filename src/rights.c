@@ -22,15 +22,15 @@ static inline void touch(struct mpk_domain *d)
 }
 
 /*
- * The hw fast path's guard: a live domain handle, rights in range (the
- * word for 2 is 0 and sends it the slow way), and a registered thread (a
+ * The hw fast path's guard: a live domain handle and rights in range (the
+ * word for 2 is 0 and sends it the slow way); then a registered thread (a
  * thread's first call goes the slow way, which registers it: broadcasts
  * must know every thread that writes bits).  Then the word for rights
- * (arch.h) does the rest, or says "no key" and the slow path runs.
+ * (arch.h) does the rest, or says "no key" and set_valid() runs.
  */
-#define FAST_OK(d, rights, t)                                                   \
-	(likely((d) && (unsigned)(rights) < 4 && (d)->magic == MPK_DOMAIN_MAGIC && \
-		((t) = mpk__self)))
+#define ARGS_OK(d, rights) \
+	(likely((d) && (unsigned)(rights) < 4 && (d)->magic == MPK_DOMAIN_MAGIC))
+#define FAST_OK(d, rights, t) (ARGS_OK(d, rights) && likely((t) = mpk__self))
 
 /* PKRU = (PKRU & ~mask) | bits, under the lock, noted for broadcasts. */
 static void reg_update(mpk_reg_t mask, mpk_reg_t bits)
@@ -72,16 +72,28 @@ static __attribute__((noinline, cold)) int einval(void)
 	return -1;
 }
 
-/* Only tail calls: the soft no-change return needs no frame. */
+/*
+ * Past the fast path with a live handle and rights below 4: a keyless
+ * domain, an unregistered thread, or rights 2.  The soft backend's every
+ * call comes here, so it is not cold, and it checks nothing twice.  Soft:
+ * nothing to change is a thread-local check, no lock, no tick (flat in
+ * threads); a change takes d's own lock, not the global.  Only tail
+ * calls: the soft no-change return needs no frame.
+ */
+static __attribute__((noinline)) int set_valid(struct mpk_domain *d, int rights)
+{
+	if (unlikely(rights == 2))
+		return einval();
+	if (mpk_g.backend == MPK_BACKEND_SOFT)
+		return mpk__soft_holds(d, rights) ? 0 : mpk__soft_set(d, rights);
+	return set_wait(d, rights);
+}
+
 static __attribute__((noinline, cold)) int set_slow(struct mpk_domain *d, int rights)
 {
 	if (!mpk__domain_ok(d) || !mpk__rights_ok(rights))
 		return einval();
-	/* Soft: nothing to change is a thread-local check, no lock, no tick
-	 * (flat in threads); a change takes d's own lock, not the global. */
-	if (mpk_g.backend == MPK_BACKEND_SOFT)
-		return mpk__soft_holds(d, rights) ? 0 : mpk__soft_set(d, rights);
-	return set_wait(d, rights);
+	return set_valid(d, rights);
 }
 
 /*
@@ -101,9 +113,11 @@ static inline int set_rights(struct mpk_domain *d, int rights)
 {
 	struct mpk_thread *t;
 
-	if (FAST_OK(d, rights, t) && mpk_arch_fast_set(&d->fast[(unsigned)rights], &t->pub))
+	if (unlikely(!ARGS_OK(d, rights)))
+		return set_slow(d, rights);
+	if (likely((t = mpk__self)) && mpk_arch_fast_set(&d->fast[(unsigned)rights], &t->pub))
 		return 0;
-	return set_slow(d, rights);
+	return set_valid(d, rights);
 }
 
 MPK_EXPORT int mpk_set(mpk_domain *d, int rights)
@@ -148,7 +162,7 @@ static __attribute__((noinline, cold)) mpk_scope enter_slow(struct mpk_domain *d
 		return s;
 	}
 	int saved = mpk_get(d);
-	if (set_slow(d, rights))
+	if (set_valid(d, rights))
 		return s;
 	return (mpk_scope){ .domain = d, .saved = saved };
 }
