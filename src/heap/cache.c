@@ -101,8 +101,8 @@ static void reset(struct tcache *tc, struct heap *h)
 	tc->arena = NULL;
 }
 
-/* The fast paths find the last cache used here; under valgrind they find
- * none, and every call goes the slow way, where the client requests run. */
+/* The snapshot that tells the fast paths the thread may still write the
+ * cache's domain (tc_rw() in heap.c), or none if it may not now. */
 static void renew(struct tcache *tc)
 {
 	struct mpk__soft_snap now = mpk__soft_snap_take();
@@ -113,7 +113,9 @@ static void renew(struct tcache *tc)
 		tc->rw = (struct mpk__soft_snap){ ~0ull, ~0ull };
 }
 
-/* The slow path's own use of the cache needs the snapshot too. */
+/* The fast paths find the last cache used here; under valgrind they find
+ * none, and every call goes the slow way, where the client requests run.
+ * The slow path's own use of the cache needs the snapshot too. */
 static struct tcache *last(struct tcache *tc)
 {
 	renew(tc);
@@ -154,9 +156,9 @@ struct tcache *mpk__tc_attach(struct heap *h)
 			if (alive(e->heap, e->uid)) {
 				e->epoch = epoch;
 				e->chunk = 0; /* its chunk may have gone back */
-			}
-			else
+			} else {
 				reset(e, NULL);
+			}
 		}
 		if (e->heap == h && e->uid == h->uid)
 			tc = e;

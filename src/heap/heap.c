@@ -356,8 +356,6 @@ static struct arena *pick(struct heap *h)
 
 /* ---- the thread caches' fast paths and batches ---- */
 
-/* A cached block for size, or NULL: none cached, not a small size, or
- * the thread may not write the header (the slow path then opens). */
 /* Whether the thread may write the cache's domain (headers live there):
  * a keyed domain's bits; for a keyless one, whether its soft rights are
  * still those of the snapshot taken when the thread last held RW (core.h;
@@ -372,6 +370,9 @@ TC_INLINE bool tc_rw(const struct tcache *tc)
 	return mpk__soft_snap_same(&tc->rw);
 }
 
+/* A cached block for size, or NULL: none cached, not a small size, or
+ * the thread may not write the header (the slow path then opens).  vg:
+ * make valgrind's client requests (false on the fast paths). */
 TC_INLINE void *tc_malloc(struct tcache *tc, size_t size, bool vg)
 {
 	int cls = tc_class(size);
@@ -400,11 +401,9 @@ enum { TC_DONE, TC_NOT, TC_FULL };
 /* Put p in the cache if it is a live small block of the cache's heap at
  * the usual offset, as its chunk tag and keyed header say; anything else
  * (including every misuse) goes the slow way, which names it. */
-/* Whether a is a live block of the cache's heap that a cache takes, as
- * its chunk tag and keyed header say (and the thread may write it): its
- * class, and its header in *hd; or -1. */
 /* Whether a is in a chunk of the cache's heap: the chunk checked last
- * (no chunk has gone back since: tc_of() checks the epoch), or its tag. */
+ * (no chunk has gone back since: the epoch has not moved, see tc_of() and
+ * mpk__tc_attach()), or its tag. */
 TC_INLINE bool tc_chunk_ok(struct tcache *tc, uintptr_t a)
 {
 	uintptr_t n = (a >> CHUNK_SHIFT) + 1;
@@ -417,6 +416,9 @@ TC_INLINE bool tc_chunk_ok(struct tcache *tc, uintptr_t a)
 	return true;
 }
 
+/* Whether a is a live block of the cache's heap that a cache takes, as
+ * its chunk tag and keyed header say (and the thread may write it): its
+ * class, and its header in *hd; or -1. */
 TC_INLINE int tc_live(struct tcache *tc, uintptr_t a, struct hdr *hd, bool vg)
 {
 	if (unlikely((a & 15) || !(a & (CHUNK_SIZE - 1))) || !tc_chunk_ok(tc, a) ||
