@@ -553,7 +553,7 @@ int mpk__tc_refill(struct tcache *tc, unsigned cls)
 	pthread_mutex_lock(&a->lock);
 	/* Blocks other threads gave back come first (their links are in
 	 * the blocks: the domain must be readable). */
-	if (__atomic_load_n(&a->remote, __ATOMIC_RELAXED) && mpk__rights(tc->domain) == MPK_RW)
+	if (__atomic_load_n(&a->remote, __ATOMIC_RELAXED) && mpk__rights_now(tc->domain) == MPK_RW)
 		remote_drain(a);
 	while (got < want) {
 		uintptr_t b = slab_alloc(a, cls);
@@ -593,7 +593,7 @@ void mpk__tc_flush(struct tcache *tc, unsigned cls, unsigned k)
 {
 	struct heap *h = tc->heap;
 	struct arena *held = NULL, *own = tc->arena, *far = NULL;
-	bool links = mpk__rights(tc->domain) == MPK_RW;
+	bool links = mpk__rights_now(tc->domain) == MPK_RW;
 	uintptr_t first = 0, last = 0;
 
 	if (!own)

@@ -357,17 +357,11 @@ bool mpk__heap_live(struct heap *h, const void *p);
 void mpk__misuse_fill(struct mpk_misuse *m, int kind, const char *call, const void *p,
 		      struct heap *h);
 
-/* Lock-free rights of the calling thread to d (see core.h). */
-static inline int mpk__rights(const struct mpk_domain *d)
-{
-	return mpk__rights_now(d);
-}
-
 /* Make sure the calling thread holds at least want (MPK_READ or MPK_RW)
  * to d, in scope s (no change, no scope, when it does): 0 or -1/errno. */
 static inline int mpk__heap_reach(struct mpk_domain *d, int want, mpk_scope *s)
 {
-	int cur = mpk__rights(d);
+	int cur = mpk__rights_now(d); /* lock-free (core.h) */
 
 	s->domain = NULL;
 	if (cur == MPK_RW || cur == want)
