@@ -353,8 +353,10 @@ int mpk_set_all(mpk_domain *d, int rights);
  * or virtual domains past the keys on hw): those held above MPK_NONE are
  * copied to the heap (free it with mpk_rights_dispose()), the rest restore
  * to MPK_NONE; restore updates the union and mprotect()s as needed, all or
- * nothing.  Both calls cost the domains held above MPK_NONE, not all.  A domain that moved between a key
- * and none since the save is restored the way it is held now.
+ * nothing.  Both calls cost the domains held above MPK_NONE, not all (a
+ * restore on the saving thread with nothing moved since: only the keys).
+ * A domain that moved between a key and none since the save is restored
+ * the way it is held now.
  */
 typedef struct mpk_rights {
 	uint64_t mpk__opaque[32];

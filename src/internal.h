@@ -185,12 +185,15 @@ struct mpk_rights_soft {
 	uint64_t uid;
 	int rights;
 };
+/* The calling thread's number, never another's (not 0). */
+uint64_t mpk__soft_thread_id(void);
 /* The keyless domains the calling thread holds more than none to: *e NULL when n is 0, else malloc()ed.  -1/ENOMEM.  Costs
  * what the thread holds plus the domains with a base (mpk_set_all). */
 int mpk__soft_save_locked(struct mpk_rights_soft **e, uint32_t *n);
-/* The same, unsorted, into e with room for mpk__soft_listed_max(). */
+/* At most how many those are, and each of them with its rights (fn must not
+ * change rights: stale entries are dropped from the list on the way). */
 uint32_t mpk__soft_listed_max(void);
-uint32_t mpk__soft_listed(struct mpk_rights_soft *e);
+void mpk__soft_each_held(void (*fn)(struct mpk_domain *d, int rights, void *arg), void *arg);
 /* Key changes: d got a key (its soft state no longer counts), or d lost it
  * while every thread held rights: pages at prot(rights), no holder
  * counted and base none; then each thread (in the broadcast that closes

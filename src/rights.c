@@ -267,6 +267,8 @@ struct saved {
 	uint64_t uid[MPK_ARCH_NKEYS ? MPK_ARCH_NKEYS : 1];  /* hw: each key's domain, 0 none */
 	uint32_t slot[MPK_ARCH_NKEYS ? MPK_ARCH_NKEYS : 1]; /* and its slot */
 	struct mpk_rights_soft *e;                         /* keyless domains' rights */
+	uint64_t thread;                                   /* who saved, and when: */
+	struct mpk__soft_snap snap;                        /* its soft rights' epochs */
 };
 _Static_assert(sizeof(struct saved) <= sizeof(mpk_rights_t), "mpk_rights_t too small");
 _Static_assert(_Alignof(struct saved) <= _Alignof(mpk_rights_t), "mpk_rights_t alignment");
@@ -293,6 +295,8 @@ MPK_EXPORT int mpk_rights_save(mpk_rights_t *r)
 	}
 	if (mpk_g.backend == MPK_BACKEND_HW)
 		n.reg = mpk_arch_reg_read();
+	n.thread = mpk__soft_thread_id();
+	n.snap = mpk__soft_snap_take();
 	int rc = mpk__soft_save_locked(&n.e, &n.n);
 	pthread_mutex_unlock(&mpk_g.lock);
 	if (rc)
@@ -314,45 +318,63 @@ struct pend {
 	int rights, old;
 };
 
-/* What restoring s changes, into p (room for pend_max()): the saved
- * domains that still live, then the older ones held above none now. */
+/* Room for what pend_fill() may list. */
 static size_t pend_max(const struct saved *s)
 {
 	return 2 * (MPK_ARCH_NKEYS ? MPK_ARCH_NKEYS : 1) + s->n + mpk__soft_listed_max();
 }
 
-static size_t pend_fill(const struct saved *s, struct pend *p, struct mpk_rights_soft *cur)
+struct filling {
+	struct pend *p;
+	size_t np;
+	uint64_t mark, next_uid;
+};
+
+/* A keyless domain the thread holds above none now: closed unless saved. */
+static void pend_unsaved(struct mpk_domain *d, int rights, void *arg)
+{
+	struct filling *f = arg;
+
+	(void)rights;
+	if (d->uid < f->next_uid && d->restore_mark != f->mark)
+		f->p[f->np++] = (struct pend){ d, MPK_NONE, 0 };
+}
+
+/* What restoring s changes, into p (room for pend_max()): the saved
+ * domains that still live, then the older ones held above none now.  A
+ * keyless one whose rights match already is left out.  When the thread
+ * that saved restores and none of its soft rights, no base and no key has
+ * moved since, no keyless one changes: then only the keys are looked at. */
+static size_t pend_fill(const struct saved *s, struct pend *p)
 {
 	static uint64_t mark; /* under mpk_g.lock */
-	size_t np = 0;
+	struct filling f = { p, 0, ++mark, s->next_uid };
+	bool soft_same = s->thread == mpk__soft_thread_id() && mpk__soft_snap_same(&s->snap);
 
-	mark++; /* saved domains that live carry it: O(1) membership below */
+	/* Saved domains that live carry the mark: O(1) membership below. */
 	for (int k = 1; k < MPK_ARCH_NKEYS; k++) {
 		struct mpk_domain *d = s->uid[k] ? live(s->slot[k], s->uid[k]) : NULL;
 		if (d) {
 			d->restore_mark = mark;
-			p[np++] = (struct pend){ d, mpk_arch_key_rights(s->reg, k), 0 };
+			p[f.np++] = (struct pend){ d, mpk_arch_key_rights(s->reg, k), 0 };
 		}
 	}
-	for (uint32_t i = 0; i < s->n; i++) {
+	for (uint32_t i = 0; i < s->n && !soft_same; i++) {
 		struct mpk_domain *d = live(s->e[i].slot, s->e[i].uid);
 		if (d) {
 			d->restore_mark = mark;
-			p[np++] = (struct pend){ d, s->e[i].rights, 0 };
+			if (d->key >= 0 || mpk__soft_get(d) != s->e[i].rights)
+				p[f.np++] = (struct pend){ d, s->e[i].rights, 0 };
 		}
 	}
 	for (int k = 1; k < MPK_ARCH_NKEYS; k++) {
 		struct mpk_domain *d = mpk_g.key_owner[k];
 		if (d && d->key == k && d->uid < s->next_uid && d->restore_mark != mark)
-			p[np++] = (struct pend){ d, MPK_NONE, 0 };
+			p[f.np++] = (struct pend){ d, MPK_NONE, 0 };
 	}
-	uint32_t nc = mpk__soft_listed(cur);
-	for (uint32_t i = 0; i < nc; i++) {
-		struct mpk_domain *d = live(cur[i].slot, cur[i].uid);
-		if (d && d->uid < s->next_uid && d->restore_mark != mark)
-			p[np++] = (struct pend){ d, MPK_NONE, 0 };
-	}
-	return np;
+	if (!soft_same)
+		mpk__soft_each_held(pend_unsaved, &f);
+	return f.np;
 }
 
 MPK_EXPORT int mpk_rights_restore(const mpk_rights_t *r)
@@ -360,7 +382,6 @@ MPK_EXPORT int mpk_rights_restore(const mpk_rights_t *r)
 	enum { LOCAL = 48 };
 	const struct saved *s = (const struct saved *)r;
 	struct pend local[LOCAL], *p = local;
-	struct mpk_rights_soft cur_local[LOCAL], *cur = cur_local;
 	size_t np, i;
 	mpk_reg_t mask = 0, bits = 0;
 	int rc = 0, err = 0;
@@ -372,18 +393,12 @@ MPK_EXPORT int mpk_rights_restore(const mpk_rights_t *r)
 		return -1;
 	}
 	pthread_mutex_lock(&mpk_g.lock);
-	if (pend_max(s) > LOCAL) {
-		p = malloc(pend_max(s) * sizeof(*p));
-		cur = malloc((mpk__soft_listed_max() + 1) * sizeof(*cur));
-		if (!p || !cur) {
-			pthread_mutex_unlock(&mpk_g.lock);
-			free(p);
-			free(cur);
-			errno = ENOMEM;
-			return -1;
-		}
+	if (pend_max(s) > LOCAL && !(p = malloc(pend_max(s) * sizeof(*p)))) {
+		pthread_mutex_unlock(&mpk_g.lock);
+		errno = ENOMEM;
+		return -1;
 	}
-	np = pend_fill(s, p, cur);
+	np = pend_fill(s, p);
 	/* Keyless ones first (they may fail): all or nothing. */
 	for (i = 0; i < np; i++) {
 		struct mpk_domain *d = p[i].d;
@@ -407,10 +422,8 @@ MPK_EXPORT int mpk_rights_restore(const mpk_rights_t *r)
 	if (!rc && mask)
 		reg_update(mask, bits);
 	pthread_mutex_unlock(&mpk_g.lock);
-	if (p != local) {
+	if (p != local)
 		free(p);
-		free(cur);
-	}
 	if (rc)
 		errno = err;
 	return rc;

@@ -62,6 +62,18 @@ static __thread struct { struct mpk_soft_held *p; uint32_t cap; } t_retired[RETI
 /* Set once the thread's exit handler ran: it holds nothing from then on. */
 static __thread bool t_exiting __attribute__((tls_model("initial-exec")));
 
+/* A number no other thread of the process has had, given at its first
+ * ask (rights.c: which thread a save belongs to; TLS addresses recur). */
+static __thread uint64_t t_id __attribute__((tls_model("initial-exec")));
+static uint64_t last_id;
+
+uint64_t mpk__soft_thread_id(void)
+{
+	if (!t_id)
+		t_id = __atomic_add_fetch(&last_id, 1, __ATOMIC_RELAXED);
+	return t_id;
+}
+
 /* Keyless domains whose base is not MPK_NONE: every thread that has no
  * entry of its own holds more than none to them (under mpk_g.lock). */
 static struct mpk_domain *based;
@@ -337,10 +349,8 @@ uint32_t mpk__soft_listed_max(void)
 	return T->n + nbased;
 }
 
-uint32_t mpk__soft_listed(struct mpk_rights_soft *e)
+void mpk__soft_each_held(void (*fn)(struct mpk_domain *d, int rights, void *arg), void *arg)
 {
-	uint32_t k = 0;
-
 	/* The thread's own entries; stale ones (set_all, key moves, dead
 	 * domains) and none are dropped from the list on the way. */
 	for (uint32_t i = 0; i < T->n;) {
@@ -352,14 +362,24 @@ uint32_t mpk__soft_listed(struct mpk_rights_soft *e)
 			continue;
 		}
 		if (d->key < 0)
-			e[k++] = (struct mpk_rights_soft){ .slot = s, .uid = d->uid, .rights = h->rights };
+			fn(d, h->rights, arg);
 		i++;
 	}
 	/* Bases it holds for want of an entry of its own. */
 	for (struct mpk_domain *d = based; d; d = d->based_next)
 		if (d->key < 0 && !current(d))
-			e[k++] = (struct mpk_rights_soft){ .slot = d->slot, .uid = d->uid, .rights = d->base };
-	return k;
+			fn(d, d->base, arg);
+}
+
+struct listing {
+	struct mpk_rights_soft *e;
+	uint32_t k;
+};
+
+static void list_one(struct mpk_domain *d, int rights, void *arg)
+{
+	struct listing *l = arg;
+	l->e[l->k++] = (struct mpk_rights_soft){ .slot = d->slot, .uid = d->uid, .rights = rights };
 }
 
 int mpk__soft_save_locked(struct mpk_rights_soft **out, uint32_t *n)
@@ -375,8 +395,9 @@ int mpk__soft_save_locked(struct mpk_rights_soft **out, uint32_t *n)
 		errno = ENOMEM;
 		return -1;
 	}
-	k = mpk__soft_listed(e);
-	if (!k) {
+	struct listing l = { e, 0 };
+	mpk__soft_each_held(list_one, &l);
+	if (!(k = l.k)) {
 		free(e);
 		return 0;
 	}

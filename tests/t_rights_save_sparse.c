@@ -1,6 +1,6 @@
 /*
  * mpk_rights_save()/restore() at scale: 1,000 domains, the thread holds
- * more than none to 3 of them.  The save keeps what differs from none (a
+ * more than none to 4 of them.  The save keeps what differs from none (a
  * few entries on the heap, not one per domain), and a restore puts back
  * exactly the saved rights: the saved ones reopen (the allowed access
  * succeeds), those opened since close again (the access faults with the
@@ -20,7 +20,7 @@ static const int opened_since[] = { 20, 700, 41, 42, 43 };
 
 static int want(int i)
 {
-	return i == 10 || i == 999 ? MPK_READ : i == 500 ? MPK_RW : MPK_NONE;
+	return i == 10 || i == 999 ? MPK_READ : i == 500 || i == 600 ? MPK_RW : MPK_NONE;
 }
 
 static void check_all(mpk_domain *late, unsigned char *pl)
@@ -33,6 +33,7 @@ static void check_all(mpk_domain *late, unsigned char *pl)
 	/* Allowed accesses succeed... */
 	t_touch_read(p[10] + 1);
 	p[500][2]++;
+	p[600][1]++; /* saved RW and never changed: the restore leaves it be */
 	CHECK_NO_FAULT(t_write_in_child(p[500] + 3));
 	/* ... forbidden ones fault. */
 	CHECK_FAULT(t_write_in_child(p[10] + 4), d[10], p[10] + 4);
@@ -55,7 +56,7 @@ int main(void)
 		snprintf(name, sizeof(name), "sparse-%d", i);
 		REQUIRE(d[i] = mpk_domain_create(name, want(i), 0));
 	}
-	int touched[] = { 10, 500, 999, 20, 700, 41, 42, 43 };
+	int touched[] = { 10, 500, 600, 999, 20, 700, 41, 42, 43 };
 	for (size_t k = 0; k < sizeof(touched) / sizeof(*touched); k++)
 		REQUIRE(p[touched[k]] = mpk_alloc(d[touched[k]], 4096));
 
