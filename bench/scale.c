@@ -145,9 +145,10 @@ static double nochange_ns(int threads)
 
 /* ndom domains, the calling thread holding READ to held of them (none
  * to the rest): a save + restore costs what is held, not what exists.
- * changed: one save, then each round closes one held domain (its pages
- * change, on soft) and restores, which reopens it: the restore cannot
- * take its nothing-moved shortcut and looks at every held domain. */
+ * changed: one save, then each round closes one held domain and
+ * restores, which reopens it: the restore cannot take its nothing-moved
+ * shortcut and looks at every held domain (these domains have no memory,
+ * so no mprotect() is timed, only the walk). */
 static double saverestore_us(int ndom, int held, bool changed)
 {
 	const int ITER = IT(2000, 5);
