@@ -114,14 +114,14 @@ static int by_lo(const void *a, const void *b)
  * Domain memory: the reserved windows whole (every region of every domain,
  * heap chunks, vaults and big blocks included, is carved from them, so
  * memory allocated after lockdown is covered too), the adopted ranges and
- * the ranges layers registered (the heap metadata area).  Neighbours
- * closer than three pages merge: what lies between is one of mpkit's guard
- * holes.  A window added after lockdown gets a filter of its own
- * (mpk__lockdown_cover).
+ * mapped files, and the ranges layers registered (the heap metadata area).
+ * Only ranges that touch merge: a gap between two, however small, may be
+ * the program's, and a filter cannot be loosened.  A window added after
+ * lockdown gets a filter of its own (mpk__lockdown_cover).
  */
 static int domain_ranges(struct ranges *rs)
 {
-	size_t page = mpk_os_page_size(), n = 0;
+	size_t n = 0;
 
 	rs->n = 0;
 	rs->overflow = false;
@@ -133,7 +133,7 @@ static int domain_ranges(struct ranges *rs)
 	}
 	qsort(rs->r, rs->n, sizeof(rs->r[0]), by_lo);
 	for (size_t i = 0; i < rs->n; i++) {
-		if (n && rs->r[i].lo <= rs->r[n - 1].hi + 2 * page) {
+		if (n && rs->r[i].lo <= rs->r[n - 1].hi) {
 			if (rs->r[i].hi > rs->r[n - 1].hi)
 				rs->r[n - 1].hi = rs->r[i].hi;
 			continue;
