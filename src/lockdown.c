@@ -116,7 +116,8 @@ static int by_lo(const void *a, const void *b)
  * memory allocated after lockdown is covered too), the adopted ranges and
  * mapped files, and the ranges layers registered (the heap metadata area).
  * Only ranges that touch merge: a gap between two, however small, may be
- * the program's, and a filter cannot be loosened.  A window added after
+ * the program's, and what the filter covers stays mpkit's for good (given
+ * back, it is kept reserved: mpk__covered_unmap).  A window added after
  * lockdown gets a filter of its own (mpk__lockdown_cover).
  */
 static int domain_ranges(struct ranges *rs)
@@ -266,11 +267,13 @@ static long install_filter(struct sock_filter *f, size_t n)
  * lockdown gets one of its own, stacked (from mpkit's site, every thread),
  * before any of it is used.  Its program is a few dozen instructions; the
  * kernel's limit on all of them (32768 for a thread) fails it with ENOMEM
- * past some hundreds of windows, and then the window is not used.
+ * past some hundreds of windows, and then the window is not used.  The
+ * program is on the stack: callers hold different locks (window, heap
+ * metadata, mpk_g.lock).
  */
 int mpk__lockdown_cover(uintptr_t lo, uintptr_t hi)
 {
-	static struct sock_filter prog[64];
+	struct sock_filter prog[64];
 	size_t n = sizeof(prog) / sizeof(prog[0]);
 
 	if (cover_flags < 0)
