@@ -702,7 +702,9 @@ size_t mpk_misuse_format(const struct mpk_misuse *misuse, char *buf, size_t size
  * process_vm_readv/writev, io_uring, new PROT_EXEC, MADV_DODUMP/KEEPONFORK,
  * 32-bit and x32 entry denied; pkey calls and mprotect/mmap(MAP_FIXED)/
  * munmap/mremap/madvise of domain memory denied unless mpkit makes them),
- * PR_SET_DUMPABLE 0 and MADV_DONTDUMP on all domain memory.  Flags add:
+ * PR_SET_DUMPABLE 0 and MADV_DONTDUMP on all domain memory.  What the
+ * filter covers stays mpkit's: memory mpkit gives back afterwards is
+ * reserved again (PROT_NONE), not unmapped, and reused.  Flags add:
  */
 #define MPK_LOCK_ERRNO       0x01u /* a denied call fails with EPERM (default: the process is killed) */
 #define MPK_LOCK_SEAL        0x02u /* mseal() the mpk_alloc() memory of keyed domains (Linux 6.10+; else the filter alone) */

@@ -141,6 +141,21 @@ void mpk__backtrace_print(int fd);
  * NULL/ENOMEM.  _unmap reserves them again. */
 void *mpk__window_map(size_t len, size_t align, int prot);
 void mpk__window_unmap(void *p, size_t len);
+/*
+ * window.c: memory apart from the windows that the lockdown filter covers
+ * (the open heap metadata area, adopted ranges, mapped files).  A filter
+ * cannot be loosened, so a range it covers stays mpkit's for good: before
+ * mpk_lockdown() these are mmap() and munmap(); after it, _unmap reserves
+ * the range PROT_NONE again (pages dropped, nothing committed) instead of
+ * leaving a hole the kernel would hand the program, and _map reuses such a
+ * range (MAP_FIXED: already covered) or maps anew and stacks a filter for
+ * it (mpk__lockdown_cover).  _map is NULL/errno.  Call both under a lock
+ * mpk_lockdown() takes (mpk_g.lock, or a layer's registered one).
+ */
+void *mpk__covered_map(size_t len, int prot, int flags, int fd, off_t off);
+void mpk__covered_unmap(void *p, size_t len);
+/* Bytes so kept reserved now (tests). */
+size_t mpk__window_kept(void);
 /* Put fresh memory mpkit just mapped (private anonymous, any protection)
  * into d, owned; on failure it is left PROT_NONE with no key, for the
  * caller to unmap. */

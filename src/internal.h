@@ -132,7 +132,7 @@ void mpk__domain_unmap_all(struct mpk_domain *d);
 /* Every region, in no order (lock held): fn(region, arg). */
 void mpk__regions_each(void (*fn)(struct mpk_region *r, void *arg), void *arg);
 /* Unmap a region's memory (after mpk__region_del): back into its window's
- * reservation, or munmap() for an adopted range. */
+ * reservation, or mpk__covered_unmap() for an adopted range or a file. */
 void mpk__region_release(void *start, size_t len);
 
 /* The services for layers above (hold, detach, owned regions): core.h. */

@@ -114,14 +114,15 @@ static int by_lo(const void *a, const void *b)
  * Domain memory: the reserved windows whole (every region of every domain,
  * heap chunks, vaults and big blocks included, is carved from them, so
  * memory allocated after lockdown is covered too), the adopted ranges and
- * the ranges layers registered (the heap metadata area).  Neighbours
- * closer than three pages merge: what lies between is one of mpkit's guard
- * holes.  A window added after lockdown gets a filter of its own
- * (mpk__lockdown_cover).
+ * mapped files, and the ranges layers registered (the heap metadata area).
+ * Only ranges that touch merge: a gap between two, however small, may be
+ * the program's, and what the filter covers stays mpkit's for good (given
+ * back, it is kept reserved: mpk__covered_unmap).  A window added after
+ * lockdown gets a filter of its own (mpk__lockdown_cover).
  */
 static int domain_ranges(struct ranges *rs)
 {
-	size_t page = mpk_os_page_size(), n = 0;
+	size_t n = 0;
 
 	rs->n = 0;
 	rs->overflow = false;
@@ -133,7 +134,7 @@ static int domain_ranges(struct ranges *rs)
 	}
 	qsort(rs->r, rs->n, sizeof(rs->r[0]), by_lo);
 	for (size_t i = 0; i < rs->n; i++) {
-		if (n && rs->r[i].lo <= rs->r[n - 1].hi + 2 * page) {
+		if (n && rs->r[i].lo <= rs->r[n - 1].hi) {
 			if (rs->r[i].hi > rs->r[n - 1].hi)
 				rs->r[n - 1].hi = rs->r[i].hi;
 			continue;
@@ -266,11 +267,13 @@ static long install_filter(struct sock_filter *f, size_t n)
  * lockdown gets one of its own, stacked (from mpkit's site, every thread),
  * before any of it is used.  Its program is a few dozen instructions; the
  * kernel's limit on all of them (32768 for a thread) fails it with ENOMEM
- * past some hundreds of windows, and then the window is not used.
+ * past some hundreds of windows, and then the window is not used.  The
+ * program is on the stack: callers hold different locks (window, heap
+ * metadata, mpk_g.lock).
  */
 int mpk__lockdown_cover(uintptr_t lo, uintptr_t hi)
 {
-	static struct sock_filter prog[64];
+	struct sock_filter prog[64];
 	size_t n = sizeof(prog) / sizeof(prog[0]);
 
 	if (cover_flags < 0)

@@ -249,15 +249,15 @@ MPK_EXPORT void *mpk_map_file(mpk_domain *d, int fd, off_t offset, size_t len)
 		return NULL;
 	}
 	pthread_mutex_lock(&d->lock);
-	p = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_SHARED, fd, offset);
-	if (p == MAP_FAILED) {
+	/* Outside the windows: after lockdown, covered before it is used. */
+	p = mpk__covered_map(len, PROT_READ | PROT_WRITE, MAP_SHARED, fd, offset);
+	if (!p) {
 		err = errno; /* EACCES: fd not open read-write, ENODEV... */
-		p = NULL;
 		goto out;
 	}
 	if (protect_new(d, p, len, false) || !(r = mpk__region_add(d, p, len))) {
 		err = errno;
-		mpk_os_unmap(p, len);
+		mpk__covered_unmap(p, len);
 		p = NULL;
 		goto out;
 	}

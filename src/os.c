@@ -144,13 +144,17 @@ void *mpk_os_map(size_t len, int prot)
 
 void *mpk_os_map_at(void *addr, size_t len, int prot, int flags)
 {
+	return mpk_os_map_fd(addr, len, prot, flags | MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+}
+
+void *mpk_os_map_fd(void *addr, size_t len, int prot, int flags, int fd, off_t off)
+{
 	void *p;
 
-	flags |= MAP_PRIVATE | MAP_ANONYMOUS;
 	if (!__atomic_load_n(&mpk_os_locked, __ATOMIC_ACQUIRE))
-		p = mmap(addr, len, prot, flags, -1, 0);
+		p = mmap(addr, len, prot, flags, fd, off);
 	else
-		p = (void *)sys_mem(SYS_mmap, (long)addr, (long)len, prot, flags, -1, 0);
+		p = (void *)sys_mem(SYS_mmap, (long)addr, (long)len, prot, flags, fd, (long)off);
 	return p == MAP_FAILED ? NULL : p;
 }
 

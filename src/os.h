@@ -19,6 +19,8 @@ void *mpk_os_map(size_t len, int prot);
  * window's carving, which after mpk_lockdown() must come from mpkit's
  * trusted system-call site.  NULL/errno. */
 void *mpk_os_map_at(void *addr, size_t len, int prot, int flags);
+/* Any mmap() (a file, MAP_SHARED), the same way.  NULL/errno. */
+void *mpk_os_map_fd(void *addr, size_t len, int prot, int flags, int fd, off_t off);
 int mpk_os_unmap(void *addr, size_t len);
 int mpk_os_madvise(void *addr, size_t len, int advice);
 /* Set by mpk_lockdown(): memory calls go through mpkit's trusted site. */

@@ -256,7 +256,7 @@ void mpk__region_release(void *start, size_t len)
 	if (mpk__in_window((uintptr_t)start))
 		mpk__window_unmap(start, len);
 	else
-		mpk_os_unmap(start, len);
+		mpk__covered_unmap(start, len); /* kept reserved after lockdown */
 }
 
 struct mpk_region *mpk__region_lookup(const void *addr)

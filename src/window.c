@@ -391,3 +391,102 @@ int mpk__window_move(void *old, size_t old_len, void *to, size_t new_len)
 	mpk__window_unmap(old, old_len);
 	return 0;
 }
+
+/* ---- memory apart from the windows that a lockdown filter covers ---- */
+
+/* A filter cannot be loosened: once it covers a range, the range stays
+ * mpkit's.  Given back after lockdown it is reserved again, listed here
+ * (under lock) for mpk__covered_map() to reuse; a range the list has no
+ * room for stays reserved all the same. */
+#define KEPT_MAX 256
+#define KEPT_NAME "mpkit-kept"
+static struct {
+	uintptr_t lo, hi;
+} kept[KEPT_MAX];
+static size_t nkept, kept_bytes;
+
+static void kept_push(uintptr_t lo, uintptr_t hi)
+{
+	kept_bytes += hi - lo;
+	for (size_t i = 0; i < nkept; i++)
+		if (kept[i].hi == lo || kept[i].lo == hi) {
+			kept[i].lo = kept[i].lo < lo ? kept[i].lo : lo;
+			kept[i].hi = kept[i].hi > hi ? kept[i].hi : hi;
+			return;
+		}
+	if (nkept < KEPT_MAX) {
+		kept[nkept].lo = lo;
+		kept[nkept].hi = hi;
+		nkept++;
+	}
+}
+
+size_t mpk__window_kept(void)
+{
+	pthread_mutex_lock(&lock);
+	size_t n = kept_bytes;
+	pthread_mutex_unlock(&lock);
+	return n;
+}
+
+/* The smallest kept range of at least len bytes (the metadata area's
+ * pieces are all one size: a small file leaves them whole), or nkept. */
+static size_t kept_fit(size_t len)
+{
+	size_t best = nkept;
+
+	for (size_t i = 0; i < nkept; i++)
+		if (kept[i].hi - kept[i].lo >= len &&
+		    (best == nkept || kept[i].hi - kept[i].lo < kept[best].hi - kept[best].lo))
+			best = i;
+	return best;
+}
+
+void *mpk__covered_map(size_t len, int prot, int flags, int fd, off_t off)
+{
+	void *p;
+	size_t i;
+
+	pthread_mutex_lock(&lock);
+	if (__atomic_load_n(&mpk_os_locked, __ATOMIC_ACQUIRE) && (i = kept_fit(len)) < nkept) {
+		/* Covered already: no filter more.  On failure the
+		 * reservation stays, as the windows' does. */
+		p = mpk_os_map_fd((void *)kept[i].lo, len, prot, flags | MAP_FIXED, fd, off);
+		if (p) {
+			kept_bytes -= len;
+			kept[i].lo += len;
+			if (kept[i].lo == kept[i].hi)
+				kept[i] = kept[--nkept];
+		}
+		pthread_mutex_unlock(&lock);
+		return p;
+	}
+	pthread_mutex_unlock(&lock);
+	p = mpk_os_map_fd(NULL, len, prot, flags, fd, off);
+	/* After lockdown: a filter of its own before it holds anything. */
+	if (p && mpk__lockdown_cover((uintptr_t)p, (uintptr_t)p + len)) {
+		int err = errno;
+		mpk_os_unmap(p, len);
+		errno = err;
+		return NULL;
+	}
+	return p;
+}
+
+void mpk__covered_unmap(void *p, size_t len)
+{
+	pthread_mutex_lock(&lock);
+	if (!__atomic_load_n(&mpk_os_locked, __ATOMIC_ACQUIRE)) {
+		pthread_mutex_unlock(&lock);
+		mpk_os_unmap(p, len);
+		return;
+	}
+	/* Pages (and a file) dropped, address space kept. */
+	if (!mpk_os_map_at(p, len, PROT_NONE, MAP_FIXED | MAP_NORESERVE)) {
+		mpk_os_madvise(p, len, MADV_DONTNEED);
+		mpk_os_mprotect(p, len, PROT_NONE);
+	}
+	mpk_os_name_region(p, len, KEPT_NAME);
+	kept_push((uintptr_t)p, (uintptr_t)p + len);
+	pthread_mutex_unlock(&lock);
+}

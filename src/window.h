@@ -10,8 +10,9 @@
  * page after them, and a window's first page is a guard, so neighbouring
  * regions are always separate VMAs with reserved PROT_NONE pages between
  * them (the reservation's VM_NORESERVE keeps them from merging).  The only
- * domain memory outside the windows is what mpk_adopt() took in: those
- * ranges are listed too.
+ * domain memory outside the windows is what mpk_adopt() took in and
+ * mpk_map_file() mapped: those ranges are listed too.  Given back after
+ * mpk_lockdown(), they stay reserved here as well (core.h: covered).
  *
  * Readers (the fault handler, mpk_domain_of, the lockdown filter builder)
  * take no lock: everything below marked signal-safe may run in a signal

@@ -10,7 +10,8 @@
  *
  * The area hands out zeroed power-of-two runs of pages with a free list per
  * size; freed runs go back to the kernel (MADV_DONTNEED).  It lives while a
- * heap does and is torn down, key and all, with the last one.
+ * heap does and is torn down, key and all, with the last one (open, after
+ * lockdown, its pieces stay reserved for the next area: core.h).
  */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -100,9 +101,9 @@ mpk_domain *mpk__meta_put(bool *last)
 	/* The last heap is gone: nothing in the area is in use. */
 	__atomic_store_n(&meta.nranges, 0, __ATOMIC_RELEASE);
 	__atomic_store_n(&mpk__meta_dom, NULL, __ATOMIC_RELEASE);
-	if (!d)
+	if (!d) /* after lockdown the filter covers them: kept for the next area */
 		for (unsigned i = 0; i < n; i++)
-			mpk_os_unmap((void *)meta.range[i].lo, meta.range[i].hi - meta.range[i].lo);
+			mpk__covered_unmap((void *)meta.range[i].lo, meta.range[i].hi - meta.range[i].lo);
 	memset(&meta, 0, sizeof(meta));
 	if (d)
 		mpk__domain_unhold(d);
@@ -199,19 +200,14 @@ static int grow(size_t len)
 		if (!p)
 			return -1;
 	} else {
-		p = mpk_os_map(len, PROT_READ | PROT_WRITE);
+		/* Outside the windows: after lockdown, what an area before
+		 * left, or a filter of its own. */
+		p = mpk__covered_map(len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
 		if (!p) {
 			errno = ENOMEM;
 			return -1;
 		}
 		mpk_os_name_region(p, len, "heap-meta");
-		/* Outside the windows: after lockdown, a filter of its own. */
-		if (mpk__lockdown_cover((uintptr_t)p, (uintptr_t)p + len)) {
-			int err = errno;
-			mpk_os_unmap(p, len);
-			errno = err;
-			return -1;
-		}
 	}
 	/* Carve the old region's tail into free runs, largest first. */
 	for (int o = META_ORDERS - 1; o >= 0; o--)
