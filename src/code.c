@@ -55,7 +55,7 @@ MPK_EXPORT void *mpk_code_alloc(mpk_domain *d, size_t len)
 	if (mpk__ensure_init())
 		return NULL;
 	void *p = mpk__alloc_region(d, len, MPK__REGION_EXEC);
-	if (p && mpk__fault_handler_ensure()) {
+	if (p && mpk__fault_handler_ensure(NULL)) {
 		int err = errno;
 		mpk_free(d, p);
 		errno = err;
