@@ -423,6 +423,14 @@ int mpk__domain_hold(struct mpk_domain *d)
 	return rc;
 }
 
+int mpk__domain_holds(struct mpk_domain *d)
+{
+	pthread_mutex_lock(&mpk_g.lock);
+	int n = mpk__domain_ok(d) ? d->holds : 0;
+	pthread_mutex_unlock(&mpk_g.lock);
+	return n;
+}
+
 void mpk__domain_unhold(struct mpk_domain *d)
 {
 	pthread_mutex_lock(&mpk_g.lock);
