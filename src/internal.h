@@ -163,6 +163,9 @@ void mpk__fault_handler_drop(unsigned long ticket);
  * used domain's, evicted exactly), for the kernel's execute-only key.  0, or
  * -1/ENOSPC.  Lock held. */
 int mpk__key_give_back(void);
+/* Undo one on a failure path: a key from the kernel, held as a spare
+ * (closed).  0 or -1.  Lock held. */
+int mpk__key_take_spare(void);
 
 /* soft.c: rights through mprotect() (callers hold mpk_g.lock) */
 int mpk__soft_get(const struct mpk_domain *d);
