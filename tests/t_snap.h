@@ -10,7 +10,12 @@
  * filter count, dumpability, and every mapping with its protection and
  * protection key (smaps).  Taking one allocates nothing (raw reads into a
  * static buffer), so that the snapshot does not move what it measures.
- * Public API, libc and /proc only.
+ * Left out, as libc's or the kernel's and not the process's state: the
+ * main stack and brk heap growing, libc's unwinder once loaded, a
+ * sanitizer's allocator, how the kernel splits alike neighbours into
+ * mappings, SA_RESTORER and the mask of SIG_DFL/SIG_IGN, and which of
+ * AD or AD|WD closes a key (both mean no access).  Public API, libc and
+ * /proc only.
  */
 #ifndef MPK_TEST_SNAP_H
 #define MPK_TEST_SNAP_H
