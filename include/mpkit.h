@@ -11,7 +11,16 @@
  * Error convention, everywhere: functions returning int return 0 (or a
  * non-negative value) on success and -1 with errno set on failure; functions
  * returning a pointer return NULL with errno set.  A failed call leaves every
- * state as it was.
+ * state as it was: domains, hardware keys, rights, memory and its
+ * protection, signal actions, seccomp and no_new_privs, descriptors and
+ * threads (tests/t_fail_*.c check every call).  What mpkit keeps for
+ * itself to reuse may stay: its initialisation (made by the first call,
+ * even one that fails), address space it reserved for domain memory and
+ * its own tables (after mpk_lockdown(), with the filter that covers them),
+ * and which domain holds a key (keys move, rights do not).  A step the
+ * kernel refuses only after an earlier one took effect leaves that one
+ * where it cannot be undone; the calls say where (mpk_lockdown(),
+ * mpk_domain_create()).
  *
  * Stability (docs/abi.md): from 1.0 on, everything declared here without
  * a "mpk__" prefix is stable within a major version (soname libmpkit.so.N):
@@ -150,7 +159,9 @@ enum {
  * thread gains or loses access by a move.  See docs/virtual-domains.md.
  *
  * Errors: EINVAL, ENOMEM, EAGAIN (shared, hw: a thread could not be
- * reached; nothing was created), ENOTSUP / EINVAL from mpk_init.
+ * reached; nothing was created, and the key goes back, unless closing it
+ * again cannot reach a thread either: then mpkit keeps it, closed, until
+ * it can), ENOTSUP / EINVAL from mpk_init.
  */
 mpk_domain *mpk_domain_create(const char *name, int rights, unsigned flags);
 
@@ -719,7 +730,12 @@ size_t mpk_misuse_format(const struct mpk_misuse *misuse, char *buf, size_t size
  * nothing applied: EINVAL (unknown flags), EALREADY (done already), EPERM
  * (MPK_LOCK_SCAN found gadgets), ENOTSUP (seccomp, or Landlock for
  * MPK_LOCK_PROC_MEM, missing), E2BIG (too many domain ranges for the
- * filter), ENOMEM.
+ * filter), EAGAIN (a thread runs under a seccomp filter of its own, which
+ * the filter cannot join), EBUSY (an io_uring instance exists), ENOMEM.
+ * The filter needs no_new_privs, which nothing can clear: it is set only
+ * once every check passed, but a refusal the kernel alone can make (a
+ * thread under filters other than the caller's but no more of them,
+ * ENOMEM for the filters' total length) leaves it set.
  */
 int mpk_lockdown(unsigned flags);
 

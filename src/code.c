@@ -55,7 +55,7 @@ MPK_EXPORT void *mpk_code_alloc(mpk_domain *d, size_t len)
 	if (mpk__ensure_init())
 		return NULL;
 	void *p = mpk__alloc_region(d, len, MPK__REGION_EXEC);
-	if (p && mpk__fault_handler_ensure()) {
+	if (p && mpk__fault_handler_ensure(NULL)) {
 		int err = errno;
 		mpk_free(d, p);
 		errno = err;
@@ -89,7 +89,7 @@ MPK_EXPORT int mpk_exec_only(void *addr, size_t len)
 	pthread_mutex_lock(&mpk_g.lock);
 	if (mpk__range_overlaps(addr, len))
 		goto out; /* domain memory keeps its domain's key */
-	int old = mpk_os_range_prot(addr, len);
+	int old = mpk_os_range_prot(addr, len), given = 0;
 	if (old < 0) {
 		err = errno;
 		goto out;
@@ -97,6 +97,9 @@ MPK_EXPORT int mpk_exec_only(void *addr, size_t len)
 	for (;;) {
 		if (mpk_os_mprotect(addr, len, PROT_EXEC)) {
 			err = errno;
+			/* Done already by a round before a key was given back
+			 * (or in part, across mappings): as it was. */
+			mpk_os_mprotect(addr, len, old);
 			break;
 		}
 		int k = mpk_os_vma_pkey(addr);
@@ -112,7 +115,11 @@ MPK_EXPORT int mpk_exec_only(void *addr, size_t len)
 			mpk_os_mprotect(addr, len, old);
 			break;
 		}
+		given++;
 	}
+	/* Failed after all: the keys given back are mpkit's again. */
+	while (rc && given-- > 0 && !mpk__key_take_spare())
+		;
 out:
 	pthread_mutex_unlock(&mpk_g.lock);
 	if (rc)

@@ -123,6 +123,8 @@ static inline int mpk__rights_now(const mpk_domain *dom)
  * refuses (-1 and errno).  Set once by that layer. */
 int mpk__domain_hold(mpk_domain *d);
 void mpk__domain_unhold(mpk_domain *d);
+/* How many holds d has now (its layers' and its seal's), 0 if it is bad. */
+int mpk__domain_holds(mpk_domain *d);
 extern int (*mpk__domain_detach)(mpk_domain *d);
 
 /* memory.c: regions of d for the allocators (chunks, big blocks,

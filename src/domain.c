@@ -66,15 +66,18 @@ static int key_revoke(int k)
 
 /*
  * A key for a new domain, closed in every thread: one held spare (its
- * revocation is retried now), or a new one from the kernel within the budget.
+ * revocation is retried now; *spare set), or a new one from the kernel
+ * within the budget.
  */
-static int key_take(void)
+static int key_take(bool *spare)
 {
+	*spare = true;
 	for (int k = 1; k < MPK_ARCH_NKEYS; k++)
 		if (mpk_g.key_spare[k] && !key_revoke(k)) {
 			mpk_g.key_spare[k] = false;
 			return k;
 		}
+	*spare = false;
 	if (mpk_g.keys_held >= mpk_g.budget) {
 		errno = ENOSPC;
 		return -1;
@@ -283,15 +286,35 @@ static int evict_lru(const struct mpk_domain *d)
 	}
 }
 
+/* A key taken for a call that then failed: a spare goes back to the
+ * spares, a key new from the kernel back to the kernel (revoked first),
+ * so that the keys held are as before the call. */
+static void key_untake(int k, bool spare)
+{
+	if (spare) {
+		mpk_g.key_spare[k] = true; /* revoked again before any reuse */
+		return;
+	}
+	mpk_g.key_spare[k] = false;
+	key_put(k);
+}
+
 int mpk__key_acquire(struct mpk_domain *d)
 {
-	int k = key_take();
+	bool spare;
+	int k = key_take(&spare);
 
-	if (k < 0 && errno == ENOSPC)
+	if (k < 0 && errno == ENOSPC) {
 		k = evict_lru(d); /* d's own rights never move */
+		spare = true;     /* held already: it stays held */
+	}
 	if (k < 0)
 		return -1;
-	return rekey(d, k);
+	if (rekey(d, k)) {
+		key_untake(k, spare);
+		return -1;
+	}
+	return 0;
 }
 
 int mpk__key_give_back(void)
@@ -313,9 +336,29 @@ int mpk__key_give_back(void)
 	return 0;
 }
 
+int mpk__key_take_spare(void)
+{
+	int k = mpk_os_pkey_alloc(0, 0);
+
+	if (k < 0)
+		return -1;
+	if (k >= MPK_ARCH_NKEYS) {
+		mpk_os_pkey_free(k);
+		errno = ENOSPC;
+		return -1;
+	}
+	/* pkey_alloc() opened it in this thread: closed, as spares are. */
+	mpk_reg_t old = mpk_arch_reg_update(mpk_arch_key_mask(k), mpk_arch_key_bits(k, MPK_NONE));
+	mpk__pub_wrote((old & ~mpk_arch_key_mask(k)) | mpk_arch_key_bits(k, MPK_NONE));
+	mpk_g.key_spare[k] = true;
+	mpk_g.keys_held++;
+	return 0;
+}
+
 MPK_EXPORT mpk_domain *mpk_domain_create(const char *name, int rights, unsigned flags)
 {
 	struct mpk_domain *d;
+	bool spare = false;
 	int err;
 
 	if (mpk__ensure_init())
@@ -339,7 +382,7 @@ MPK_EXPORT mpk_domain *mpk_domain_create(const char *name, int rights, unsigned 
 		goto fail;
 	}
 	if (mpk_g.backend == MPK_BACKEND_HW) {
-		d->key = key_take();
+		d->key = key_take(&spare);
 		if (d->key < 0 && errno != ENOSPC) {
 			err = errno;
 			mpk_g.slots[d->slot] = NULL;
@@ -358,7 +401,7 @@ MPK_EXPORT mpk_domain *mpk_domain_create(const char *name, int rights, unsigned 
 			/* Every thread or none: close it again, give it back. */
 			err = EAGAIN;
 			mpk_g.key_owner[d->key] = NULL;
-			key_put(d->key);
+			key_untake(d->key, spare);
 			mpk_g.slots[d->slot] = NULL;
 			goto fail;
 		}
@@ -421,6 +464,14 @@ int mpk__domain_hold(struct mpk_domain *d)
 	if (rc)
 		errno = EINVAL;
 	return rc;
+}
+
+int mpk__domain_holds(struct mpk_domain *d)
+{
+	pthread_mutex_lock(&mpk_g.lock);
+	int n = mpk__domain_ok(d) ? d->holds : 0;
+	pthread_mutex_unlock(&mpk_g.lock);
+	return n;
 }
 
 void mpk__domain_unhold(struct mpk_domain *d)

@@ -22,6 +22,9 @@
 
 static struct sigaction old_action;
 static bool installed;
+/* Requests for the handler so far (under mpk_g.lock): who installed it
+ * can tell whether anyone asked for it since (mpk__fault_handler_drop). */
+static unsigned long asks;
 static mpk_fault_fn user_fn;
 static void *user_arg;
 
@@ -209,6 +212,7 @@ static int install_locked(void)
 	struct sigaction sa;
 	void *prime[1];
 
+	asks++;
 	if (!installed) {
 		/* backtrace() loads libgcc on first use: do it now, not in
 		 * the handler. */
@@ -229,12 +233,23 @@ static int install_locked(void)
 	return 0;
 }
 
-int mpk__fault_handler_ensure(void)
+int mpk__fault_handler_ensure(unsigned long *ticket)
 {
 	pthread_mutex_lock(&mpk_g.lock);
+	bool was = installed;
 	int rc = install_locked();
+	if (ticket)
+		*ticket = !rc && !was ? asks : 0;
 	pthread_mutex_unlock(&mpk_g.lock);
 	return rc;
+}
+
+void mpk__fault_handler_drop(unsigned long ticket)
+{
+	pthread_mutex_lock(&mpk_g.lock);
+	if (ticket && installed && asks == ticket && !sigaction(SIGSEGV, &old_action, NULL))
+		installed = false;
+	pthread_mutex_unlock(&mpk_g.lock);
 }
 
 MPK_EXPORT int mpk_fault_handler_install(mpk_fault_fn fn, void *arg)

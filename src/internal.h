@@ -151,13 +151,21 @@ int mpk__region_prot(const struct mpk_region *r, int prot, int key);
  * the fault was theirs and the access is to be retried. */
 bool mpk__code_fault(siginfo_t *si, void *uc);
 bool mpk__watch_fault(siginfo_t *si, void *uc);
-/* fault.c: install the handler if it is not (keeps the callback). */
-int mpk__fault_handler_ensure(void);
+/* fault.c: install the handler if it is not (keeps the callback).  If
+ * ticket is not NULL, *ticket says whether this call installed it (not 0);
+ * mpk__fault_handler_drop(ticket) then removes it again, on a failure
+ * path, unless someone asked for it since (a call that failed leaves no
+ * handler behind, and takes none from under another). */
+int mpk__fault_handler_ensure(unsigned long *ticket);
+void mpk__fault_handler_drop(unsigned long ticket);
 
 /* domain.c: give one key back to the kernel (a spare, or the least recently
  * used domain's, evicted exactly), for the kernel's execute-only key.  0, or
  * -1/ENOSPC.  Lock held. */
 int mpk__key_give_back(void);
+/* Undo one on a failure path: a key from the kernel, held as a spare
+ * (closed).  0 or -1.  Lock held. */
+int mpk__key_take_spare(void);
 
 /* soft.c: rights through mprotect() (callers hold mpk_g.lock) */
 int mpk__soft_get(const struct mpk_domain *d);

@@ -245,6 +245,60 @@ static bool io_uring_alive(void)
 	       any_entry("/proc/self/task", task_is_io);
 }
 
+/* A thread's seccomp mode and number of filters (-1 where /proc does
+ * not say, before Linux 5.9) from its status file; false if unreadable. */
+static bool seccomp_of(const char *path, int *mode, int *filters)
+{
+	char line[256];
+	FILE *f = fopen(path, "re");
+
+	if (!f)
+		return false;
+	*mode = *filters = -1;
+	while (fgets(line, sizeof(line), f))
+		if (sscanf(line, "Seccomp: %d", mode) != 1)
+			sscanf(line, "Seccomp_filters: %d", filters);
+	fclose(f);
+	return *mode >= 0;
+}
+
+static int self_mode, self_filters;
+
+/* A thread the filter could not reach: one in strict mode, or one with a
+ * filter the caller has not (more of them, or any when it has none). */
+static bool task_apart(const char *dir, const char *name)
+{
+	char path[300];
+	int mode, filters;
+
+	snprintf(path, sizeof(path), "%s/%s/status", dir, name);
+	if (!seccomp_of(path, &mode, &filters) || mode == 0)
+		return false;
+	return mode != 2 || self_mode != 2 || filters > self_filters;
+}
+
+/*
+ * Whether the filter can go on every thread (TSYNC), and seccomp filters
+ * exist at all, as far as can be told beforehand: install_filter() sets
+ * no_new_privs first, which nothing clears, so the refusals it would meet
+ * after that are looked for before it (a thread under filters other than
+ * the caller's, but no more of them, still fails there, with no_new_privs
+ * set: /proc shows counts, not filters).
+ */
+static int filter_fits(void)
+{
+	if (prctl(PR_GET_SECCOMP, 0, 0, 0, 0) < 0) {
+		errno = ENOTSUP;
+		return -1;
+	}
+	if (seccomp_of("/proc/thread-self/status", &self_mode, &self_filters) &&
+	    any_entry("/proc/self/task", task_apart)) {
+		errno = EAGAIN;
+		return -1;
+	}
+	return 0;
+}
+
 /* On every thread: 0, -1/errno, or the id of a thread that could not be
  * synchronised (one that installed a filter of its own). */
 static long install_filter(struct sock_filter *f, size_t n)
@@ -314,6 +368,8 @@ MPK_EXPORT int mpk_lockdown(unsigned flags)
 		errno = EBUSY;
 		goto out;
 	}
+	if (filter_fits())
+		goto out;
 	if (flags & (MPK_LOCK_SCAN | MPK_LOCK_SCAN_REPORT)) {
 		bool report = true;
 		struct mpk_scan_cb cb = { report_gadget, NULL, &report };

@@ -135,8 +135,9 @@ static int pages_sync(uintptr_t lo, uintptr_t hi)
 	return 0;
 }
 
-/* The domain closing pages in mode (made on first use, pinned to its key). */
-static int domain_ready(int mode)
+/* The domain closing pages in mode (made on first use, pinned to its key);
+ * *made says this call made it. */
+static int domain_ready(int mode, bool *made)
 {
 	static const char *const names[2] = { "mpk-watch", "mpk-watch-read" };
 
@@ -151,12 +152,27 @@ static int domain_ready(int mode)
 	dom_key[mode - 1] = d->key; /* keyless (no key free): mprotect() it is */
 	pthread_mutex_unlock(&mpk_g.lock);
 	dom[mode - 1] = d;
+	*made = true;
 	return 0;
+}
+
+/* Undo domain_ready() for a watch that failed: no page carries its key. */
+static void domain_drop(int mode)
+{
+	mpk_domain *d = dom[mode - 1];
+
+	dom[mode - 1] = NULL;
+	dom_key[mode - 1] = -1;
+	pthread_mutex_lock(&mpk_g.lock);
+	d->pinned = false;
+	pthread_mutex_unlock(&mpk_g.lock);
+	mpk_domain_destroy(d);
 }
 
 static void on_trap(int sig, siginfo_t *si, void *uc);
 
-static int trap_ready(void)
+/* The SIGTRAP handler; *made says this call installed it. */
+static int trap_ready(bool *made)
 {
 	struct sigaction sa;
 
@@ -170,6 +186,7 @@ static int trap_ready(void)
 	if (sigaction(SIGTRAP, &sa, &old_trap))
 		return -1;
 	trap_installed = true;
+	*made = true;
 	return 0;
 }
 
@@ -217,18 +234,18 @@ MPK_EXPORT int mpk_watch(void *addr, size_t len, unsigned flags, mpk_watch_fn fn
 		return -1;
 	}
 	uintptr_t lo = a & ~(ps - 1), hi = (a + len + ps - 1) & ~(ps - 1);
+	int mode = (flags & MPK_WATCH_READ) ? MODE_ALL : MODE_WRITES;
+	bool made = false, trapped = false;
+	unsigned long segv = 0;
 	pthread_mutex_lock(&lock);
 	pthread_mutex_lock(&mpk_g.lock);
 	bool domain_memory = mpk__range_overlaps((void *)lo, hi - lo);
 	pthread_mutex_unlock(&mpk_g.lock);
 	int err = EINVAL;
 	if (domain_memory)
-		goto out;
-	int mode = (flags & MPK_WATCH_READ) ? MODE_ALL : MODE_WRITES;
-	if (domain_ready(mode) || mpk__fault_handler_ensure() || trap_ready()) {
-		err = errno;
-		goto out;
-	}
+		goto fail;
+	/* Every check before any change: a watch that cannot be leaves no
+	 * domain, key or handler behind (what the first watch makes). */
 	for (id = 0; id < WATCH_MAX && watches[id].addr; id++)
 		;
 	if (id == WATCH_MAX) {
@@ -238,6 +255,10 @@ MPK_EXPORT int mpk_watch(void *addr, size_t len, unsigned flags, mpk_watch_fn fn
 	if (pages_take(lo, hi)) {
 		err = errno;
 		goto fail;
+	}
+	if (domain_ready(mode, &made) || mpk__fault_handler_ensure(&segv) || trap_ready(&trapped)) {
+		err = errno;
+		goto undo;
 	}
 	struct watch *w = &watches[id];
 	w->len = len;
@@ -249,7 +270,19 @@ MPK_EXPORT int mpk_watch(void *addr, size_t len, unsigned flags, mpk_watch_fn fn
 		goto out;
 	err = errno;
 	__atomic_store_n(&w->addr, 0, __ATOMIC_RELEASE);
-	pages_sync(lo, hi); /* back as it was */
+undo:
+	/* Back as it was: the pages (their slots freed), then what this
+	 * call made, unless a page stays closed (then the domain's key is on
+	 * it, and its faults need the handlers). */
+	if (!pages_sync(lo, hi)) {
+		if (trapped) {
+			sigaction(SIGTRAP, &old_trap, NULL);
+			trap_installed = false;
+		}
+		mpk__fault_handler_drop(segv);
+		if (made)
+			domain_drop(mode);
+	}
 fail:
 	id = -1;
 out:

@@ -116,6 +116,7 @@ struct heap {
 	size_t meta_opens;          /* atomic: closed metadata opened, for stats */
 	struct heap *prev, *next;   /* the registry; under heaps lock */
 	unsigned lock_gen;          /* vault: mpk__fork_gen its runs are locked in */
+	bool unmade;                /* vault: its first secret failed, it goes */
 	unsigned narenas;           /* big blocks all go to arena 0 */
 	struct arena arenas[ARENAS_MAX];
 };

@@ -23,14 +23,15 @@ static struct heap *vault_find(struct mpk_domain *d)
 
 	pthread_mutex_lock(&mpk__heaps_lock);
 	for (h = *mpk__meta_heaps(); h; h = h->next)
-		if ((h->flags & HEAP_SECRET) && h->domain == d)
+		if ((h->flags & HEAP_SECRET) && h->domain == d && !h->unmade)
 			break;
 	pthread_mutex_unlock(&mpk__heaps_lock);
 	return h;
 }
 
 /* mpk_domain_destroy(d) asks first: an empty vault goes, a full one says
- * EBUSY. */
+ * EBUSY, and so does one whose domain has other holds (a heap, a seal),
+ * for which the destroy would fail after the vault went. */
 static int detach(struct mpk_domain *d)
 {
 	mpk_scope s;
@@ -46,6 +47,8 @@ static int detach(struct mpk_domain *d)
 		pthread_mutex_unlock(&h->arenas[0].lock);
 	}
 	pthread_mutex_unlock(&mpk__vault_lock);
+	if (h && !live && mpk__domain_holds(d) > 1)
+		live = 1; /* held by more than its vault: EBUSY, vault kept */
 	if (h && !live) {
 		/* Closes s; may destroy the metadata domain, whose own
 		 * destruction asks here again: no lock is held. */
@@ -60,18 +63,24 @@ static int detach(struct mpk_domain *d)
 	return 0;
 }
 
-/* The vault of d, made if need be: the heap, or NULL with errno. */
-static struct heap *vault_get(struct mpk_domain *d)
+/* The vault of d, made if need be: the heap, or NULL with errno.  If
+ * this call made it (*made), mpk__vault_lock stays held: no other thread
+ * finds the vault before its first secret is in, or it is gone again. */
+static struct heap *vault_get(struct mpk_domain *d, bool *made)
 {
 	mpk_scope s;
 	struct heap *h = NULL;
 
+	*made = false;
 	pthread_mutex_lock(&mpk__vault_lock);
 	if (!mpk__meta_open(&s)) {
 		h = vault_find(d);
 		mpk__meta_close(&s);
-		if (!h && (h = mpk__heap_new(d, HEAP_SECRET)))
+		if (!h && (h = mpk__heap_new(d, HEAP_SECRET))) {
 			__atomic_store_n(&mpk__domain_detach, detach, __ATOMIC_RELEASE);
+			*made = true;
+			return h;
+		}
 	}
 	pthread_mutex_unlock(&mpk__vault_lock);
 	return h;
@@ -81,6 +90,7 @@ MPK_EXPORT void *mpk_secret_alloc(mpk_domain *d, size_t len)
 {
 	struct heap *h;
 	mpk_scope s;
+	bool made;
 
 	if (mpk__ensure_init())
 		return NULL;
@@ -92,10 +102,29 @@ MPK_EXPORT void *mpk_secret_alloc(mpk_domain *d, size_t len)
 		errno = ENOMEM;
 		return NULL;
 	}
-	if (!(h = vault_get(d)) || mpk__meta_open(&s))
+	if (!(h = vault_get(d, &made)))
 		return NULL;
+	if (mpk__meta_open(&s)) {
+		/* Rare (mprotect): a vault made now stays, empty. */
+		if (made)
+			pthread_mutex_unlock(&mpk__vault_lock);
+		return NULL;
+	}
 	void *p = mpk__heap_alloc(h, len, 16, false);
+	if (!p && made) {
+		/* Its first secret failed: the vault goes as it came, and
+		 * the metadata domain if it came with it.  Nobody else saw
+		 * it; unmade, nobody will (destroying it needs no lock). */
+		int err = errno;
+		h->unmade = true;
+		pthread_mutex_unlock(&mpk__vault_lock);
+		mpk__heap_delete(h, &s);
+		errno = err;
+		return NULL;
+	}
 	mpk__meta_close(&s);
+	if (made)
+		pthread_mutex_unlock(&mpk__vault_lock);
 	return p;
 }
 
