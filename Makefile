@@ -118,6 +118,14 @@ EX_TEST_BIN   := $(if $(SODIUM_OK),$(B)/tests/ex/keyd $(B)/tests/ex/attack) \
 skip_test = @mkdir -p $(@D) && \
 	printf '\043!/bin/sh\necho "skip: built without %s (pkg-config found none): tools/deps.sh test installs %s"\nexit 77\n' \
 		'$(1)' '$(2)' > $@ && chmod 755 $@ && touch -d @0 $@ && echo "$(@F): built without $(1), it will skip"
+# What this machine gave the build that changes what it compiles: the
+# optional libraries, and valgrind's client-request header (src/heap/san.h
+# uses it where it is there).  Every object depends on $(B)/config,
+# rewritten only when that changes, so a package installed after a build
+# (make check's after make demo's) rebuilds what it changes.
+CONFIG := sodium=$(SODIUM_OK) sqlite=$(SQLITE_OK) valgrind=$(shell printf '\043include <valgrind/memcheck.h>\n' | \
+	$(CC) $(CPPFLAGS) -E -x c - >/dev/null 2>&1 && echo yes)
+$(shell mkdir -p $(B) && [ "$$(cat $(B)/config 2>/dev/null)" = '$(CONFIG)' ] || echo '$(CONFIG)' > $(B)/config)
 BENCH_SRC := bench/engine.c bench/machine.c bench/report.c bench/plot.c
 BENCH_OBJ := $(BENCH_SRC:%.c=$(B)/obj/%.o)
 
@@ -125,11 +133,11 @@ all: $(B)/libmpkit.a $(B)/libmpkit.so $(B)/mpkit $(B)/mpkit-bench $(B)/mpkit-ben
      $(B)/mpkit-bench-lockdown \
      $(B)/libmpkit-watch.so $(B)/mpkit-bench-code $(B)/examples/jit
 
-$(B)/obj/%.o: %.c
+$(B)/obj/%.o: %.c $(B)/config
 	@mkdir -p $(@D)
 	$(CC) $(ALL_CFLAGS) -fvisibility=hidden $(DEPFLAGS) -c $< -o $@
 
-$(B)/pic/%.o: %.c
+$(B)/pic/%.o: %.c $(B)/config
 	@mkdir -p $(@D)
 	$(CC) $(ALL_CFLAGS) -fPIC -fvisibility=hidden $(DEPFLAGS) -c $< -o $@
 
@@ -195,7 +203,7 @@ $(B)/examples/%: $(B)/obj/examples/%.o $(B)/libmpkit.a
 # built without sanitizers (it goes into programs built without them).
 PRELOAD_CFLAGS = $(filter-out -fsanitize=% -fno-sanitize-recover=%,$(ALL_CFLAGS))
 PRELOAD_OBJ := $(LIB_SRC:%.c=$(B)/preload/%.o) $(B)/preload/tools/watch_preload.o
-$(B)/preload/%.o: %.c
+$(B)/preload/%.o: %.c $(B)/config
 	@mkdir -p $(@D)
 	$(CC) $(PRELOAD_CFLAGS) -fPIC -fvisibility=hidden $(DEPFLAGS) -c $< -o $@
 $(B)/libmpkit-watch.so: $(PRELOAD_OBJ) tools/watch_preload.map
