@@ -166,8 +166,8 @@ enum {
 mpk_domain *mpk_domain_create(const char *name, int rights, unsigned flags);
 
 /*
- * Destroy a domain: unmap all its memory (allocated or adopted), revoke its
- * key in every thread, then release the key.  Its vault goes with it, but
+ * Destroy a domain: free all its memory as mpk_free() does, revoke its key
+ * in every thread, then release the key.  Its vault goes with it, but
  * while a heap uses the domain or a secret in it is live, it fails with
  * EBUSY and changes nothing.  Destroying a domain twice is detected
  * (EINVAL) for a while, but like free() it is a bug.
@@ -193,9 +193,13 @@ mpk_domain *mpk_domain_of(const void *addr);
  */
 void *mpk_alloc(mpk_domain *d, size_t len);
 
-/* Unmap memory from mpk_alloc() or mpk_adopt() of domain d.  addr must be
- * the start of that region.  EINVAL if it is not one (a region a heap or
- * vault of d made for itself is not: mpk_heap_destroy() gives it back). */
+/* Free a region from mpk_alloc() or mpk_adopt() of domain d: its pages go
+ * back to the kernel.  mpk_alloc() memory stays reserved (PROT_NONE, an
+ * access there is SIGSEGV with SEGV_ACCERR) for later domain memory to
+ * reuse; an adopted range is unmapped.  addr must be the start of that
+ * region.  EINVAL if it is not one (a region a heap or vault of d made for
+ * itself is not: mpk_heap_destroy() gives it back); EPERM if it is sealed
+ * (MPK_LOCK_SEAL). */
 int mpk_free(mpk_domain *d, void *addr);
 
 /*

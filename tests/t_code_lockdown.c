@@ -22,6 +22,7 @@ int main(void)
 	mpk_domain *jit;
 	uint8_t *before, *after;
 
+	t_need_lockdown(MPK_LOCK_ERRNO);
 	REQUIRE((jit = mpk_domain_create("jit", MPK_READ, MPK_DOMAIN_SHARED)));
 	REQUIRE((before = mpk_code_alloc(jit, page)));
 	REQUIRE(mpk_lockdown(MPK_LOCK_ERRNO) == 0);

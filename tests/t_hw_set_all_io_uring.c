@@ -64,6 +64,9 @@ int main(void)
 	int ok = 0;
 
 	t_need_hw();
+	const char *why = uring_sqpoll_absent();
+	if (why)
+		t_skip(why);
 	int held = keys_in_use();
 	REQUIRE(d = mpk_domain_create("iou", MPK_NONE, 0));
 	REQUIRE(p = mpk_alloc(d, 4096));
@@ -71,8 +74,7 @@ int main(void)
 	REQUIRE(pipe(ring_cmd) == 0 && pipe(ring_ans) == 0);
 	REQUIRE(pthread_create(&owner, NULL, ring_owner, NULL) == 0);
 	REQUIRE(read(ring_ans[0], &ok, sizeof(ok)) == (ssize_t)sizeof(ok));
-	if (!ok)
-		t_skip("no io_uring here");
+	REQUIRE(ok);
 	int n = uring_threads();
 	printf("io_uring kernel threads: %d\n", n);
 	REQUIRE(n >= 1);

@@ -15,6 +15,7 @@ int main(void)
 	size_t page = (size_t)sysconf(_SC_PAGESIZE);
 	mpk_domain *d;
 
+	t_need_lockdown(MPK_LOCK_ERRNO);
 	REQUIRE((d = mpk_domain_create("adopted", MPK_RW, 0)));
 	REQUIRE(mpk_lockdown(MPK_LOCK_ERRNO) == 0);
 

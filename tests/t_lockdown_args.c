@@ -6,6 +6,7 @@
 
 int main(void)
 {
+	t_need_lockdown(MPK_LOCK_ERRNO);
 	CHECK_ERR(mpk_lockdown_flags(), ENOENT);
 	CHECK_ERR(mpk_lockdown(0x80000000u), EINVAL);
 	CHECK_ERR(mpk_lockdown(0x100u), EINVAL);

@@ -52,6 +52,7 @@ int main(void)
 	mpk_heap *h;
 	mpk_domain *d;
 
+	t_need_lockdown(MPK_LOCK_ERRNO);
 	setenv("MPKIT_HEAP_META", "open", 1);
 	REQUIRE((d = mpk_domain_create("meta-lock", MPK_RW, 0)));
 	REQUIRE((h = mpk_heap_create(d, 0)));

@@ -15,10 +15,13 @@ int main(void)
 	unsigned char *p;
 	size_t page = (size_t)sysconf(_SC_PAGESIZE);
 
+	t_need_lockdown(MPK_LOCK_ERRNO);
 	REQUIRE((d = mpk_domain_create("busy", MPK_RW, 0)));
 	REQUIRE((p = mpk_alloc(d, page)));
-	if (ring_init(&r, 0, 0))
-		t_skip("no io_uring here");
+	const char *why = uring_absent();
+	if (why)
+		t_skip(why);
+	REQUIRE(ring_init(&r, 0, 0) == 0);
 	CHECK_ERR(mpk_lockdown(MPK_LOCK_ERRNO), EBUSY);
 	CHECK_ERR(mpk_lockdown_flags(), ENOENT);
 	close(r.fd); /* mapped still */

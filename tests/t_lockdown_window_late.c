@@ -23,6 +23,7 @@ int main(void)
 	unsigned char *old, *p = NULL, *got[4];
 	int n = 0;
 
+	t_need_lockdown(MPK_LOCK_ERRNO);
 	REQUIRE((d = mpk_domain_create("late", MPK_RW, 0)));
 	REQUIRE((old = mpk_alloc(d, page)));
 	int w0 = t_windows();

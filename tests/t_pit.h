@@ -14,6 +14,7 @@
 #define MPK_TEST_PIT_H
 
 #include "t.h"
+#include "t_kernel.h"
 
 #include <fcntl.h>
 #include <stdbool.h>
@@ -75,7 +76,19 @@ struct pit {
 	unsigned before[2];     /* acceptable outcomes: [0] hw, [1] soft */
 	unsigned after[2];
 	const char *note;       /* printed with the row */
+	/* optional: why the mechanism attempted does not exist on this
+	 * kernel (the test skips), or NULL */
+	const char *(*absent)(void);
 };
+
+/* SIGSEGV back to its default, so that a fault ends the process by
+ * SIGSEGV, also under a sanitizer that handles it itself (raw call: no
+ * interceptor). */
+static inline void pit_default_segv(void)
+{
+	struct { void *handler; unsigned long flags; void *restorer; unsigned long mask; } dfl = { 0 };
+	syscall(SYS_rt_sigaction, SIGSEGV, &dfl, NULL, 8);
+}
 
 static int pit_child(const struct pit *p, bool locked)
 {
@@ -88,14 +101,11 @@ static int pit_child(const struct pit *p, bool locked)
 	memcpy(pit_secret, PIT_SECRET, sizeof(PIT_SECRET));
 	if (mpk_set(pit_dom, MPK_NONE))
 		return O_ERROR;
-	/* A fault must end the child by SIGSEGV, also under a sanitizer
-	 * that handles SIGSEGV itself (raw call: no interceptor). */
-	struct { void *handler; unsigned long flags; void *restorer; unsigned long mask; } dfl = { 0 };
-	syscall(SYS_rt_sigaction, SIGSEGV, &dfl, NULL, 8);
+	pit_default_segv(); /* a fault must end the child by SIGSEGV */
 	if (p->setup)
 		p->setup();
 	if (locked && mpk_lockdown(p->lock_flags))
-		return errno == EPERM || errno == EBUSY ? O_REFUSED : errno == ENOTSUP ? O_NA : O_ERROR;
+		return errno == EPERM || errno == EBUSY ? O_REFUSED : O_ERROR;
 	fflush(NULL);
 	return p->attempt();
 }
@@ -137,7 +147,10 @@ static inline int pit_main(const struct pit *p)
 {
 	struct utsname u;
 	int b = t_backend() == MPK_BACKEND_HW ? 0 : 1;
+	const char *why = p->absent ? p->absent() : NULL;
 
+	if (why || (why = t_lockdown_absent(p->lock_flags)))
+		t_skip(why);
 	if (uname(&u))
 		strcpy(u.release, "?");
 	int before = pit_run_one(p, false), after = pit_run_one(p, true);

@@ -99,6 +99,7 @@ static void sealed(void)
 
 int main(void)
 {
+	t_need_lockdown(MPK_LOCK_ERRNO);
 	t_in_child(plain, "daemon after lockdown");
 	t_in_child(sealed, "daemon after a sealed lockdown");
 	return t_done();

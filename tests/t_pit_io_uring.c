@@ -23,6 +23,7 @@ static int attempt(void)
 int main(void)
 {
 	struct pit p = { "io_uring async write", attempt, NULL, MPK_LOCK_ERRNO,
-			 { B(O_EFAULT), B(O_EFAULT) }, { B(O_EPERM), B(O_EPERM) }, "the worker did not keep the open rights" };
+			 { B(O_EFAULT), B(O_EFAULT) }, { B(O_EPERM), B(O_EPERM) }, "the worker did not keep the open rights",
+			 uring_absent };
 	return pit_main(&p);
 }

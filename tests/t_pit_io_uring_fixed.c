@@ -27,6 +27,7 @@ static int attempt(void)
 int main(void)
 {
 	struct pit p = { "io_uring fixed buffer", attempt, NULL, MPK_LOCK_ERRNO,
-			 { B(O_LEAKED), B(O_LEAKED) }, { B(O_EPERM), B(O_EPERM) }, "pinned pages: no key applies" };
+			 { B(O_LEAKED), B(O_LEAKED) }, { B(O_EPERM), B(O_EPERM) }, "pinned pages: no key applies",
+			 uring_absent };
 	return pit_main(&p);
 }

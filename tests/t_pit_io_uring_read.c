@@ -29,6 +29,7 @@ static int attempt(void)
 int main(void)
 {
 	struct pit p = { "io_uring async read into", attempt, NULL, MPK_LOCK_ERRNO,
-			 { B(O_EFAULT), B(O_EFAULT) }, { B(O_EPERM), B(O_EPERM) }, NULL };
+			 { B(O_EFAULT), B(O_EFAULT) }, { B(O_EPERM), B(O_EPERM) }, NULL,
+			 uring_absent };
 	return pit_main(&p);
 }

@@ -16,6 +16,6 @@ static int attempt(void)
 int main(void)
 {
 	struct pit p = { "process_vm_readv(self)", attempt, NULL, 0,
-			 { B(O_LEAKED), B(O_EFAULT) }, { B(O_KILLED), B(O_KILLED) }, NULL };
+			 { B(O_LEAKED), B(O_EFAULT) }, { B(O_KILLED), B(O_KILLED) }, NULL, t_process_vm_absent };
 	return pit_main(&p);
 }

@@ -34,9 +34,42 @@ static int attempt(void)
 	return WIFEXITED(st) ? WEXITSTATUS(st) : O_ERROR;
 }
 
+/* Whether a child may attach to this process at all, before any lockdown:
+ * Yama's ptrace_scope 2 (without CAP_SYS_PTRACE) or 3, another security
+ * module or a seccomp policy can forbid it.  NULL if it may. */
+static const char *absent(void)
+{
+	static char why[160];
+	char scope[16];
+	int st;
+
+	pid_t victim = getpid();
+	prctl(PR_SET_PTRACER, PR_SET_PTRACER_ANY, 0, 0, 0); /* as attempt() does */
+	pid_t c = fork();
+	REQUIRE(c >= 0);
+	if (c == 0) {
+		if (ptrace(PTRACE_ATTACH, victim, 0, 0))
+			_exit(errno == EPERM || errno == ENOSYS ? errno : 0);
+		waitpid(victim, &st, 0);
+		ptrace(PTRACE_DETACH, victim, 0, 0);
+		_exit(0);
+	}
+	while (waitpid(c, &st, 0) < 0)
+		REQUIRE(errno == EINTR);
+	int e = WIFEXITED(st) ? WEXITSTATUS(st) : 0;
+	if (!e)
+		return NULL;
+	if (!t_read_file("/proc/sys/kernel/yama/ptrace_scope", scope, sizeof(scope)))
+		strcpy(scope, "absent\n");
+	scope[strcspn(scope, "\n")] = 0;
+	snprintf(why, sizeof(why), "this kernel lets no child ptrace its parent here (PTRACE_ATTACH: %s; "
+		 "Yama ptrace_scope: %s)", strerror(e), scope);
+	return why;
+}
+
 int main(void)
 {
 	struct pit p = { "PTRACE_PEEKDATA (child)", attempt, NULL, MPK_LOCK_ERRNO,
-			 { B(O_LEAKED), B(O_LEAKED) }, { B(O_EPERM), B(O_EPERM) }, NULL };
+			 { B(O_LEAKED), B(O_LEAKED) }, { B(O_EPERM), B(O_EPERM) }, NULL, absent };
 	return pit_main(&p);
 }

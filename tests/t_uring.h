@@ -64,6 +64,43 @@ static inline int ring_init(struct ring *r, unsigned flags, unsigned idle_ms)
 	return 0;
 }
 
+/* Why this kernel gives this process no io_uring (with setup flags, e.g.
+ * IORING_SETUP_SQPOLL), or NULL: not built in (ENOSYS), or turned off by
+ * the kernel.io_uring_disabled sysctl (EPERM). */
+static inline const char *uring_absent_flags(unsigned flags)
+{
+	static char why[160];
+	struct io_uring_params p = { .flags = flags, .sq_thread_idle = 10 };
+	int fd = (int)syscall(T_SYS_io_uring_setup, 1, &p), e = errno;
+	char knob[16];
+
+	if (fd >= 0) {
+		close(fd);
+		return NULL;
+	}
+	if (e == ENOSYS)
+		return "io_uring is not built into this kernel (io_uring_setup: ENOSYS)";
+	if (e != EPERM)
+		return NULL; /* not the kernel's configuration: let the test see it */
+	if (!t_read_file("/proc/sys/kernel/io_uring_disabled", knob, sizeof(knob)))
+		strcpy(knob, "absent");
+	knob[strcspn(knob, "\n")] = 0;
+	snprintf(why, sizeof(why), "io_uring is refused to this process here (io_uring_setup: EPERM; "
+		 "kernel.io_uring_disabled: %s%s)", knob,
+		 strcmp(knob, "1") && strcmp(knob, "2") ? ", so a security module or seccomp" : "");
+	return why;
+}
+
+static inline const char *uring_absent(void)
+{
+	return uring_absent_flags(0);
+}
+
+static inline const char *uring_sqpoll_absent(void)
+{
+	return uring_absent_flags(IORING_SETUP_SQPOLL);
+}
+
 /* The ring gone: descriptor and mappings (its threads exit soon after). */
 static inline void ring_exit(struct ring *r)
 {

@@ -73,17 +73,6 @@ apt_update_once() {
     apt-get update -q >&2
 }
 
-# apt_install PKG: install a Debian package, only when we are root.
-apt_install() {
-    is_root && have apt-get || return 1
-    log "installing $1 with apt-get"
-    apt_get_install "$1" || { apt_update_once && apt_get_install "$1"; }
-}
-apt_get_install() {
-    DEBIAN_FRONTEND=noninteractive apt-get install -y -q \
-        --no-install-recommends "$1" >&2
-}
-
 # apt_download PKG DIR: fetch PKG's .deb into DIR (no root needed) and print
 # its path.  As root, apt normally drops to the _apt user for downloads and
 # warns when _apt cannot write to DIR; Sandbox::User=root avoids that.
@@ -115,7 +104,11 @@ have gzip || skip "gzip" "apt-get install gzip"
 have timeout || skip "timeout" "apt-get install coreutils"
 
 find_qemu() {
-    have qemu-system-x86_64 || apt_install qemu-system-x86 || true
+    # As root, tools/deps.sh installs the vm group (the one package list).
+    if ! have qemu-system-x86_64 && is_root; then
+        log "installing the VM suite's packages (tools/deps.sh vm)"
+        "$script_dir/../../tools/deps.sh" vm >&2 || true
+    fi
     have qemu-system-x86_64 ||
         skip "qemu-system-x86_64" "apt-get install qemu-system-x86"
     qemu=$(command -v qemu-system-x86_64)
