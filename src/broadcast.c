@@ -125,6 +125,22 @@ static void count_syscalls(int n)
 	__atomic_add_fetch(&mpk_g.bc_syscalls, (uint64_t)n, __ATOMIC_RELAXED);
 }
 
+/* Of those, the ones a slow answer cost (a wait that timed out, and the
+ * look at the late threads after it): how many depends on scheduling, not
+ * on the protocol, so tests of the count leave them out. */
+static uint64_t bc_slow;
+
+static void count_slow(int n)
+{
+	count_syscalls(n);
+	__atomic_add_fetch(&bc_slow, (uint64_t)n, __ATOMIC_RELAXED);
+}
+
+uint64_t mpk__broadcast_slow_syscalls(void)
+{
+	return __atomic_load_n(&bc_slow, __ATOMIC_RELAXED);
+}
+
 /* A target leaves the round: the last one wakes the caller. */
 static void answered(struct target *t, int state)
 {
@@ -314,7 +330,7 @@ static bool known(const struct target *t, size_t n, pid_t tid)
 
 static bool thread_alive(pid_t tid)
 {
-	count_syscalls(1);
+	count_slow(1);
 	return mpk_os_tgkill(pid, tid, 0) == 0 || errno != ESRCH;
 }
 
@@ -331,7 +347,7 @@ static bool thread_blocks(pid_t tid)
 	FILE *f;
 
 	snprintf(path, sizeof(path), "/proc/self/task/%d/status", (int)tid);
-	count_syscalls(3);
+	count_slow(3);
 	if (!(f = fopen(path, "re")))
 		return false;
 	while (fgets(line, sizeof(line), f))
@@ -408,11 +424,13 @@ static int wait_round(size_t from)
 	int p, rc = 0;
 
 	while (!rc && (p = __atomic_load_n(&req.pending, __ATOMIC_ACQUIRE)) > 0) {
-		count_syscalls(1);
 		/* 10 ms before looking at /proc: an emulated CPU can take
 		 * milliseconds to deliver a round of signals. */
-		if (mpk_os_futex_wait(&req.pending, p, 10 * 1000 * 1000) == 0 || errno != ETIMEDOUT)
+		if (mpk_os_futex_wait(&req.pending, p, 10 * 1000 * 1000) == 0 || errno != ETIMEDOUT) {
+			count_syscalls(1);
 			continue;
+		}
+		count_slow(1); /* a wait that timed out: the answer is slow */
 		/* Slow to answer: dead, blocking the signal, or stuck. */
 		uint64_t now = now_ns();
 		for (size_t i = from; i < n; i++) {

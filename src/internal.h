@@ -252,6 +252,9 @@ void mpk__broadcast_stub(int on);
 int mpk__broadcast_io_threads(void);
 /* Signals sent, system calls made by broadcasting threads, /proc scans. */
 void mpk__broadcast_counters(uint64_t c[3]);
+/* Of those system calls, the ones slow answers cost: waits that timed out
+ * and the looks at late threads after them (scheduling, not protocol). */
+uint64_t mpk__broadcast_slow_syscalls(void);
 /* Threads left alone because they held the target rights already; with
  * noskip on, every thread is signalled (tests, benchmarks). */
 uint64_t mpk__broadcast_skipped(void);
