@@ -150,12 +150,27 @@ static int domain_ranges(struct ranges *rs)
 
 static int report_gadget(const struct mpk_gadget *g, void *arg)
 {
-	bool report = *(bool *)arg;
-	if (report && !g->mpkit)
-		fprintf(stderr, "mpkit: lockdown: %s gadget at 0x%llx in %s (%s+0x%llx)\n",
-			mpk__gadget_kind_name(g->kind), (unsigned long long)g->addr, g->where,
-			g->sym ? g->sym : "offset", (unsigned long long)(g->sym ? g->sym_off : g->file_off));
+	(void)arg;
+	if (g->cls == MPK_SITE_MPKIT)
+		return 0;
+	char from[48] = "";
+	if (g->cls == MPK_SITE_GADGET && !g->unsure)
+		snprintf(from, sizeof(from), " from 0x%llx", (unsigned long long)g->from);
+	fprintf(stderr, "mpkit: lockdown: %s at 0x%llx in %s (%s+0x%llx): %s%s\n",
+		mpk__gadget_kind_name(g->kind), (unsigned long long)g->addr, g->where,
+		g->sym ? g->sym : "offset", (unsigned long long)(g->sym ? g->sym_off : g->file_off),
+		g->cls == MPK_SITE_ROP ? "ROP only (the value comes from registers the attacker sets)"
+		: g->unsure ? "a gadget (too many paths to follow)" : "a gadget (the code sets the value)",
+		from);
 	return 0;
+}
+
+/* The scan: -1/errno, else the number of gadgets (ROP-only sites and
+ * mpkit's are not counted), each site outside mpkit reported. */
+static long scan(void)
+{
+	struct mpk_scan_cb cb = { report_gadget, NULL, NULL };
+	return mpk__scan_pid(0, &cb);
 }
 
 static void dontdump(struct mpk_region *r, void *arg)
@@ -301,6 +316,23 @@ MPK_EXPORT int mpk_lockdown(unsigned flags)
 	errno = ENOTSUP;
 	return -1;
 #endif
+	pthread_mutex_lock(&mpk_g.lock);
+	bool done = lock_flags >= 0;
+	pthread_mutex_unlock(&mpk_g.lock);
+	if (done) {
+		errno = EALREADY;
+		return -1;
+	}
+	/* Before mpkit's locks: the scan reads files and allocates. */
+	if (flags & (MPK_LOCK_SCAN | MPK_LOCK_SCAN_REPORT)) {
+		long gadgets = scan();
+		if (gadgets < 0)
+			return -1;
+		if (gadgets && (flags & MPK_LOCK_SCAN)) {
+			errno = EPERM;
+			return -1;
+		}
+	}
 	unsigned held = layers_lock_all(); /* heap areas stand still */
 	pthread_mutex_lock(&mpk_g.lock);
 	if (lock_flags >= 0) {
@@ -310,17 +342,6 @@ MPK_EXPORT int mpk_lockdown(unsigned flags)
 	if (io_uring_alive()) {
 		errno = EBUSY;
 		goto out;
-	}
-	if (flags & (MPK_LOCK_SCAN | MPK_LOCK_SCAN_REPORT)) {
-		bool report = true;
-		struct mpk_scan_cb cb = { report_gadget, NULL, &report };
-		long foreign = mpk__scan_pid(0, &cb);
-		if (foreign < 0)
-			goto out;
-		if (foreign && (flags & MPK_LOCK_SCAN)) {
-			errno = EPERM;
-			goto out;
-		}
 	}
 	if ((flags & MPK_LOCK_PROC_MEM) && (ruleset = mpk__landlock_proc_mem_ruleset()) < 0)
 		goto out;

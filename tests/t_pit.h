@@ -123,6 +123,21 @@ static int pit_run_one(const struct pit *p, bool locked)
 	return c >= O_LEAKED && c <= O_ERROR ? c : O_ERROR;
 }
 
+/* len bytes of code on a page of their own, executable (before lockdown):
+ * a program that carries this code.  NULL on failure. */
+static inline void *pit_plant(const void *code, size_t len)
+{
+	unsigned char *p = mmap(NULL, 4096, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	if (p == MAP_FAILED)
+		return NULL;
+	memcpy(p, code, len);
+	if (mprotect(p, 4096, PROT_READ | PROT_EXEC)) {
+		munmap(p, 4096);
+		return NULL;
+	}
+	return p;
+}
+
 /* End a process that has locked down: LeakSanitizer's check at exit
  * stops the threads with ptrace(), which the filter denies, so leave
  * without atexit handlers. */
