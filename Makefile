@@ -53,7 +53,7 @@ else
 ARCH_SRC := src/arch/none/cpu.c
 endif
 
-LIB_SRC := src/init.c src/os.c src/domain.c src/region.c src/memory.c \
+LIB_SRC := src/init.c src/os.c src/os_signal.c src/domain.c src/region.c src/memory.c \
            src/rights.c src/soft.c src/broadcast.c src/thread.c src/fork.c src/fault.c $(ARCH_SRC) \
            src/layer.c src/heap/meta.c src/heap/map.c src/heap/run.c src/heap/big.c \
            src/heap/heap.c src/heap/misuse.c src/heap/cache.c src/heap/fork.c src/heap/vault.c \
