@@ -52,7 +52,7 @@ bool mpk__gate_check_at(const uint8_t *b, size_t len)
 	if (len < i + 4 || b[i] != 0x39 || (b[i + 1] & 0xc7) != 0xc0 ||
 	    (!rex_r && ((b[i + 1] >> 3) & 7) == 0))
 		return false;
-	return (b[i + 2] == 0x0f && len >= i + 4 && b[i + 3] == 0x85) || b[i + 2] == 0x75;
+	return (b[i + 2] == 0x0f && b[i + 3] == 0x85) || b[i + 2] == 0x75;
 }
 
 int mpk__gadget_at(const uint8_t *b, int *kind)

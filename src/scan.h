@@ -56,15 +56,15 @@ const char *mpk__site_class_name(int cls);
  * cmp r32, %eax with r not EAX, then jne. */
 bool mpk__gate_check_at(const uint8_t *b, size_t len);
 
-/* An executable range being classified (scan_class.c): its bytes, and the
- * direct branches in it, found on first use and freed by
- * mpk__scan_code_done(). */
+/* An executable range being classified (scan_class.c): its bytes; the
+ * direct branches in it and the search's room, made on first use and freed
+ * by mpk__scan_code_done(). */
 struct mpk_code {
 	const uint8_t *bytes;
 	size_t len;
-	struct edge *edges;
-	size_t nedges;
+	struct mpk_edges *edges;
 	bool edges_ready, edges_failed;
+	void *queue, *seen;
 };
 struct mpk_class {
 	int cls;        /* MPK_SITE_ROP or MPK_SITE_GADGET */

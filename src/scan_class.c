@@ -31,8 +31,8 @@
 #include "scan.h"
 
 #define DEPTH_MAX 48       /* instructions back from the site */
-#define NODES_MAX 40000    /* states visited per site */
-#define SEEN_BITS 17       /* hash table: twice NODES_MAX and more */
+#define NODES_MAX 8192     /* states visited per site (49 at most here: docs/threat-model.md) */
+#define SEEN_BITS 14       /* hash table: twice NODES_MAX */
 #define PKRU_BIT 9         /* PKRU's bit in XCR0 and the XSAVE bitmaps */
 #define LOW32 0xffffffffull
 
@@ -40,67 +40,101 @@
 #define CLOBBERED ((1u << INSN_RAX) | (1u << INSN_RCX) | (1u << INSN_RDX) | (1u << INSN_RSI) | \
 		   (1u << INSN_RDI) | (0xfu << 8))
 
-struct edge {
-	uint32_t to, from;
+/* The direct branches with a 32-bit displacement in a range, by target:
+ * chained in a hash table (head[] by target, next[] by branch). */
+struct mpk_edges {
+	uint32_t *from;
+	int32_t *next, *head;
+	size_t n, mask;
 };
 
-static int by_to(const void *a, const void *b)
+static bool rel8_branch(uint8_t b)
 {
-	const struct edge *x = a, *y = b;
-	return x->to < y->to ? -1 : x->to > y->to ? 1 : (x->from > y->from) - (x->from < y->from);
+	return (b >= 0x70 && b <= 0x7f) || b == 0xeb || (b >= 0xe0 && b <= 0xe3);
 }
 
-/* Every direct branch in the range, at every offset, by target: a rough
- * byte match (the decoder confirms each one when it is used). */
+/* The target of a jmp, call or jcc with a 32-bit displacement at i, if the
+ * bytes are one and it lies in the range: a rough byte match (the decoder
+ * confirms each one when it is used). */
+static inline bool rel32_target(const struct mpk_code *c, size_t i, uint32_t *to)
+{
+	const uint8_t *b = c->bytes + i;
+	int64_t t;
+	int32_t rel;
+
+	if ((b[0] & 0xfe) != 0xe8 && b[0] != 0x0f)
+		return false; /* most bytes: the one test */
+	if ((b[0] == 0xe8 || b[0] == 0xe9) && i + 5 <= c->len) {
+		memcpy(&rel, b + 1, 4);
+		t = (int64_t)i + 5 + rel;
+	} else if (b[0] == 0x0f && i + 6 <= c->len && b[1] >= 0x80 && b[1] <= 0x8f) {
+		memcpy(&rel, b + 2, 4);
+		t = (int64_t)i + 6 + rel;
+	} else {
+		return false;
+	}
+	if (t < 0 || (uint64_t)t >= c->len)
+		return false;
+	*to = (uint32_t)t;
+	return true;
+}
+
+static size_t slot(uint32_t to, size_t mask)
+{
+	return (size_t)((to * 0x9e3779b1u) & mask);
+}
+
+/* Every 32-bit branch of the range, at every offset.  Those with an 8-bit
+ * displacement are looked for next to their target, when needed. */
 static int edges_build(struct mpk_code *c)
 {
-	size_t cap = 0, n = 0;
-	struct edge *e = NULL;
+	struct mpk_edges *e = calloc(1, sizeof(*e));
+	size_t n = 0, size = 16;
+	uint32_t to;
 
+	if (!e)
+		return -1;
 	if (c->len > UINT32_MAX) {
+		free(e);
 		errno = EFBIG;
 		return -1;
 	}
-	for (size_t i = 0; i + 2 <= c->len; i++) {
-		const uint8_t *b = c->bytes + i;
-		int64_t t;
-		int32_t rel;
-		if ((b[0] >= 0x70 && b[0] <= 0x7f) || b[0] == 0xeb || (b[0] >= 0xe0 && b[0] <= 0xe3)) {
-			t = (int64_t)i + 2 + (int8_t)b[1];
-		} else if ((b[0] == 0xe8 || b[0] == 0xe9) && i + 5 <= c->len) {
-			memcpy(&rel, b + 1, 4);
-			t = (int64_t)i + 5 + rel;
-		} else if (b[0] == 0x0f && b[1] >= 0x80 && b[1] <= 0x8f && i + 6 <= c->len) {
-			memcpy(&rel, b + 2, 4);
-			t = (int64_t)i + 6 + rel;
-		} else {
-			continue;
-		}
-		if (t < 0 || (uint64_t)t >= c->len)
-			continue;
-		if (n == cap) {
-			size_t ncap = cap ? 2 * cap : 1024;
-			struct edge *ne = realloc(e, ncap * sizeof(*e));
-			if (!ne) {
-				free(e);
-				return -1;
-			}
-			e = ne;
-			cap = ncap;
-		}
-		e[n++] = (struct edge){ (uint32_t)t, (uint32_t)i };
-	}
-	qsort(e, n, sizeof(*e), by_to);
+	for (size_t i = 0; i + 2 <= c->len; i++)
+		n += rel32_target(c, i, &to);
+	while (size < n)
+		size *= 2;
+	e->from = malloc((n + 1) * sizeof(*e->from));
+	e->next = malloc((n + 1) * sizeof(*e->next));
+	e->head = malloc(size * sizeof(*e->head));
 	c->edges = e;
-	c->nedges = n;
+	if (!e->from || !e->next || !e->head)
+		return -1;
+	e->mask = size - 1;
+	memset(e->head, -1, size * sizeof(*e->head));
+	for (size_t i = 0; i + 2 <= c->len && e->n < n; i++) {
+		if (!rel32_target(c, i, &to))
+			continue;
+		size_t h = slot(to, e->mask);
+		e->from[e->n] = (uint32_t)i;
+		e->next[e->n] = e->head[h];
+		e->head[h] = (int32_t)e->n++;
+	}
 	return 0;
 }
 
 void mpk__scan_code_done(struct mpk_code *c)
 {
-	free(c->edges);
+	struct mpk_edges *e = c->edges;
+	if (e) {
+		free(e->from);
+		free(e->next);
+		free(e->head);
+		free(e);
+	}
+	free(c->queue);
+	free(c->seen);
 	c->edges = NULL;
-	c->nedges = 0;
+	c->queue = c->seen = NULL;
 	c->edges_ready = false;
 }
 
@@ -265,10 +299,15 @@ void mpk__scan_class(struct mpk_code *c, size_t off, int kind, struct mpk_class 
 		c->edges_ready = true;
 		c->edges_failed = edges_build(c) != 0;
 	}
-	s.queue = malloc(NODES_MAX * sizeof(*s.queue));
-	s.seen = calloc((size_t)1 << SEEN_BITS, sizeof(*s.seen));
+	if (!c->queue) {
+		c->queue = malloc(NODES_MAX * sizeof(struct node));
+		c->seen = malloc(((size_t)1 << SEEN_BITS) * sizeof(uint64_t));
+	}
+	s.queue = c->queue;
+	s.seen = c->seen;
 	if (!s.queue || !s.seen || c->edges_failed || off > UINT32_MAX)
 		goto out;
+	memset(s.seen, 0, ((size_t)1 << SEEN_BITS) * sizeof(*s.seen));
 	struct state first = { kind == MPK_GADGET_XRSTOR ? MODE_BIT : MODE_REGS, INSN_RAX,
 			       1u << INSN_RAX };
 	/* The instruction may start with prefixes (REX.W: XRSTOR64): each is
@@ -294,20 +333,25 @@ void mpk__scan_class(struct mpk_code *c, size_t off, int kind, struct mpk_class 
 				goto out;
 			}
 		}
-		/* Branches, jumps and calls whose target is here. */
-		size_t lo = 0, hi = c->nedges;
-		while (lo < hi) {
-			size_t mid = (lo + hi) / 2;
-			if (c->edges[mid].to < n.at)
-				lo = mid + 1;
-			else
-				hi = mid;
-		}
-		for (size_t i = lo; i < c->nedges && c->edges[i].to == n.at; i++) {
-			uint32_t p = c->edges[i].from;
-			if (!mpk__insn_decode(c->bytes + p, c->len - p, &in) || !in.has_target ||
+		/* Branches, jumps and calls whose target is here: 8-bit
+		 * displacements from up to 128 bytes around, 32-bit ones from
+		 * the index. */
+		for (uint32_t p = n.at > 129 ? n.at - 129 : 0; p + 2 <= c->len && p <= n.at + 126; p++) {
+			if (!rel8_branch(c->bytes[p]) || (int64_t)p + 2 + (int8_t)c->bytes[p + 1] != n.at ||
+			    !mpk__insn_decode(c->bytes + p, c->len - p, &in) || !in.has_target ||
 			    (int64_t)p + in.target != (int64_t)n.at)
 				continue;
+			if (through(&s, &n, p, &in, false) == STEP_FIXED) {
+				out->from = p;
+				out->unsure = s.full;
+				goto out;
+			}
+		}
+		for (int32_t k = c->edges->head[slot(n.at, c->edges->mask)]; k >= 0; k = c->edges->next[k]) {
+			uint32_t p = c->edges->from[k];
+			if (!mpk__insn_decode(c->bytes + p, c->len - p, &in) || !in.has_target ||
+			    (int64_t)p + in.target != (int64_t)n.at)
+				continue; /* another target in the same slot */
 			int r = through(&s, &n, p, &in, false);
 			if (r == STEP_FIXED) {
 				out->from = p;
@@ -320,6 +364,4 @@ void mpk__scan_class(struct mpk_code *c, size_t off, int kind, struct mpk_class 
 	out->unsure = s.full;
 out:
 	out->nodes = s.tail;
-	free(s.queue);
-	free(s.seen);
 }
