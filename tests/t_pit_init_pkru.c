@@ -5,7 +5,8 @@
  * the file any more (EPERM).  Without MPK_LOCK_NO_OPEN the lockdown does
  * not stop it.  The file exists where the CPU has keys, for root with
  * debugfs (mounted for the test if it is not, on hw only); elsewhere n/a.
- * The value found is written back after each run. */
+ * The setting is the whole machine's: the child writes the value found
+ * back right after its handler ran, and the parent again at the end. */
 #include "t_pit.h"
 
 #include <sys/mount.h>
