@@ -18,8 +18,9 @@
 #include "window.h" /* struct mpk_range */
 
 /* The filter for these ranges of domain memory (r) and of mpkit's gate
- * code (gate: not executable memory for mpkit either) into out (*len: room
- * in, length out); 0, or -1/E2BIG when it does not fit. */
+ * code (gate: denied like domain memory to all but mpkit's site, and not
+ * code memory mpkit may make executable) into out (*len: room in, length
+ * out); 0, or -1/E2BIG when it does not fit. */
 int mpk__bpf_build(struct sock_filter *out, size_t *len, const struct mpk_range *r, size_t nr,
 		   const struct mpk_range *gate, size_t ngate, uintptr_t trusted_ip,
 		   unsigned flags); /* MPK_LOCK_* */
