@@ -70,11 +70,11 @@ else
 ARCH_SRC := src/arch/none/cpu.c
 endif
 
-LIB_SRC := src/init.c src/os.c src/domain.c src/region.c src/memory.c \
+LIB_SRC := src/init.c src/os.c src/os_signal.c src/domain.c src/region.c src/memory.c \
            src/rights.c src/soft.c src/broadcast.c src/thread.c src/fork.c src/fault.c $(ARCH_SRC) \
            src/layer.c src/heap/meta.c src/heap/map.c src/heap/run.c src/heap/big.c \
            src/heap/heap.c src/heap/misuse.c src/heap/cache.c src/heap/fork.c src/heap/vault.c \
-           src/scan.c src/lockdown.c src/lockdown_bpf.c src/landlock.c src/code.c src/watch.c src/window.c \
+           src/scan.c src/scan_class.c src/insn.c src/lockdown.c src/lockdown_bpf.c src/landlock.c src/code.c src/watch.c src/window.c \
            src/env.c src/registry.c src/backtrace.c src/thread_start.c
 LIB_OBJ := $(LIB_SRC:%.c=$(B)/obj/%.o)
 PIC_OBJ := $(LIB_SRC:%.c=$(B)/pic/%.o)
@@ -220,8 +220,12 @@ $(B)/mpkit-bench-code: $(B)/obj/bench/code.o $(B)/libmpkit.a
 	$(CC) $(ALL_LDFLAGS) $^ -pthread -o $@
 
 # Files the tests run (copied next to them, so the VM image has them too):
-# the JIT example, and `mpkit watch`'s helper with a program to watch.
-TEST_FILES := $(B)/tests/ex-jit $(B)/tests/libmpkit-watch.so $(B)/tests/watch-target
+# the JIT example, `mpkit watch`'s helper with a program to watch, the
+# scan's lockdown test linked statically (glibc's static start-up code
+# carries ld.so's trampolines too; no sanitizer links statically), and
+# the shared library for `mpkit scan` to read.
+TEST_FILES := $(B)/tests/ex-jit $(B)/tests/libmpkit-watch.so $(B)/tests/watch-target \
+	      $(B)/tests/t_scan_lockdown_static $(B)/tests/scan-libmpkit.so
 $(B)/tests/ex-jit: $(B)/examples/jit
 	@mkdir -p $(@D)
 	cp $< $@
@@ -231,6 +235,13 @@ $(B)/tests/libmpkit-watch.so: $(B)/libmpkit-watch.so
 $(B)/tests/watch-target: tests/helpers/watch_target.c
 	@mkdir -p $(@D)
 	$(CC) $(PRELOAD_CFLAGS) -rdynamic $< -o $@
+$(B)/preload/tests/t_scan_lockdown.o: MPK_XCFLAGS += -Isrc -Itests
+$(B)/tests/t_scan_lockdown_static: $(B)/preload/tests/t_scan_lockdown.o $(LIB_SRC:%.c=$(B)/preload/%.o)
+	@mkdir -p $(@D)
+	$(CC) -static -pthread $^ -o $@
+$(B)/tests/scan-libmpkit.so: $(B)/libmpkit.so
+	@mkdir -p $(@D)
+	cp $< $@
 
 tests: $(TEST_BIN) $(TEST_FILES) $(B)/tests/t_installed $(EX_TEST_BIN)
 

@@ -725,21 +725,24 @@ size_t mpk_misuse_format(const struct mpk_misuse *misuse, char *buf, size_t size
 #define MPK_LOCK_SEAL        0x02u /* mseal() the mpk_alloc() memory of keyed domains (Linux 6.10+; else the filter alone) */
 #define MPK_LOCK_PROC_MEM    0x04u /* Landlock: /proc/PID/mem and task/TID/mem cannot be opened (the caller and threads it starts later) */
 #define MPK_LOCK_NO_OPEN     0x08u /* open(), openat(), openat2(), creat() denied from now on (every thread) */
-#define MPK_LOCK_SCAN        0x10u /* scan executable mappings for WRPKRU/XRSTOR outside mpkit: refuse (EPERM) if any */
+#define MPK_LOCK_SCAN        0x10u /* scan executable mappings for WRPKRU/XRSTOR outside mpkit: report each, refuse (EPERM) if one is a gadget (not ROP-only) */
 #define MPK_LOCK_SCAN_REPORT 0x20u /* the same scan, reported on stderr, without refusing */
 #define MPK_LOCK_FREEZE_KEYS 0x40u /* pkey_alloc/pkey_free denied to mpkit too: no key is taken or given back any more */
 
 /*
- * Apply the lockdown.  x86-64 Linux only.  Returns 0, or -1 with errno and
- * nothing applied: EINVAL (unknown flags), EALREADY (done already), EPERM
- * (MPK_LOCK_SCAN found gadgets), ENOTSUP (seccomp, or Landlock for
- * MPK_LOCK_PROC_MEM, missing), E2BIG (too many domain ranges for the
- * filter), EAGAIN (a thread runs under a seccomp filter of its own, which
- * the filter cannot join), EBUSY (an io_uring instance exists), ENOMEM.
- * The filter needs no_new_privs, which nothing can clear: it is set only
- * once every check passed, but a refusal the kernel alone can make (a
- * thread under filters other than the caller's but no more of them,
- * ENOMEM for the filters' total length) leaves it set.
+ * Apply the lockdown.  x86-64 Linux only.  Also denies perf_event_open,
+ * new actions for SIGILL/SIGTRAP/SIGBUS/SIGFPE/SIGSEGV (install handlers
+ * before), changes to mpkit's gate code, and gives SIGTRAP its default
+ * action.  Returns 0, or -1 with errno and nothing applied: EINVAL (unknown
+ * flags), EALREADY (done already), EBUSY (an io_uring instance, or a
+ * tracer), EPERM (MPK_LOCK_SCAN found a gadget), ENOTSUP (seccomp, or
+ * Landlock for MPK_LOCK_PROC_MEM, missing), E2BIG (too many domain ranges
+ * for the filter), EAGAIN (a thread runs under a seccomp filter of its own,
+ * which the filter cannot join), ENOMEM.  The filter needs no_new_privs,
+ * which nothing can clear: it is set only once every check passed, but a
+ * refusal the kernel alone can make (a thread under filters other than the
+ * caller's but no more of them, ENOMEM for the filters' total length)
+ * leaves it set.
  */
 int mpk_lockdown(unsigned flags);
 

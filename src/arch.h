@@ -63,6 +63,12 @@ bool mpk_arch_fault_is_write(const void *ucontext);
 /* Whether it was an instruction fetch. */
 bool mpk_arch_fault_is_fetch(const void *ucontext);
 
+/* The code the WRPKRU call gate relies on: [lo, hi) holds every checked
+ * WRPKRU site with its check, and the failure path (empty without keys).
+ * The lockdown keeps it mapped and executable: a fetch fault there would
+ * stop a thread between a WRPKRU and its check. */
+void mpk_arch_gate_span(uintptr_t *lo, uintptr_t *hi);
+
 /* Single-stepping the interrupted thread (watch.c): set or clear the trap
  * flag in the frame; the faulting instruction address. */
 void mpk_arch_frame_step(void *ucontext, bool on);

@@ -130,7 +130,8 @@ static void chain(int sig, siginfo_t *si, void *uc)
 	}
 	/* Default action: uninstall and let the access fault again, or
 	 * re-raise a SIGSEGV that was sent rather than caused. */
-	signal(SIGSEGV, SIG_DFL);
+	struct sigaction dfl = { .sa_handler = SIG_DFL };
+	mpk_os_sigaction(SIGSEGV, &dfl, NULL);
 	if (si->si_code <= 0)
 		raise(SIGSEGV);
 }
@@ -226,7 +227,7 @@ static int install_locked(void)
 		 * replaces with the frame's: hold it until we return, when it
 		 * edits the frame that counts. */
 		sigaddset(&sa.sa_mask, MPK_SIGNAL);
-		if (sigaction(SIGSEGV, &sa, &old_action))
+		if (mpk_os_sigaction(SIGSEGV, &sa, &old_action))
 			return -1;
 		installed = true;
 	}
@@ -276,7 +277,7 @@ MPK_EXPORT int mpk_fault_handler_remove(void)
 	if (!installed) {
 		errno = EINVAL;
 		rc = -1;
-	} else if (!(rc = sigaction(SIGSEGV, &old_action, NULL))) {
+	} else if (!(rc = mpk_os_sigaction(SIGSEGV, &old_action, NULL))) {
 		installed = false;
 		user_fn = NULL;
 	}

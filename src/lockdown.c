@@ -2,15 +2,18 @@
 /*
  * mpk_lockdown(): freeze the process so that a closed domain stays closed
  * against system calls and stray code.  Steps, checks first so that a
- * failure changes nothing: the gadget scan (if asked), the domain ranges
- * and the filter program, the Landlock ruleset (if asked); then, the filter
- * (every thread, TSYNC), MADV_DONTDUMP on all domain memory, dumpable 0,
- * mseal (if asked), Landlock (if asked).  See docs/threat-model.md.
+ * failure changes nothing: the gadget scan (if asked), no tracer (dumpable
+ * 0 meanwhile, so that none attaches after the check), no io_uring, the
+ * domain ranges and the filter program, the Landlock ruleset (if asked);
+ * then, the filter (every thread, TSYNC), SIGTRAP back to its default
+ * action (unless it is mpkit's), MADV_DONTDUMP on all domain memory, mseal
+ * (if asked), Landlock (if asked).  See docs/threat-model.md.
  */
 #define _GNU_SOURCE
 #include <dirent.h>
 #include <errno.h>
 #include <linux/seccomp.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -151,12 +154,54 @@ static int domain_ranges(struct ranges *rs)
 
 static int report_gadget(const struct mpk_gadget *g, void *arg)
 {
-	bool report = *(bool *)arg;
-	if (report && !g->mpkit)
-		fprintf(stderr, "mpkit: lockdown: %s gadget at 0x%llx in %s (%s+0x%llx)\n",
-			mpk__gadget_kind_name(g->kind), (unsigned long long)g->addr, g->where,
-			g->sym ? g->sym : "offset", (unsigned long long)(g->sym ? g->sym_off : g->file_off));
+	(void)arg;
+	if (g->cls == MPK_SITE_MPKIT)
+		return 0;
+	char from[48] = "";
+	if (g->cls == MPK_SITE_GADGET && !g->unsure)
+		snprintf(from, sizeof(from), " from 0x%llx", (unsigned long long)g->from);
+	fprintf(stderr, "mpkit: lockdown: %s at 0x%llx in %s (%s+0x%llx): %s%s\n",
+		mpk__gadget_kind_name(g->kind), (unsigned long long)g->addr, g->where,
+		g->sym ? g->sym : "offset", (unsigned long long)(g->sym ? g->sym_off : g->file_off),
+		g->cls == MPK_SITE_ROP ? "ROP only (the value comes from registers the attacker sets)"
+		: g->unsure ? "a gadget (too many paths to follow)" : "a gadget (the code sets the value)",
+		from);
 	return 0;
+}
+
+/* The scan: -1/errno, else the number of gadgets (ROP-only sites and
+ * mpkit's are not counted), each site outside mpkit reported. */
+static long scan(void)
+{
+	struct mpk_scan_cb cb = { report_gadget, NULL, NULL };
+	return mpk__scan_pid(0, &cb);
+}
+
+/* mpkit's gate code as page-aligned ranges for the filter (0 or 1). */
+static size_t gate_range(struct mpk_range *g)
+{
+	size_t page = mpk_os_page_size();
+	uintptr_t lo, hi;
+
+	mpk_arch_gate_span(&lo, &hi);
+	if (lo == hi)
+		return 0;
+	g->lo = lo & ~(page - 1);
+	g->hi = (hi + page - 1) & ~(page - 1);
+	return 1;
+}
+
+/* A handler for SIGTRAP that is not mpkit's goes: a trap on a WRPKRU,
+ * from the trap flag that any code can set, must end the process. */
+static void trap_default(void)
+{
+	struct sigaction cur;
+
+	/* libc's answer: under a sanitizer that wraps handlers, the one
+	 * mpkit installed, not the wrapper */
+	if (!sigaction(SIGTRAP, NULL, &cur) && cur.sa_handler != SIG_DFL &&
+	    !mpk_os_handler_is_ours(SIGTRAP, cur.sa_handler))
+		mpk_os_signal_default(SIGTRAP);
 }
 
 static void dontdump(struct mpk_region *r, void *arg)
@@ -345,6 +390,7 @@ MPK_EXPORT int mpk_lockdown(unsigned flags)
 {
 	static struct ranges rs;
 	static struct sock_filter prog[MPK_BPF_MAX];
+	struct mpk_range gate[1];
 	size_t n = MPK_BPF_MAX;
 	int ruleset = -1, rc = -1;
 
@@ -358,34 +404,47 @@ MPK_EXPORT int mpk_lockdown(unsigned flags)
 	errno = ENOTSUP;
 	return -1;
 #endif
+	pthread_mutex_lock(&mpk_g.lock);
+	bool done = lock_flags >= 0;
+	pthread_mutex_unlock(&mpk_g.lock);
+	if (done) {
+		errno = EALREADY;
+		return -1;
+	}
+	/* Before mpkit's locks: the scan reads files and allocates. */
+	if (flags & (MPK_LOCK_SCAN | MPK_LOCK_SCAN_REPORT)) {
+		long gadgets = scan();
+		if (gadgets < 0)
+			return -1;
+		if (gadgets && (flags & MPK_LOCK_SCAN)) {
+			errno = EPERM;
+			return -1;
+		}
+	}
+	/* Not dumpable from here: no tracer attaches after the check below
+	 * (but root); given back if the lockdown fails. */
+	int dumpable = prctl(PR_GET_DUMPABLE, 0, 0, 0, 0);
+	prctl(PR_SET_DUMPABLE, 0, 0, 0, 0);
 	unsigned held = layers_lock_all(); /* heap areas stand still */
 	pthread_mutex_lock(&mpk_g.lock);
 	if (lock_flags >= 0) {
 		errno = EALREADY;
 		goto out;
 	}
-	if (io_uring_alive()) {
+	if (mpk_os_tracer() > 0 || io_uring_alive()) {
 		errno = EBUSY;
 		goto out;
 	}
 	if (filter_fits())
 		goto out;
-	if (flags & (MPK_LOCK_SCAN | MPK_LOCK_SCAN_REPORT)) {
-		bool report = true;
-		struct mpk_scan_cb cb = { report_gadget, NULL, &report };
-		long foreign = mpk__scan_pid(0, &cb);
-		if (foreign < 0)
-			goto out;
-		if (foreign && (flags & MPK_LOCK_SCAN)) {
-			errno = EPERM;
-			goto out;
-		}
-	}
+	if (mpk_os_sigaction_ready())
+		goto out;
 	if ((flags & MPK_LOCK_PROC_MEM) && (ruleset = mpk__landlock_proc_mem_ruleset()) < 0)
 		goto out;
 	mpk__window_lock(); /* no window comes meanwhile */
 	if (domain_ranges(&rs) ||
-	    mpk__bpf_build(prog, &n, rs.r, rs.n, (uintptr_t)mpk_arch_syscall_ip, flags)) {
+	    mpk__bpf_build(prog, &n, rs.r, rs.n, gate, gate_range(gate), (uintptr_t)mpk_arch_syscall_ip,
+			   flags)) {
 		mpk__window_unlock();
 		goto out;
 	}
@@ -401,9 +460,9 @@ MPK_EXPORT int mpk_lockdown(unsigned flags)
 	}
 	cover_flags = (int)flags;
 	mpk__window_unlock();
+	trap_default();
 	mpk__regions_each(dontdump, NULL);
 	layers_each(dontdump_range, NULL);
-	prctl(PR_SET_DUMPABLE, 0, 0, 0, 0);
 	if (flags & MPK_LOCK_SEAL) {
 		bool have = true;
 		mpk__regions_each(seal, &have);
@@ -415,6 +474,8 @@ MPK_EXPORT int mpk_lockdown(unsigned flags)
 out:
 	if (ruleset >= 0)
 		close(ruleset);
+	if (rc && dumpable == 1) /* 2 (setuid, suid_dumpable 2) cannot be set back */
+		prctl(PR_SET_DUMPABLE, 1, 0, 0, 0);
 	pthread_mutex_unlock(&mpk_g.lock);
 	layers_unlock_all(held);
 	return rc;

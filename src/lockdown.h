@@ -17,10 +17,13 @@
 #include "core.h"
 #include "window.h" /* struct mpk_range */
 
-/* The filter for these ranges into out (*len: room in, length out);
- * 0, or -1/E2BIG when it does not fit. */
+/* The filter for these ranges of domain memory (r) and of mpkit's gate
+ * code (gate: denied like domain memory to all but mpkit's site, and not
+ * code memory mpkit may make executable) into out (*len: room in, length
+ * out); 0, or -1/E2BIG when it does not fit. */
 int mpk__bpf_build(struct sock_filter *out, size_t *len, const struct mpk_range *r, size_t nr,
-		   uintptr_t trusted_ip, unsigned flags); /* MPK_LOCK_* */
+		   const struct mpk_range *gate, size_t ngate, uintptr_t trusted_ip,
+		   unsigned flags); /* MPK_LOCK_* */
 
 /* A filter to stack for a range of domain memory added after lockdown
  * (a new window): mprotect, munmap, madvise, mremap and mmap with

@@ -8,20 +8,27 @@
  * The program (x86-64; any other AUDIT_ARCH, the i386 entry through
  * int 0x80 included, and any x32 number is denied):
  *   denied from anyone: process_vm_writev, ptrace, io_uring_setup/
- *     enter/register, process_madvise, remap_file_pages, userfaultfd;
+ *     enter/register, process_madvise, remap_file_pages, userfaultfd,
+ *     perf_event_open (a hardware breakpoint on a WRPKRU's check would
+ *     stop the thread there with a signal of any number);
  *     madvise MADV_DODUMP and MADV_KEEPONFORK; PROT_EXEC in mmap, mprotect
  *     and pkey_mprotect (no new code after lockdown), but from mpkit's
  *     site on a range inside domain memory (mpk_code_alloc() regions,
  *     which flip between r-x and rw- without a key; mmap with MAP_FIXED);
  *   with MPK_LOCK_NO_OPEN, open/creat/openat/openat2/open_by_handle_at;
  *   with MPK_LOCK_FREEZE_KEYS, pkey_alloc and pkey_free, from mpkit too;
+ *   rt_sigaction with a new action for SIGILL, SIGTRAP, SIGBUS, SIGFPE or
+ *     SIGSEGV, but from mpkit's site (a handler of a trap or a fault could
+ *     move a thread past a WRPKRU's check);
  *   from mpkit's site (mpk_arch_syscall_ip): the rest is allowed;
  *   from anywhere else: process_vm_readv (mpkit reads its own stacks
  *     with it, to find nested signal frames), pkey_alloc, pkey_free,
  *     pkey_mprotect and mremap
  *     with MREMAP_FIXED, shmat with SHM_REMAP denied; mprotect, munmap,
  *     madvise, mremap and mmap with MAP_FIXED(_NOREPLACE) denied when
- *     [arg0, arg0 + arg1) touches a domain memory range.
+ *     [arg0, arg0 + arg1) touches a domain memory range or mpkit's gate
+ *     code (the checked WRPKRU sites: unmapped or not executable, a fetch
+ *     fault would stop a thread between a WRPKRU and its check).
  * Denied is SECCOMP_RET_KILL_PROCESS, or SECCOMP_RET_ERRNO | EPERM.
  */
 #define _GNU_SOURCE
@@ -32,11 +39,13 @@
 #include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
+#include <signal.h>
 #include <sys/mman.h>
 #include <sys/syscall.h>
 
 #include "lockdown.h"
 #include "mpkit.h"
+#include "os.h"
 
 #ifndef MAP_FIXED_NOREPLACE
 #define MAP_FIXED_NOREPLACE 0x100000
@@ -258,8 +267,9 @@ static int finish(struct prog *p, struct sock_filter *out, size_t *len)
 }
 
 int mpk__bpf_build(struct sock_filter *out, size_t *len, const struct mpk_range *r, size_t nr,
-		   uintptr_t trusted_ip, unsigned flags)
+		   const struct mpk_range *gate, size_t ngate, uintptr_t trusted_ip, unsigned flags)
 {
+	static const uint32_t frozen[] = MPK_OS_FROZEN_SIGNALS;
 	static const uint32_t opens[] = { SYS_open, SYS_creat, SYS_openat, 437 /* openat2 */,
 					  SYS_open_by_handle_at };
 	static const uint32_t keys[] = { SYS_process_vm_readv, SYS_pkey_alloc, SYS_pkey_free,
@@ -271,7 +281,7 @@ int mpk__bpf_build(struct sock_filter *out, size_t *len, const struct mpk_range 
 	static const uint32_t always[] = {
 		SYS_process_vm_writev, SYS_ptrace, 425 /* io_uring_setup */,
 		426 /* io_uring_enter */, 427 /* io_uring_register */, 440 /* process_madvise */,
-		SYS_remap_file_pages, SYS_userfaultfd,
+		SYS_remap_file_pages, SYS_userfaultfd, SYS_perf_event_open,
 	};
 	const uint32_t deny = kill ? SECCOMP_RET_KILL_PROCESS : SECCOMP_RET_ERRNO | EPERM;
 	struct prog *p = calloc(1, sizeof(*p));
@@ -282,7 +292,9 @@ int mpk__bpf_build(struct sock_filter *out, size_t *len, const struct mpk_range 
 	    l_untrusted = label(p), l_range = label(p), l_mmap = label(p),
 	    l_mremap = label(p), l_shmat = label(p), l_allow = label(p), l_exec_far = label(p),
 	    l_exec_ip = label(p), l_exec_in = label(p), l_exec_mmap = label(p),
-	    l_exec_range = label(p), l_exec_deny = label(p);
+	    l_exec_range = label(p), l_exec_deny = label(p), l_sig = label(p),
+	    l_sig_frozen = label(p), l_sig_act = label(p), l_sig_far = label(p),
+	    l_sig_allow = label(p), l_sig_deny = label(p);
 
 	ld(p, OFF_ARCH);
 	jump(p, BPF_JEQ, AUDIT_ARCH_X86_64, NEXT, l_deny);
@@ -294,6 +306,7 @@ int mpk__bpf_build(struct sock_filter *out, size_t *len, const struct mpk_range 
 	if (flags & MPK_LOCK_FREEZE_KEYS)
 		jump_each(p, key_moves, N(key_moves), l_deny);
 	jump_each(p, exec, N(exec), l_exec);
+	jump(p, BPF_JEQ, SYS_rt_sigaction, l_sig_far, NEXT);
 	jump(p, BPF_JEQ, SYS_madvise, l_adv, l_ip);
 	arg_flags(p, l_exec, 2, PROT_EXEC, l_exec_far, l_ip);
 	place(p, l_adv);
@@ -317,10 +330,29 @@ int mpk__bpf_build(struct sock_filter *out, size_t *len, const struct mpk_range 
 	ret(p, SECCOMP_RET_ALLOW);
 	place(p, l_exec_far);
 	ja(p, l_exec_ip); /* past the range checks */
+	place(p, l_sig_far);
+	ja(p, l_sig);
 	place(p, l_range);
 	load_range(p);
 	for (size_t i = 0; i < nr; i++)
 		check_range(p, r[i].lo, r[i].hi, deny);
+	for (size_t i = 0; i < ngate; i++)
+		check_range(p, gate[i].lo, gate[i].hi, deny);
+	ret(p, SECCOMP_RET_ALLOW);
+	/* rt_sigaction: a new action for a frozen signal, from mpkit only. */
+	place(p, l_sig);
+	ld(p, OFF_ARG(0));
+	jump_each(p, frozen, N(frozen), l_sig_frozen);
+	ret(p, SECCOMP_RET_ALLOW);
+	place(p, l_sig_frozen);
+	ld(p, OFF_ARG(1));
+	jump(p, BPF_JEQ, 0, NEXT, l_sig_act);
+	ld(p, OFF_ARG(1) + 4);
+	jump(p, BPF_JEQ, 0, l_sig_allow, l_sig_act); /* no new action: a query */
+	from_ip(p, l_sig_act, trusted_ip, l_sig_allow, l_sig_deny);
+	place(p, l_sig_deny);
+	ret(p, deny);
+	place(p, l_sig_allow);
 	ret(p, SECCOMP_RET_ALLOW);
 	/* PROT_EXEC: mpkit's site, on domain memory only. */
 	from_ip(p, l_exec_ip, trusted_ip, l_exec_in, l_exec_deny);

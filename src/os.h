@@ -69,4 +69,23 @@ void mpk__test_fail(int kind, int nth, int err);
 /* mprotect()/pkey_mprotect() calls made so far. */
 unsigned long long mpk_os_mprotect_count(void);
 
+/*
+ * Signal actions across the lockdown (os_signal.c).  The signals a trap or
+ * a fault raises, whose actions the lockdown freezes: a handler could move
+ * a thread past a WRPKRU's check (docs/threat-model.md).  mpkit installs
+ * its handlers with mpk_os_sigaction(): libc's sigaction() before the
+ * lockdown, its own system-call site after (mpk_os_sigaction_ready() has
+ * learnt libc's sigreturn trampoline then, before the filter).
+ */
+#define MPK_OS_FROZEN_SIGNALS { SIGILL, SIGTRAP, SIGBUS, SIGFPE, SIGSEGV }
+struct sigaction;
+int mpk_os_sigaction_ready(void);
+int mpk_os_sigaction(int sig, const struct sigaction *act, struct sigaction *old);
+/* Whether handler is what mpkit last installed for sig. */
+bool mpk_os_handler_is_ours(int sig, void (*handler)(int));
+/* SIG_DFL for sig, from mpkit's site. */
+int mpk_os_signal_default(int sig);
+/* The process's tracer (TracerPid), 0 for none, -1/errno if unknown. */
+pid_t mpk_os_tracer(void);
+
 #endif

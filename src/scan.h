@@ -2,7 +2,15 @@
 /*
  * The gadget scan: every WRPKRU (0f 01 ef) and memory-form XRSTOR (0f ae /5,
  * mod != 3) byte sequence in executable code, at every offset, with the
- * symbol it falls in and whether it is one of mpkit's own checked sites.
+ * symbol it falls in and its class:
+ *   mpkit:  one of mpkit's checked sites (listed, and followed by the check);
+ *   rop:    no path into it fixes the value it would load: PKRU changes to
+ *           a value of the attacker's only if the attacker also sets EAX
+ *           (XRSTOR: EAX's bit 9, and the XSAVE image in memory) before
+ *           jumping there, the power that forges a sigreturn frame anyway;
+ *   gadget: a path into it gives the value itself (a constant, memory at a
+ *           fixed address, RDPKRU...): a jump, and a write to memory, is
+ *           enough (scan_class.c says how paths are followed).
  * Used by `mpkit scan` and by mpk_lockdown(MPK_LOCK_SCAN*).  libc only: the
  * ELF reading is done here, not with libelf.  Not installed.
  */
@@ -15,15 +23,22 @@
 #include <sys/types.h>
 
 enum { MPK_GADGET_WRPKRU = 1, MPK_GADGET_XRSTOR = 2 };
+enum { MPK_SITE_MPKIT = 1, MPK_SITE_ROP = 2, MPK_SITE_GADGET = 3 };
 
 struct mpk_gadget {
 	int kind;             /* MPK_GADGET_* */
+	int cls;              /* MPK_SITE_* */
 	uint64_t addr;        /* run-time address (--pid), else ELF address */
 	uint64_t file_off;    /* offset in the file or mapping */
 	const char *where;    /* file or mapping name */
 	const char *sym;      /* symbol it falls in, or NULL */
 	uint64_t sym_off;     /* offset from the symbol */
-	bool mpkit;           /* one of mpkit's checked WRPKRU sites */
+	bool mpkit;           /* cls == MPK_SITE_MPKIT */
+	/* MPK_SITE_GADGET: where a path that fixes the value starts (same
+	 * address space as addr), or, unsure, the search gave up (too many
+	 * paths) without finding one. */
+	uint64_t from;
+	bool unsure;
 };
 
 /* What a scan calls: gadget for each gadget (a non-zero return stops the
@@ -35,6 +50,31 @@ struct mpk_scan_cb {
 };
 
 const char *mpk__gadget_kind_name(int kind);
+const char *mpk__site_class_name(int cls);
+
+/* Whether the bytes at b (len readable) are mpkit's check after a WRPKRU:
+ * cmp r32, %eax with r not EAX, then jne. */
+bool mpk__gate_check_at(const uint8_t *b, size_t len);
+
+/* An executable range being classified (scan_class.c): its bytes; the
+ * direct branches in it and the search's room, made on first use and freed
+ * by mpk__scan_code_done(). */
+struct mpk_code {
+	const uint8_t *bytes;
+	size_t len;
+	struct mpk_edges *edges;
+	bool edges_ready, edges_failed;
+	void *queue, *seen;
+};
+struct mpk_class {
+	int cls;        /* MPK_SITE_ROP or MPK_SITE_GADGET */
+	size_t from;    /* gadget: offset where a path that fixes the value starts */
+	bool unsure;    /* gadget: the search ran out of room */
+	size_t nodes;   /* states the search visited */
+};
+/* The class of the gadget of kind at off in c (not an mpkit site). */
+void mpk__scan_class(struct mpk_code *c, size_t off, int kind, struct mpk_class *out);
+void mpk__scan_code_done(struct mpk_code *c);
 
 /* Length of the gadget starting at b[0] (3 for both kinds), or 0: b has at
  * least 3 readable bytes. */
@@ -42,7 +82,7 @@ int mpk__gadget_at(const uint8_t *b, int *kind);
 
 /* Scan an ELF file (executable, shared object, relocatable object): its
  * executable segments (or SHF_EXECINSTR sections in an object).  Returns
- * the number of gadgets outside mpkit, or -1 with errno. */
+ * the number of sites of class MPK_SITE_GADGET, or -1 with errno. */
 long mpk__scan_file(const char *path, const struct mpk_scan_cb *cb);
 
 /* Scan every executable mapping of a process (pid 0: this one), vDSO

@@ -183,7 +183,7 @@ static int trap_ready(bool *made)
 	sa.sa_flags = SA_SIGINFO | SA_ONSTACK;
 	sigemptyset(&sa.sa_mask);
 	sigaddset(&sa.sa_mask, MPK_SIGNAL); /* as the SIGSEGV handler: see fault.c */
-	if (sigaction(SIGTRAP, &sa, &old_trap))
+	if (mpk_os_sigaction(SIGTRAP, &sa, &old_trap))
 		return -1;
 	trap_installed = true;
 	*made = true;
@@ -386,14 +386,20 @@ bool mpk__watch_fault(siginfo_t *si, void *uc)
 	return true;
 }
 
+/* A trap that is not a watchpoint's step.  After the lockdown it ends
+ * the process whatever handled SIGTRAP before: a handler could move a
+ * thread stepped onto a WRPKRU past its check (docs/threat-model.md). */
 static void chain_trap(int sig, siginfo_t *si, void *uc)
 {
-	if (old_trap.sa_flags & SA_SIGINFO) {
+	bool locked = __atomic_load_n(&mpk_os_locked, __ATOMIC_ACQUIRE);
+
+	if (!locked && (old_trap.sa_flags & SA_SIGINFO)) {
 		old_trap.sa_sigaction(sig, si, uc);
-	} else if (old_trap.sa_handler != SIG_DFL && old_trap.sa_handler != SIG_IGN) {
+	} else if (!locked && old_trap.sa_handler != SIG_DFL && old_trap.sa_handler != SIG_IGN) {
 		old_trap.sa_handler(sig);
-	} else if (old_trap.sa_handler == SIG_DFL) {
-		signal(SIGTRAP, SIG_DFL);
+	} else if (locked || old_trap.sa_handler == SIG_DFL) {
+		struct sigaction dfl = { .sa_handler = SIG_DFL };
+		mpk_os_sigaction(SIGTRAP, &dfl, NULL);
 		raise(SIGTRAP);
 	}
 }

@@ -196,6 +196,20 @@ static inline void t_touch_write(void *p)
 	*(volatile unsigned char *)p = 0x5a;
 }
 
+/* The SIGSEGV recorder as this process's handler (children inherit it).
+ * After mpk_lockdown() no new SIGSEGV handler can be installed: a test
+ * that runs t_run_child() after its lockdown calls this before. */
+static inline void t_segv_recorder_install(void)
+{
+	struct sigaction sa, cur;
+	if (!sigaction(SIGSEGV, NULL, &cur) && cur.sa_sigaction == t_segv_recorder)
+		return;
+	memset(&sa, 0, sizeof(sa));
+	sa.sa_sigaction = t_segv_recorder;
+	sa.sa_flags = SA_SIGINFO;
+	sigaction(SIGSEGV, &sa, NULL);
+}
+
 /*
  * Run fn(arg) in a forked child with a SIGSEGV recorder installed.  Returns
  * what happened: faulted=1 with the siginfo fields if fn faulted, else
@@ -211,12 +225,8 @@ static inline struct t_fault t_run_child(void (*fn)(void *), void *arg)
 	pid_t pid = fork();
 	REQUIRE(pid >= 0);
 	if (pid == 0) {
-		struct sigaction sa;
-		memset(&sa, 0, sizeof(sa));
-		sa.sa_sigaction = t_segv_recorder;
-		sa.sa_flags = SA_SIGINFO;
 		t_pipe_fd = fds[1];
-		sigaction(SIGSEGV, &sa, NULL);
+		t_segv_recorder_install();
 		fn(arg);
 		_exit(0);
 	}

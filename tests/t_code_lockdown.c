@@ -25,6 +25,7 @@ int main(void)
 	t_need_lockdown(MPK_LOCK_ERRNO);
 	REQUIRE((jit = mpk_domain_create("jit", MPK_READ, MPK_DOMAIN_SHARED)));
 	REQUIRE((before = mpk_code_alloc(jit, page)));
+	t_segv_recorder_install(); /* for t_run_child() after the lockdown */
 	REQUIRE(mpk_lockdown(MPK_LOCK_ERRNO) == 0);
 	after = mpk_code_alloc(jit, page);
 	if (!after)

@@ -17,6 +17,7 @@ int main(void)
 
 	t_need_lockdown(MPK_LOCK_ERRNO);
 	REQUIRE((d = mpk_domain_create("adopted", MPK_RW, 0)));
+	t_segv_recorder_install(); /* for t_read_in_child() after the lockdown */
 	REQUIRE(mpk_lockdown(MPK_LOCK_ERRNO) == 0);
 
 	unsigned char *p = mmap(NULL, 2 * page, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);

@@ -1,6 +1,7 @@
 /* mpk_lockdown()'s argument checks: unknown flags fail with EINVAL and
  * lock nothing; before a lockdown mpk_lockdown_flags() says ENOENT; a scan
- * that finds gadgets refuses with EPERM and locks nothing either. */
+ * that finds a gadget (an inline WRPKRU on a page of its own) refuses with
+ * EPERM and locks nothing either. */
 #include "t_pit.h"
 #include <sys/prctl.h>
 
@@ -11,10 +12,14 @@ int main(void)
 	CHECK_ERR(mpk_lockdown(0x80000000u), EINVAL);
 	CHECK_ERR(mpk_lockdown(0x100u), EINVAL);
 	CHECK_ERR(mpk_lockdown_flags(), ENOENT);
-	/* glibc's pkey_set is a WRPKRU gadget: a refusing scan refuses */
+	/* xor %eax,%eax; xor %ecx,%ecx; xor %edx,%edx; wrpkru */
+	static const unsigned char gadget[] = { 0x31, 0xc0, 0x31, 0xc9, 0x31, 0xd2, 0x0f, 0x01, 0xef };
+	void *g = pit_plant(gadget, sizeof(gadget));
+	REQUIRE(g);
 	CHECK_ERR(mpk_lockdown(MPK_LOCK_SCAN | MPK_LOCK_ERRNO), EPERM);
 	CHECK_ERR(mpk_lockdown_flags(), ENOENT);
 	CHECK(prctl(PR_GET_DUMPABLE, 0, 0, 0, 0) == 1); /* nothing applied */
+	CHECK(munmap(g, 4096) == 0);
 	void *x = mmap(NULL, 4096, PROT_READ | PROT_EXEC, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
 	CHECK(x != MAP_FAILED);
 	CHECK(mpk_lockdown(MPK_LOCK_ERRNO) == 0);

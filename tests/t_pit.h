@@ -37,6 +37,7 @@ enum pit_outcome {
 	O_ALLOWED,      /* the call ran (no secret involved: an entry path) */
 	O_NODUMP,       /* not dumpable, and the memory is marked dd (no core) */
 	O_WRITTEN,      /* the secret was overwritten (integrity lost) */
+	O_TRAPPED,      /* SIGTRAP: a trap ended the process (no handler allowed) */
 	O_ERROR,        /* the setup failed: the test fails */
 };
 #define B(o) (1u << (o))
@@ -46,7 +47,7 @@ static const char *const pit_names[] = {
 	"BLOCKED (killed, SIGSYS)", "BLOCKED (SIGSEGV)", "n/a (SIGILL: no PKU)",
 	"BLOCKED (WRPKRU check: exit 134)", "REFUSED (lockdown fails)",
 	"kept (no effect)", "n/a", "allowed", "BLOCKED (no dump: dd, dumpable 0)",
-	"WRITTEN (overwritten)", "ERROR",
+	"WRITTEN (overwritten)", "BLOCKED (killed, SIGTRAP)", "ERROR",
 };
 
 #define PIT_SECRET "TOPSECRET-key-0123456789abcdef"
@@ -125,12 +126,37 @@ static int pit_run_one(const struct pit *p, bool locked)
 		case SIGSYS: return O_KILLED;
 		case SIGSEGV: return O_FAULT;
 		case SIGILL: return O_SIGILL;
+		case SIGTRAP: return O_TRAPPED;
 		default: return O_ERROR;
 		}
 	int c = WEXITSTATUS(status);
 	if (c == 134)
 		return O_CHECK;
 	return c >= O_LEAKED && c <= O_ERROR ? c : O_ERROR;
+}
+
+/* len bytes of code on a page of their own, executable (before lockdown):
+ * a program that carries this code.  NULL on failure. */
+static inline void *pit_plant(const void *code, size_t len)
+{
+	unsigned char *p = mmap(NULL, 4096, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	if (p == MAP_FAILED)
+		return NULL;
+	memcpy(p, code, len);
+	if (mprotect(p, 4096, PROT_READ | PROT_EXEC)) {
+		munmap(p, 4096);
+		return NULL;
+	}
+	return p;
+}
+
+/* The address of one of mpkit's checked WRPKRU sites (pkru.h). */
+extern const int32_t __start_mpk_wrpkru_sites[] __attribute__((visibility("hidden")));
+extern const int32_t __stop_mpk_wrpkru_sites[] __attribute__((visibility("hidden")));
+static inline uintptr_t pit_mpkit_site(int i)
+{
+	const int32_t *e = __start_mpk_wrpkru_sites + i;
+	return e < __stop_mpk_wrpkru_sites ? (uintptr_t)e + (intptr_t)*e : 0;
 }
 
 /* End a process that has locked down: LeakSanitizer's check at exit

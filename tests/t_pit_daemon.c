@@ -41,6 +41,7 @@ static void daemon_work(unsigned flags)
 	pthread_barrier_init(&done, NULL, 2);
 	REQUIRE(pthread_create(&t, NULL, worker, NULL) == 0);
 
+	t_segv_recorder_install(); /* for t_run_child() after the lockdown */
 	REQUIRE(mpk_lockdown(flags) == 0);
 	CHECK(mpk_lockdown_flags() == (int)flags);
 

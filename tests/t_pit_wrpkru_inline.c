@@ -1,7 +1,9 @@
 /* Pitfall: an inline WRPKRU (this program's own code) opens every key.  No
  * filter sees instructions: lockdown cannot stop it once it runs, but
- * MPK_LOCK_SCAN finds the gadget (and glibc's pkey_set) and refuses to
- * lock, EPERM.  On soft there is no WRPKRU: SIGILL. */
+ * MPK_LOCK_SCAN finds it, a gadget (the code sets EAX to 0 itself), and
+ * refuses to lock, EPERM; glibc's pkey_set and ld.so's trampolines alone
+ * would not refuse (ROP-only: t_scan_lockdown).  On soft there is no
+ * WRPKRU: SIGILL. */
 #include "t_pit.h"
 
 static int attempt(void)

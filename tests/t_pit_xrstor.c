@@ -1,5 +1,6 @@
 /* Pitfall: XRSTOR of an XSAVE image whose PKRU component is 0 (all keys
- * open).  As with WRPKRU, only the scan can see it (MPK_LOCK_SCAN refuses).
+ * open).  As with WRPKRU, only the scan can see it: a gadget (the code asks
+ * for PKRU, bit 9 of EAX, itself), and MPK_LOCK_SCAN refuses.
  * Where XCR0 has no PKRU component (no PKU: soft) an image naming it makes
  * XRSTOR raise #GP: SIGSEGV, and the page stays PROT_NONE anyway. */
 #include <cpuid.h>

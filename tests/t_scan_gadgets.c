@@ -1,13 +1,14 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * The gadget scan over this very process (mpk__scan_pid(0)) and over its
- * executable file: deliberate gadgets planted here (a WRPKRU and an XRSTOR
+ * executable file: deliberate sites planted here (a WRPKRU and an XRSTOR
  * hidden in the immediates of ordinary instructions, so at odd offsets, and
- * a WRPKRU as data bytes in the text section) are reported with their
- * symbols and as foreign; an LFENCE (0f ae e8: the same opcode with
- * mod == 3) and the same bytes in read-only data are not; every WRPKRU
- * site of mpkit (linked in from libmpkit.a) is found and marked mpkit's;
- * the vDSO is read and scanned.
+ * a WRPKRU as data bytes in the text section: ROP-only, EAX is the
+ * attacker's; and an inline WRPKRU after xor %eax,%eax: a gadget) are
+ * reported with their symbols and classes; an LFENCE (0f ae e8: the same
+ * opcode with mod == 3) and the same bytes in read-only data are not; every
+ * WRPKRU site of mpkit (linked in from libmpkit.a) is found and marked
+ * mpkit's, and no other site is; the vDSO is read and scanned.
  */
 #include "t.h"
 #include "scan.h"
@@ -27,12 +28,18 @@ __asm__(".text\n"
 	"gadget_data:\n\t"
 	".byte 0x90, 0x90, 0x0f, 0x01, 0xef, 0x90\n"
 	".size gadget_data, . - gadget_data\n"
+	".globl gadget_inline\n.type gadget_inline, @function\n"
+	"gadget_inline:\n\t"
+	"xorl %eax, %eax\n\txorl %ecx, %ecx\n\txorl %edx, %edx\n\t"
+	".byte 0x0f, 0x01, 0xef\n\t"
+	"ret\n"
+	".size gadget_inline, . - gadget_inline\n"
 	".section .rodata\n"
 	".globl gadget_rodata\n"
 	"gadget_rodata:\n\t"
 	".byte 0x0f, 0x01, 0xef, 0x0f, 0xae, 0x29\n"
 	".text\n");
-extern const unsigned char gadget_code[], gadget_data[], gadget_rodata[];
+extern const unsigned char gadget_code[], gadget_data[], gadget_rodata[], gadget_inline[];
 extern const int32_t __start_mpk_wrpkru_sites[] __attribute__((visibility("hidden")));
 extern const int32_t __stop_mpk_wrpkru_sites[] __attribute__((visibility("hidden")));
 
@@ -91,14 +98,18 @@ int main(void)
 	REQUIRE(foreign >= 0);
 
 	const struct mpk_gadget *g = find(&s, (uintptr_t)gadget_code + 1);
-	CHECK(g && g->kind == MPK_GADGET_WRPKRU && !g->mpkit && !strcmp(g->sym, "gadget_code") &&
-	      g->sym_off == 1);
+	CHECK(g && g->kind == MPK_GADGET_WRPKRU && g->cls == MPK_SITE_ROP && !g->mpkit &&
+	      !strcmp(g->sym, "gadget_code") && g->sym_off == 1);
 	g = find(&s, (uintptr_t)gadget_code + 6);
-	CHECK(g && g->kind == MPK_GADGET_XRSTOR && !g->mpkit && !strcmp(g->sym, "gadget_code") &&
-	      g->sym_off == 6);
+	CHECK(g && g->kind == MPK_GADGET_XRSTOR && g->cls == MPK_SITE_ROP &&
+	      !strcmp(g->sym, "gadget_code") && g->sym_off == 6);
 	CHECK(!find(&s, (uintptr_t)gadget_code + 10)); /* LFENCE */
 	g = find(&s, (uintptr_t)gadget_data + 2);
-	CHECK(g && g->kind == MPK_GADGET_WRPKRU && !g->mpkit && !strcmp(g->sym, "gadget_data"));
+	CHECK(g && g->kind == MPK_GADGET_WRPKRU && g->cls == MPK_SITE_ROP &&
+	      !strcmp(g->sym, "gadget_data"));
+	g = find(&s, (uintptr_t)gadget_inline + 6);
+	CHECK(g && g->kind == MPK_GADGET_WRPKRU && g->cls == MPK_SITE_GADGET && !g->unsure &&
+	      g->from == (uintptr_t)gadget_inline && !strcmp(g->sym, "gadget_inline"));
 	CHECK(!find(&s, (uintptr_t)gadget_rodata));     /* not executable */
 	CHECK(!find(&s, (uintptr_t)gadget_rodata + 3));
 
@@ -108,7 +119,8 @@ int main(void)
 	for (int i = 0; i < nsites; i++) {
 		uintptr_t site = (uintptr_t)&__start_mpk_wrpkru_sites[i] + (intptr_t)__start_mpk_wrpkru_sites[i];
 		g = find(&s, site);
-		CHECK(g && g->kind == MPK_GADGET_WRPKRU && g->mpkit && g->sym[0]);
+		CHECK(g && g->kind == MPK_GADGET_WRPKRU && g->mpkit && g->cls == MPK_SITE_MPKIT && g->sym[0]);
+		CHECK(mpk__gate_check_at((const unsigned char *)site + 3, 16));
 		/* the check follows: cmp r32, %eax (REX for r8d..r15d), then jne */
 		const unsigned char *c = (const unsigned char *)site + 3;
 		bool rex_r = (c[0] & 0xf4) == 0x44;
@@ -117,24 +129,29 @@ int main(void)
 		/* ...with a register other than EAX itself */
 		CHECK(rex_r || ((c[1] >> 3) & 7) != 0);
 	}
-	for (int i = 0; i < s.n; i++)
+	int gadgets = 0, rop = 0;
+	for (int i = 0; i < s.n; i++) {
 		marked += s.g[i].mpkit;
+		gadgets += s.g[i].cls == MPK_SITE_GADGET;
+		rop += s.g[i].cls == MPK_SITE_ROP;
+	}
 	CHECK(marked == nsites);
-	CHECK(foreign == s.n - marked);
-	CHECK(foreign >= 3);
+	CHECK(foreign == gadgets && gadgets == 1); /* gadget_inline, and not glibc's */
+	CHECK(rop >= 3 && marked + rop + gadgets == s.n);
 	CHECK(s.vdso);
 
 	/* The file on disk: the same gadgets at their ELF addresses. */
 	static struct seen f;
 	struct mpk_scan_cb fcb = { on_gadget, NULL, &f };
 	long ff = mpk__scan_file("/proc/self/exe", &fcb);
-	CHECK(ff == 3);
+	CHECK(ff == 1);
 	int fmarked = 0, named = 0;
 	for (int i = 0; i < f.n; i++) {
 		fmarked += f.g[i].mpkit;
-		named += !strcmp(f.sym[i], "gadget_code") || !strcmp(f.sym[i], "gadget_data");
+		named += !strcmp(f.sym[i], "gadget_code") || !strcmp(f.sym[i], "gadget_data") ||
+			 !strcmp(f.sym[i], "gadget_inline");
 	}
-	CHECK(fmarked == nsites && named == 3);
+	CHECK(fmarked == nsites && named == 4 && f.n == nsites + 4);
 	CHECK(mpk__scan_file("/dev/null", &fcb) == -1);
 	printf("%d gadgets in this process, %d of them mpkit's sites, vDSO %llu bytes scanned\n", s.n,
 	       marked, (unsigned long long)s.vdso_len);

@@ -1,9 +1,10 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * mpkit scan FILE... | --pid PID [--json]: every WRPKRU and XRSTOR byte
- * sequence in executable code, with its symbol; mpkit's own checked sites
- * are marked.  Exit 1 when a gadget outside mpkit is found.  The scanner is
- * the library's (src/scan.c), the same one mpk_lockdown() runs.
+ * sequence in executable code, with its symbol and its class (src/scan.h):
+ * mpkit's checked site, ROP-only, or gadget.  Exit 1 when a gadget is
+ * found; ROP-only sites are reported, not counted.  The scanner is the
+ * library's (src/scan.c), the same one mpk_lockdown() runs.
  */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -17,7 +18,7 @@
 
 struct out {
 	int json;
-	int count, nmaps;
+	int count, nmaps, ncls[4];
 	const char *last;
 	char maps[8192]; /* what was scanned, printed at the end */
 };
@@ -35,10 +36,22 @@ static void note_mapping(const char *where, uint64_t addr, uint64_t len, uint64_
 	o->nmaps++;
 }
 
+/* What a class means, in a word or three. */
+static const char *class_note(const struct mpk_gadget *g)
+{
+	if (g->cls == MPK_SITE_MPKIT)
+		return "mpkit site (checked)";
+	if (g->cls == MPK_SITE_ROP)
+		return g->kind == MPK_GADGET_XRSTOR ? "ROP only (EAX bit 9 and the image from the attacker)"
+						    : "ROP only (EAX from the attacker)";
+	return g->unsure ? "GADGET (too many paths to follow)" : "GADGET (the code sets the value)";
+}
+
 static int print_gadget(const struct mpk_gadget *g, void *arg)
 {
 	struct out *o = arg;
 
+	o->ncls[g->cls & 3]++;
 	if (o->json) {
 		printf("%s\n    {\"where\": ", o->count ? "," : "");
 		cli_json_str(g->where);
@@ -49,21 +62,27 @@ static int print_gadget(const struct mpk_gadget *g, void *arg)
 			cli_json_str(g->sym);
 		else
 			printf("null");
-		printf(", \"symbol_offset\": %llu, \"mpkit\": %s}", (unsigned long long)(g->sym ? g->sym_off : 0),
+		printf(", \"symbol_offset\": %llu, \"class\": \"%s\", \"mpkit\": %s",
+		       (unsigned long long)(g->sym ? g->sym_off : 0), mpk__site_class_name(g->cls),
 		       g->mpkit ? "true" : "false");
+		if (g->cls == MPK_SITE_GADGET && !g->unsure)
+			printf(", \"from\": \"0x%llx\"", (unsigned long long)g->from);
+		printf(", \"unsure\": %s}", g->unsure ? "true" : "false");
 	} else {
 		if (!o->last || strcmp(o->last, g->where)) {
 			printf("%s:\n", g->where);
 			free((void *)o->last);
 			o->last = strdup(g->where);
 		}
-		char sym[300];
+		char sym[300], from[40] = "";
 		if (g->sym)
 			snprintf(sym, sizeof(sym), "%s+0x%llx", g->sym, (unsigned long long)g->sym_off);
 		else
 			snprintf(sym, sizeof(sym), "?");
-		printf("  0x%-14llx %-7s %-44s %s\n", (unsigned long long)g->addr,
-		       mpk__gadget_kind_name(g->kind), sym, g->mpkit ? "mpkit site (checked)" : "GADGET");
+		if (g->cls == MPK_SITE_GADGET && !g->unsure)
+			snprintf(from, sizeof(from), ", from 0x%llx", (unsigned long long)g->from);
+		printf("  0x%-14llx %-7s %-44s %s%s\n", (unsigned long long)g->addr,
+		       mpk__gadget_kind_name(g->kind), sym, class_note(g), from);
 	}
 	o->count++;
 	return 0;
@@ -73,7 +92,10 @@ static int scan_usage(FILE *f)
 {
 	fprintf(f, "usage: mpkit scan [--json] FILE...\n"
 		   "       mpkit scan [--json] --pid PID   (every executable mapping, vDSO included)\n"
-		   "exit status: 0 no gadget outside mpkit, 1 some, 2 an error\n");
+		   "classes: mpkit (its checked sites), rop (loads a chosen PKRU only if the\n"
+		   "attacker sets EAX, and for XRSTOR the image, first), gadget (the code itself\n"
+		   "gives the value: a jump is enough)\n"
+		   "exit status: 0 no gadget, 1 a gadget, 2 an error (rop sites do not count)\n");
 	return f == stdout ? 0 : 2;
 }
 
@@ -81,7 +103,7 @@ int mpk_cmd_scan(int argc, char **argv)
 {
 	struct out o = { 0 };
 	struct mpk_scan_cb cb = { print_gadget, note_mapping, &o };
-	long pid = -1, foreign = 0;
+	long pid = -1, gadgets = 0;
 	int nfiles = 0, err = 0;
 
 	for (int i = 1; i < argc; i++) {
@@ -106,8 +128,8 @@ int mpk_cmd_scan(int argc, char **argv)
 	if (o.json)
 		printf("{\"gadgets\": [");
 	if (pid >= 0) {
-		foreign = mpk__scan_pid((pid_t)pid, &cb);
-		if (foreign < 0) {
+		gadgets = mpk__scan_pid((pid_t)pid, &cb);
+		if (gadgets < 0) {
 			fprintf(stderr, "mpkit scan: pid %ld: %s\n", pid, strerror(errno));
 			err = 1;
 		}
@@ -123,17 +145,20 @@ int mpk_cmd_scan(int argc, char **argv)
 					errno == ENOEXEC ? "not a 64-bit ELF file" : strerror(errno));
 				err = 1;
 			} else
-				foreign += n;
+				gadgets += n;
 		}
 	}
-	if (foreign < 0)
-		foreign = 0;
+	if (gadgets < 0)
+		gadgets = 0;
 	if (o.json)
-		printf("%s], \"scanned\": [%s], \"total\": %d, \"outside_mpkit\": %ld}\n", o.count ? "\n  " : "",
-		       o.maps, o.count, foreign);
+		printf("%s], \"scanned\": [%s], \"total\": %d, \"classes\": {\"mpkit\": %d, \"rop\": %d, "
+		       "\"gadget\": %ld}, \"outside_mpkit\": %d}\n",
+		       o.count ? "\n  " : "", o.maps, o.count, o.ncls[MPK_SITE_MPKIT], o.ncls[MPK_SITE_ROP],
+		       gadgets, o.count - o.ncls[MPK_SITE_MPKIT]);
 	else
-		printf("scanned:\n%s%d gadget%s, %ld outside mpkit\n", o.maps, o.count, o.count == 1 ? "" : "s",
-		       foreign);
+		printf("scanned:\n%s%d site%s: %d mpkit, %d rop only, %ld gadget%s\n", o.maps, o.count,
+		       o.count == 1 ? "" : "s", o.ncls[MPK_SITE_MPKIT], o.ncls[MPK_SITE_ROP], gadgets,
+		       gadgets == 1 ? "" : "s");
 	free((void *)o.last);
-	return err ? 2 : foreign ? 1 : 0;
+	return err ? 2 : gadgets ? 1 : 0;
 }

@@ -156,6 +156,26 @@ void mpk_arch_frame_restart(void *ucontext)
 		}
 }
 
+/* Every checked WRPKRU site (pkru.h), as self-relative offsets. */
+extern const int32_t __start_mpk_wrpkru_sites[] __attribute__((weak, visibility("hidden")));
+extern const int32_t __stop_mpk_wrpkru_sites[] __attribute__((weak, visibility("hidden")));
+extern const char mpk_arch_wrpkru_fail[] __attribute__((visibility("hidden")));
+
+#define CHECK_LEN 16 /* the WRPKRU, the compare and the jump, and more */
+
+void mpk_arch_gate_span(uintptr_t *lo, uintptr_t *hi)
+{
+	*lo = *hi = (uintptr_t)mpk_arch_wrpkru_fail;
+	*hi += CHECK_LEN * 4; /* the failure path: two system calls */
+	for (const int32_t *e = __start_mpk_wrpkru_sites; e < __stop_mpk_wrpkru_sites; e++) {
+		uintptr_t site = (uintptr_t)e + (intptr_t)*e;
+		if (site < *lo)
+			*lo = site;
+		if (site + CHECK_LEN > *hi)
+			*hi = site + CHECK_LEN;
+	}
+}
+
 /*
  * Where a checked WRPKRU site (pkru.h) goes when the value written is not
  * the one the library computed: someone jumped onto the WRPKRU with a value
