@@ -11,8 +11,8 @@
  * The model: each thread's own rights to each domain (what mpk_get must
  * say), and what an access may do: on hw with a key, the thread's own
  * rights; without a key (soft backend, or a hw domain evicted), the union
- * of every thread's rights and the soft base (README "hw and soft: what
- * differs"; the base is what mpk_set_all or a shared create left on a
+ * of every thread's rights and the soft base (docs/guide.md, "hw and soft:
+ * what differs"; the base is what mpk_set_all or a shared create left on a
  * keyless domain, and counts until it gets a key).  Every allowed access
  * must succeed (and read what the shadow page says); every forbidden one
  * must fault at its address, with SEGV_PKUERR and the domain's key when it
