@@ -58,7 +58,7 @@ LIB_SRC := src/init.c src/os.c src/domain.c src/region.c src/memory.c \
            src/layer.c src/heap/meta.c src/heap/map.c src/heap/run.c src/heap/big.c \
            src/heap/heap.c src/heap/misuse.c src/heap/cache.c src/heap/fork.c src/heap/vault.c \
            src/scan.c src/lockdown.c src/lockdown_bpf.c src/landlock.c src/code.c src/watch.c src/window.c \
-           src/env.c src/registry.c src/backtrace.c src/thread_start.c
+           src/env.c src/registry.c src/backtrace.c src/thread_start.c src/shared/procmaps.c
 LIB_OBJ := $(LIB_SRC:%.c=$(B)/obj/%.o)
 PIC_OBJ := $(LIB_SRC:%.c=$(B)/pic/%.o)
 
@@ -94,8 +94,12 @@ SQLITE_LIBS   := $(shell pkg-config --libs sqlite3 2>/dev/null)
 EX_TEST_BIN   := $(if $(SODIUM_OK),$(B)/tests/ex/keyd $(B)/tests/ex/attack) \
                  $(if $(SQLITE_OK),$(B)/tests/ex/sqlite-guard $(B)/mpkit-bench-sqlite) \
                  $(B)/tests/ex/pstore
+# The formats the library shares with the tools (src/shared/): the mpkit
+# command and the benchmarks link these objects of their own, never the
+# library's internals.
+SHARED_OBJ := $(B)/obj/src/shared/procmaps.o
 BENCH_SRC := bench/engine.c bench/machine.c bench/report.c bench/plot.c
-BENCH_OBJ := $(BENCH_SRC:%.c=$(B)/obj/%.o)
+BENCH_OBJ := $(BENCH_SRC:%.c=$(B)/obj/%.o) $(SHARED_OBJ)
 
 all: $(B)/libmpkit.a $(B)/libmpkit.so $(B)/mpkit $(B)/mpkit-bench $(B)/mpkit-bench-alloc $(B)/mpkit-bench-threads $(B)/mpkit-bench-scale $(B)/mpkit-bench-broadcast \
      $(B)/mpkit-bench-lockdown \
@@ -121,11 +125,12 @@ $(B)/libmpkit.so: $(PIC_OBJ) src/libmpkit.map
 
 # The scan command uses the library's scanner (src/scan.h, internal).
 $(B)/obj/tools/scan.o $(B)/obj/tests/t_scan_%.o $(B)/obj/tests/t_soft_domain_lock.o: MPK_XCFLAGS += -Isrc
-$(B)/mpkit: $(B)/obj/tools/mpkit.o $(B)/obj/tools/scan.o $(B)/obj/tools/maps.o $(B)/libmpkit.a
+$(B)/mpkit: $(B)/obj/tools/mpkit.o $(B)/obj/tools/scan.o $(B)/obj/tools/maps.o $(SHARED_OBJ) $(B)/libmpkit.a
 	$(CC) $(ALL_LDFLAGS) $^ -o $@
 
 $(B)/obj/tools/%.o $(B)/obj/tests/%.o $(B)/obj/examples/%.o $(B)/obj/bench/%.o: MPK_XCFLAGS += -Itests
 $(B)/obj/bench/%.o $(B)/obj/tests/t_bench_smoke.o: MPK_XCFLAGS += -Ibench $(BENCH_CPPFLAGS)
+$(B)/obj/bench/%.o $(B)/obj/tools/%.o: MPK_XCFLAGS += -Isrc/shared
 # The command reads the environment through the library's own parser.
 $(B)/obj/tools/%.o: MPK_XCFLAGS += -Isrc
 

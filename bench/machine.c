@@ -1,8 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * What the machine is (CPU, kernel, memory, THP), what a mapping really is
- * (/proc/self/smaps), and how long the hw fast path is (objdump of the
- * binary that runs it).
+ * (/proc/self/smaps, read by the parser the library shares), and how long
+ * the hw fast path is (objdump of the binary that runs it).
  */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -16,6 +16,7 @@
 #include <unistd.h>
 
 #include "bench.h"
+#include "procmaps.h"
 
 static void trim(char *s)
 {
@@ -164,54 +165,40 @@ void bench_machine_probe(struct bench_machine *m)
 
 long bench_smaps_kb(const void *addr, size_t len, const char *field)
 {
-	char line[512];
-	uintptr_t lo = (uintptr_t)addr, hi = lo + len;
-	size_t flen = strlen(field);
-	int in = 0, found = 0;
+	uint64_t lo = (uintptr_t)addr, hi = lo + len;
+	struct mpk_procmaps pm;
+	struct mpk_procmaps_vma v;
+	int found = 0;
 	long sum = 0;
-	FILE *f = fopen("/proc/self/smaps", "r");
 
-	if (!f)
+	if (mpk_procmaps_open(&pm, NULL, field))
 		return -1;
-	while (fgets(line, sizeof(line), f)) {
-		unsigned long a, b;
-		char c;
-		/* A mapping's first line: "start-end perms ..." (fields: "Name: ...") */
-		if (sscanf(line, "%lx-%lx %c", &a, &b, &c) == 3 && strchr(line, '-') < strchr(line, ' ')) {
-			in = a < hi && b > lo;
-			continue;
+	while (mpk_procmaps_next(&pm, &v) > 0 && v.lo < hi)
+		if (v.hi > lo && v.field >= 0) {
+			sum += (long)v.field;
+			found = 1;
 		}
-		if (in && !strncmp(line, field, flen) && line[flen] == ':') {
-			long kb;
-			if (sscanf(line + flen + 1, "%ld", &kb) == 1) {
-				sum += kb;
-				found = 1;
-			}
-		}
-	}
-	fclose(f);
+	mpk_procmaps_close(&pm);
 	return found ? sum : -1;
 }
 
 long bench_vma_kb(const void *addr, int *named)
 {
-	char line[512];
-	uintptr_t x = (uintptr_t)addr;
+	uint64_t x = (uintptr_t)addr;
+	struct mpk_procmaps pm;
+	struct mpk_procmaps_vma v;
 	long kb = -1;
-	FILE *f = fopen("/proc/self/maps", "r");
 
 	*named = 0;
-	if (!f)
+	if (mpk_procmaps_open(&pm, NULL, NULL))
 		return -1;
-	while (fgets(line, sizeof(line), f)) {
-		unsigned long a, b;
-		if (sscanf(line, "%lx-%lx", &a, &b) == 2 && a <= x && x < b) {
-			kb = (long)((b - a) / 1024);
-			*named = strstr(line, "[anon:") != NULL;
+	while (mpk_procmaps_next(&pm, &v) > 0)
+		if (v.lo <= x && x < v.hi) {
+			kb = (long)((v.hi - v.lo) / 1024);
+			*named = strstr(v.path, "[anon:") != NULL;
 			break;
 		}
-	}
-	fclose(f);
+	mpk_procmaps_close(&pm);
 	return kb;
 }
 
