@@ -98,7 +98,8 @@ EX_TEST_BIN   := $(if $(SODIUM_OK),$(B)/tests/ex/keyd $(B)/tests/ex/attack) \
 # command and the benchmarks link these objects of their own, never the
 # library's internals.
 SHARED_OBJ := $(B)/obj/src/shared/procmaps.o
-BENCH_SRC := bench/engine.c bench/machine.c bench/report.c bench/plot.c
+BENCH_SRC := bench/engine.c bench/group.c bench/methods.c bench/sample.c bench/probe.c \
+             bench/machine.c bench/report.c bench/plot.c
 BENCH_OBJ := $(BENCH_SRC:%.c=$(B)/obj/%.o) $(SHARED_OBJ)
 
 all: $(B)/libmpkit.a $(B)/libmpkit.so $(B)/mpkit $(B)/mpkit-bench $(B)/mpkit-bench-alloc $(B)/mpkit-bench-threads $(B)/mpkit-bench-scale $(B)/mpkit-bench-broadcast \
