@@ -1,8 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * What the machine is (CPU, kernel, memory, THP), what a mapping really is
- * (/proc/self/smaps), and how long the hw fast path is (objdump of the
- * binary that runs it).
+ * (/proc/self/smaps, read by the parser the library shares), and how long
+ * the hw fast path is (objdump of the binary that runs it).
  */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -16,6 +16,7 @@
 #include <unistd.h>
 
 #include "bench.h"
+#include "procmaps.h"
 
 static void trim(char *s)
 {
@@ -164,54 +165,40 @@ void bench_machine_probe(struct bench_machine *m)
 
 long bench_smaps_kb(const void *addr, size_t len, const char *field)
 {
-	char line[512];
-	uintptr_t lo = (uintptr_t)addr, hi = lo + len;
-	size_t flen = strlen(field);
-	int in = 0, found = 0;
+	uint64_t lo = (uintptr_t)addr, hi = lo + len;
+	struct mpk_procmaps pm;
+	struct mpk_procmaps_vma v;
+	int found = 0;
 	long sum = 0;
-	FILE *f = fopen("/proc/self/smaps", "r");
 
-	if (!f)
+	if (mpk_procmaps_open(&pm, NULL, field))
 		return -1;
-	while (fgets(line, sizeof(line), f)) {
-		unsigned long a, b;
-		char c;
-		/* A mapping's first line: "start-end perms ..." (fields: "Name: ...") */
-		if (sscanf(line, "%lx-%lx %c", &a, &b, &c) == 3 && strchr(line, '-') < strchr(line, ' ')) {
-			in = a < hi && b > lo;
-			continue;
+	while (mpk_procmaps_next(&pm, &v) > 0 && v.lo < hi)
+		if (v.hi > lo && v.field >= 0) {
+			sum += (long)v.field;
+			found = 1;
 		}
-		if (in && !strncmp(line, field, flen) && line[flen] == ':') {
-			long kb;
-			if (sscanf(line + flen + 1, "%ld", &kb) == 1) {
-				sum += kb;
-				found = 1;
-			}
-		}
-	}
-	fclose(f);
+	mpk_procmaps_close(&pm);
 	return found ? sum : -1;
 }
 
 long bench_vma_kb(const void *addr, int *named)
 {
-	char line[512];
-	uintptr_t x = (uintptr_t)addr;
+	uint64_t x = (uintptr_t)addr;
+	struct mpk_procmaps pm;
+	struct mpk_procmaps_vma v;
 	long kb = -1;
-	FILE *f = fopen("/proc/self/maps", "r");
 
 	*named = 0;
-	if (!f)
+	if (mpk_procmaps_open(&pm, NULL, NULL))
 		return -1;
-	while (fgets(line, sizeof(line), f)) {
-		unsigned long a, b;
-		if (sscanf(line, "%lx-%lx", &a, &b) == 2 && a <= x && x < b) {
-			kb = (long)((b - a) / 1024);
-			*named = strstr(line, "[anon:") != NULL;
+	while (mpk_procmaps_next(&pm, &v) > 0)
+		if (v.lo <= x && x < v.hi) {
+			kb = (long)((v.hi - v.lo) / 1024);
+			*named = strstr(v.path, "[anon:") != NULL;
 			break;
 		}
-	}
-	fclose(f);
+	mpk_procmaps_close(&pm);
 	return kb;
 }
 
@@ -314,12 +301,102 @@ static void walk(const struct fn *fn, int *out_insns, int *rd, int *wr, int *br,
 	}
 }
 
+/* Starts objdump -d of exe (*pid to reap): the end of the pipe its output
+ * comes from, or -1 with why. */
+static int objdump(const char *exe, pid_t *pid, char *why, size_t len)
+{
+	int fds[2];
+
+	if (!find_in_path("objdump")) {
+		snprintf(why, len, "objdump not found (install binutils to see it)");
+		return -1;
+	}
+	if (pipe(fds)) {
+		snprintf(why, len, "pipe: %s", strerror(errno));
+		return -1;
+	}
+	fflush(NULL);
+	*pid = fork();
+	if (*pid < 0) {
+		close(fds[0]);
+		close(fds[1]);
+		snprintf(why, len, "fork: %s", strerror(errno));
+		return -1;
+	}
+	if (*pid == 0) {
+		int null = open("/dev/null", O_RDWR);
+		dup2(fds[1], 1);
+		if (null >= 0)
+			dup2(null, 2);
+		close(fds[0]);
+		close(fds[1]);
+		setenv("LC_ALL", "C", 1);
+		execlp("objdump", "objdump", "-d", "--no-show-raw-insn", exe, (char *)NULL);
+		_exit(127);
+	}
+	close(fds[1]);
+	return fds[0];
+}
+
+/* An instruction line of objdump's ("  4011a6:\tmov    %esi,%r8d") into
+ * fn; 0, or -1 when out of memory. */
+static int add_insn(struct fn *fn, unsigned long addr, char *t)
+{
+	while (*t == ' ' || *t == '\t')
+		t++;
+	trim(t);
+	if (!*t)
+		return 0;
+	if (fn->n == fn->cap) {
+		int cap = fn->cap ? 2 * fn->cap : 64;
+		struct insn *v = realloc(fn->v, (size_t)cap * sizeof(*v));
+		if (!v)
+			return -1;
+		fn->v = v;
+		fn->cap = cap;
+	}
+	fn->v[fn->n].addr = addr;
+	/* collapse the tab between mnemonic and operands */
+	for (char *p = t; *p; p++)
+		if (*p == '\t')
+			*p = ' ';
+	snprintf(fn->v[fn->n].text, sizeof(fn->v[fn->n].text), "%s", t);
+	fn->n++;
+	return 0;
+}
+
+/* The instructions of the first function of each name in fns[0..3). */
+static void read_functions(FILE *f, struct fn *fns)
+{
+	char line[1024];
+	struct fn *cur = NULL;
+
+	while (fgets(line, sizeof(line), f)) {
+		unsigned long addr;
+		char name[256];
+		if (sscanf(line, "%lx <%255[^>]>:", &addr, name) == 2) {
+			cur = NULL;
+			for (int i = 0; i < 3; i++)
+				if (!strcmp(name, fns[i].name) && !fns[i].n)
+					cur = &fns[i];
+			continue;
+		}
+		if (!cur)
+			continue;
+		char *colon = strchr(line, ':');
+		if (!colon || sscanf(line, " %lx:", &addr) != 1)
+			continue;
+		if (add_insn(cur, addr, colon + 1))
+			break;
+	}
+}
+
 void bench_fastpath_probe(struct bench_fastpath *fp, const char *exe, const char *label)
 {
 	static const char *names[3] = { "mpk_set", "mpk_enter", "mpk_leave" };
 	struct fn fns[3] = { { names[0], 0, 0, 0 }, { names[1], 0, 0, 0 }, { names[2], 0, 0, 0 } };
 	char path[4096];
-	int fds[2];
+	pid_t pid;
 
 	memset(fp, 0, sizeof(*fp));
 	for (int i = 0; i < 3; i++)
@@ -334,78 +411,16 @@ void bench_fastpath_probe(struct bench_fastpath *fp, const char *exe, const char
 		exe = path;
 	}
 	snprintf(fp->file, sizeof(fp->file), "%.200s", label ? label : exe);
-	if (!find_in_path("objdump")) {
-		snprintf(fp->why, sizeof(fp->why), "objdump not found (install binutils to see it)");
+	int fd = objdump(exe, &pid, fp->why, sizeof(fp->why));
+	if (fd < 0)
 		return;
-	}
-	if (pipe(fds)) {
-		snprintf(fp->why, sizeof(fp->why), "pipe: %s", strerror(errno));
-		return;
-	}
-	fflush(NULL);
-	pid_t pid = fork();
-	if (pid < 0) {
-		close(fds[0]);
-		close(fds[1]);
-		snprintf(fp->why, sizeof(fp->why), "fork: %s", strerror(errno));
-		return;
-	}
-	if (pid == 0) {
-		int null = open("/dev/null", O_RDWR);
-		dup2(fds[1], 1);
-		if (null >= 0)
-			dup2(null, 2);
-		close(fds[0]);
-		close(fds[1]);
-		setenv("LC_ALL", "C", 1);
-		execlp("objdump", "objdump", "-d", "--no-show-raw-insn", exe, (char *)NULL);
-		_exit(127);
-	}
-	close(fds[1]);
-	FILE *f = fdopen(fds[0], "r");
-	char line[1024];
-	struct fn *cur = NULL;
-	while (f && fgets(line, sizeof(line), f)) {
-		unsigned long addr;
-		char name[256];
-		if (sscanf(line, "%lx <%255[^>]>:", &addr, name) == 2) {
-			cur = NULL;
-			for (int i = 0; i < 3; i++)
-				if (!strcmp(name, names[i]) && !fns[i].n)
-					cur = &fns[i];
-			continue;
-		}
-		if (!cur)
-			continue;
-		char *colon = strchr(line, ':');
-		if (!colon || sscanf(line, " %lx:", &addr) != 1)
-			continue;
-		char *t = colon + 1;
-		while (*t == ' ' || *t == '\t')
-			t++;
-		trim(t);
-		if (!*t)
-			continue;
-		if (cur->n == cur->cap) {
-			int cap = cur->cap ? 2 * cur->cap : 64;
-			struct insn *v = realloc(cur->v, (size_t)cap * sizeof(*v));
-			if (!v)
-				break;
-			cur->v = v;
-			cur->cap = cap;
-		}
-		cur->v[cur->n].addr = addr;
-		/* collapse the tab between mnemonic and operands */
-		for (char *p = t; *p; p++)
-			if (*p == '\t')
-				*p = ' ';
-		snprintf(cur->v[cur->n].text, sizeof(cur->v[cur->n].text), "%s", t);
-		cur->n++;
-	}
-	if (f)
+	FILE *f = fdopen(fd, "r");
+	if (f) {
+		read_functions(f, fns);
 		fclose(f);
-	else
-		close(fds[0]);
+	} else {
+		close(fd);
+	}
 	int st;
 	waitpid(pid, &st, 0);
 

@@ -244,7 +244,7 @@ static int cmd_bench(char **argv)
 	}
 	if (access(path, X_OK)) {
 		fprintf(stderr, "mpkit bench: %s not found next to mpkit or in %s/../libexec/mpkit "
-			"(build it with `make`, or install the mpkit package)\n", prog, self);
+			"(build it with `make benchmarks`, or install the mpkit package)\n", prog, self);
 		return 1;
 	}
 	setenv("MPKIT_BENCH_PROG", "mpkit bench", 1);
