@@ -102,12 +102,14 @@ static ucontext_t *outer(const ucontext_t *inner, uintptr_t restorer)
 
 	if (!in_mask) /* the common case, and no scan: see above */
 		return NULL;
-	start = (start + 15) & ~(uintptr_t)15;
+	/* Frames start 8 bytes past a 16-byte boundary, the first perhaps at
+	 * start itself: a handler interrupted at its first instruction has
+	 * its frame right at its stack pointer. */
+	start &= ~(uintptr_t)15;
 	for (uintptr_t a = start; a - start < SCAN_MAX; a += CHUNK) {
 		ssize_t got = self_read(buf, a, CHUNK);
 		if (got <= 0)
 			return NULL;
-		/* Frames start 8 bytes past a 16-byte boundary. */
 		for (size_t i = 1; i < (size_t)got / sizeof(uintptr_t); i += 2) {
 			uintptr_t p = a + i * sizeof(uintptr_t);
 			if (buf[i] != restorer || !frame_at(p, restorer))
