@@ -64,19 +64,22 @@ endif
 endif
 endif
 
+# The library's sources by layer, bottom to top (docs/guide.md, Layout).
 ARCH := $(shell uname -m)
 ifeq ($(ARCH),x86_64)
 ARCH_SRC := src/arch/x86/cpu.c src/arch/x86/frames.c
 else
 ARCH_SRC := src/arch/none/cpu.c
 endif
-
-LIB_SRC := src/init.c src/os.c src/os_signal.c src/domain.c src/region.c src/memory.c \
-           src/rights.c src/soft.c src/broadcast.c src/thread.c src/fork.c src/fault.c $(ARCH_SRC) \
-           src/layer.c src/heap/meta.c src/heap/map.c src/heap/run.c src/heap/big.c \
-           src/heap/heap.c src/heap/misuse.c src/heap/cache.c src/heap/fork.c src/heap/vault.c \
-           src/scan.c src/scan_class.c src/insn.c src/lockdown.c src/lockdown_bpf.c src/landlock.c src/code.c src/watch.c src/window.c \
-           src/env.c src/registry.c src/backtrace.c src/thread_start.c src/shared/procmaps.c
+# Code and formats the library shares with the tools (libc only).
+SHARED_SRC := src/shared/procmaps.c src/shared/scan.c src/shared/scan_class.c src/shared/insn.c
+CORE_SRC := $(addprefix src/core/,init.c env.c os.c os_signal.c domain.c region.c window.c \
+            memory.c code_region.c rights.c soft.c broadcast.c thread.c thread_start.c fork.c \
+            fault.c backtrace.c registry.c)
+HEAP_SRC := $(addprefix src/heap/,meta.c map.c run.c big.c heap.c misuse.c cache.c fork.c vault.c)
+LOCKDOWN_SRC := $(addprefix src/lockdown/,lockdown.c lockdown_bpf.c landlock.c)
+FEATURE_SRC := src/features/code.c src/features/watch.c
+LIB_SRC := $(ARCH_SRC) $(SHARED_SRC) $(CORE_SRC) $(HEAP_SRC) $(LOCKDOWN_SRC) $(FEATURE_SRC)
 LIB_OBJ := $(LIB_SRC:%.c=$(B)/obj/%.o)
 PIC_OBJ := $(LIB_SRC:%.c=$(B)/pic/%.o)
 
@@ -163,16 +166,18 @@ $(B)/libmpkit.so: $(PIC_OBJ) src/libmpkit.map
 		-Wl,-z,defs -Wl,-z,now $(ALL_LDFLAGS) $(PIC_OBJ) -o $@
 	ln -sf libmpkit.so $(B)/$(SONAME)
 
-# The scan command uses the library's scanner (src/scan.h, internal).
-$(B)/obj/tools/scan.o $(B)/obj/tests/t_scan_%.o $(B)/obj/tests/t_soft_domain_lock.o: MPK_XCFLAGS += -Isrc
+# Unit tests of internals: the scanner (src/shared/), the core's state.
+$(B)/obj/tests/t_scan_%.o: MPK_XCFLAGS += -Isrc/shared
+$(B)/obj/tests/t_soft_domain_lock.o: MPK_XCFLAGS += -Isrc/core
 $(B)/mpkit: $(B)/obj/tools/mpkit.o $(B)/obj/tools/scan.o $(B)/obj/tools/maps.o $(SHARED_OBJ) $(B)/libmpkit.a
 	$(CC) $(ALL_LDFLAGS) $^ -o $@
 
 $(B)/obj/tools/%.o $(B)/obj/tests/%.o $(B)/obj/examples/%.o $(B)/obj/bench/%.o: MPK_XCFLAGS += -Itests
 $(B)/obj/bench/%.o $(B)/obj/tests/t_bench_smoke.o: MPK_XCFLAGS += -Ibench $(BENCH_CPPFLAGS)
+# Tools and benchmarks see the public header and src/shared/ only: the
+# command reads the environment through the library's own parser
+# (env.h), the registry's layout and the scanner from there.
 $(B)/obj/bench/%.o $(B)/obj/tools/%.o: MPK_XCFLAGS += -Isrc/shared
-# The command reads the environment through the library's own parser.
-$(B)/obj/tools/%.o: MPK_XCFLAGS += -Isrc
 
 # `mpkit bench` runs this program, found next to the mpkit binary.
 $(B)/mpkit-bench: $(B)/obj/bench/main.o $(BENCH_OBJ) $(B)/libmpkit.a
@@ -248,7 +253,7 @@ $(B)/tests/libmpkit-watch.so: $(B)/libmpkit-watch.so
 $(B)/tests/watch-target: tests/helpers/watch_target.c
 	@mkdir -p $(@D)
 	$(CC) $(PRELOAD_CFLAGS) -rdynamic $< -o $@
-$(B)/preload/tests/t_scan_lockdown.o: MPK_XCFLAGS += -Isrc -Itests
+$(B)/preload/tests/t_scan_lockdown.o: MPK_XCFLAGS += -Isrc/shared -Itests
 $(B)/tests/t_scan_lockdown_static: $(B)/preload/tests/t_scan_lockdown.o $(LIB_SRC:%.c=$(B)/preload/%.o)
 	@mkdir -p $(@D)
 	$(CC) -static -pthread $^ -o $@

@@ -21,7 +21,7 @@
 #include <errno.h>
 #include <pthread.h>
 
-#include "../core.h"
+#include "../core/core.h"
 #include "san.h"
 
 #define CHUNK_SHIFT 20
