@@ -72,11 +72,11 @@ else
 ARCH_SRC := src/arch/none/cpu.c
 endif
 # Code and formats the library shares with the tools (libc only).
-SHARED_SRC := src/shared/procmaps.c src/shared/scan.c src/shared/scan_class.c src/shared/insn.c
+SHARED_SRC := src/shared/procmaps.c src/shared/scan.c src/shared/scan_class.c src/shared/insn.c src/shared/insn_0f.c
 CORE_SRC := $(addprefix src/core/,init.c env.c os.c os_signal.c domain.c region.c window.c \
             memory.c code_region.c rights.c soft.c broadcast.c thread.c thread_start.c fork.c \
             fault.c backtrace.c registry.c)
-HEAP_SRC := $(addprefix src/heap/,meta.c map.c run.c big.c heap.c misuse.c cache.c fork.c vault.c)
+HEAP_SRC := $(addprefix src/heap/,meta.c map.c run.c big.c heap.c calls.c misuse.c cache.c fork.c vault.c)
 LOCKDOWN_SRC := $(addprefix src/lockdown/,lockdown.c lockdown_bpf.c landlock.c)
 FEATURE_SRC := src/features/code.c src/features/watch.c
 LIB_SRC := $(ARCH_SRC) $(SHARED_SRC) $(CORE_SRC) $(HEAP_SRC) $(LOCKDOWN_SRC) $(FEATURE_SRC)
