@@ -1,7 +1,8 @@
 # mpkit: one non-recursive Makefile.  `make` builds into build/.
 #   make            library (static + shared) and the mpkit CLI
 #   make demo       build and run examples/demo
-#   make check      native test suite, then the same tests in a PKU VM
+#   make check      the layer, export and man page checks, the native test
+#                   suite, then the same tests in a PKU VM
 #   make benchmarks build every benchmark program (bench/); `make` does not
 #   make bench      build them and run the main one (table on stdout, CSV, JSON
 #                   and SVG in build/bench/); BENCH_ARGS="--sizes 4K,2M" passes options
@@ -64,7 +65,8 @@ endif
 endif
 endif
 
-# The library's sources by layer, bottom to top (docs/guide.md, Layout).
+# The library's sources by layer, bottom to top (docs/guide.md, Layout;
+# tests/check-layers.sh keeps includes pointing down).
 ARCH := $(shell uname -m)
 ifeq ($(ARCH),x86_64)
 ARCH_SRC := src/arch/x86/cpu.c src/arch/x86/frames.c
@@ -505,6 +507,7 @@ bench-sqlite: $(B)/mpkit-bench-sqlite
 # skip here, a failure with MPKIT_VM_REQUIRED=1 (CI).  The two suites'
 # summary lines are repeated at the end, where they are easy to find.
 check: all tests
+	@tests/check-layers.sh
 	@tests/check-exports.sh $(B)/libmpkit.so
 	@tests/check-man.sh $(B)/libmpkit.so
 	@rc=0; \
@@ -519,6 +522,7 @@ check: all tests
 	exit $$rc
 
 check-native: all tests
+	@tests/check-layers.sh
 	@tests/check-exports.sh $(B)/libmpkit.so
 	@tests/check-man.sh $(B)/libmpkit.so
 	@tests/run-tests.sh native $(B)/tests
