@@ -26,8 +26,8 @@ int mpk__ensure_init(void);
 
 /* init.c: the backend running (MPK_BACKEND_*, 0 before init); signal-safe. */
 int mpk__backend(void);
-/* The core's lock (mpk_g.lock): domains, regions, keys.  A layer takes
- * its own locks before it, never after. */
+/* init.c: the core's lock (mpk_g.lock): domains, regions, keys.  A layer
+ * takes its own locks before it, never after. */
 void mpk__core_lock(void);
 void mpk__core_unlock(void);
 
@@ -58,6 +58,7 @@ static inline bool mpk__domain_valid(const mpk_domain *d)
 {
 	return d && ((const struct mpk__domain_head *)d)->magic == MPK_DOMAIN_MAGIC;
 }
+
 struct mpk_soft_held {
 	uint64_t uid;
 	uint64_t gen; /* the domain's generation when set */
@@ -231,6 +232,7 @@ struct mpk_region_span {
 	bool sealable;
 };
 void mpk__region_spans_each(bool (*fn)(const struct mpk_region_span *s, void *arg), void *arg);
+
 /*
  * window.c: memory apart from the windows that the lockdown filter covers
  * (the open heap metadata area, adopted ranges, mapped files).  A filter
@@ -275,9 +277,10 @@ int mpk__lockdown_cover(uintptr_t lo, uintptr_t hi);
  * handlers take its locks (mpk_g.lock, no soft change in flight, the
  * broadcast lock, the thread registry's, then the window lock) in prepare,
  * release them in the parent, and make them (and the registry, which keeps
- * only the forking thread, and the broadcast state) anew in the child.  A layer above with locks of its own that it
- * holds while calling into the core (heaps, vaults) registers its three
- * handlers here, once, before its first lock is taken:
+ * only the forking thread, and the broadcast state) anew in the child.  A
+ * layer above with locks of its own that it holds while calling into the
+ * core (heaps, vaults) registers its three handlers here, once, before its
+ * first lock is taken:
  *
  *	mpk__atfork_register(my_prepare, my_parent, my_child);
  *
