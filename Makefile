@@ -1,7 +1,8 @@
 # mpkit: one non-recursive Makefile.  `make` builds into build/.
 #   make            library (static + shared) and the mpkit CLI
 #   make demo       build and run examples/demo
-#   make check      native test suite, then the same tests in a PKU VM
+#   make check      the layer, export and man page checks, the native test
+#                   suite, then the same tests in a PKU VM
 #   make benchmarks build every benchmark program (bench/); `make` does not
 #   make bench      build them and run the main one (table on stdout, CSV, JSON
 #                   and SVG in build/bench/); BENCH_ARGS="--sizes 4K,2M" passes options
@@ -64,19 +65,23 @@ endif
 endif
 endif
 
+# The library's sources by layer, bottom to top (docs/guide.md, Layout;
+# tests/check-layers.sh keeps includes pointing down).
 ARCH := $(shell uname -m)
 ifeq ($(ARCH),x86_64)
 ARCH_SRC := src/arch/x86/cpu.c src/arch/x86/frames.c
 else
 ARCH_SRC := src/arch/none/cpu.c
 endif
-
-LIB_SRC := src/init.c src/os.c src/os_signal.c src/domain.c src/region.c src/memory.c \
-           src/rights.c src/soft.c src/broadcast.c src/thread.c src/fork.c src/fault.c $(ARCH_SRC) \
-           src/layer.c src/heap/meta.c src/heap/map.c src/heap/run.c src/heap/big.c \
-           src/heap/heap.c src/heap/misuse.c src/heap/cache.c src/heap/fork.c src/heap/vault.c \
-           src/scan.c src/scan_class.c src/insn.c src/lockdown.c src/lockdown_bpf.c src/landlock.c src/code.c src/watch.c src/window.c \
-           src/env.c src/registry.c src/backtrace.c src/thread_start.c src/shared/procmaps.c
+# Code and formats the library shares with the tools (libc only).
+SHARED_SRC := src/shared/procmaps.c src/shared/scan.c src/shared/scan_class.c src/shared/insn.c src/shared/insn_0f.c
+CORE_SRC := $(addprefix src/core/,init.c env.c os.c os_signal.c domain.c region.c window.c \
+            memory.c code_region.c rights.c soft.c broadcast.c thread.c thread_start.c fork.c \
+            fault.c backtrace.c registry.c)
+HEAP_SRC := $(addprefix src/heap/,meta.c map.c run.c big.c heap.c calls.c misuse.c cache.c fork.c vault.c)
+LOCKDOWN_SRC := $(addprefix src/lockdown/,lockdown.c lockdown_bpf.c landlock.c)
+FEATURE_SRC := src/features/code.c src/features/watch.c
+LIB_SRC := $(ARCH_SRC) $(SHARED_SRC) $(CORE_SRC) $(HEAP_SRC) $(LOCKDOWN_SRC) $(FEATURE_SRC)
 LIB_OBJ := $(LIB_SRC:%.c=$(B)/obj/%.o)
 PIC_OBJ := $(LIB_SRC:%.c=$(B)/pic/%.o)
 
@@ -163,16 +168,18 @@ $(B)/libmpkit.so: $(PIC_OBJ) src/libmpkit.map
 		-Wl,-z,defs -Wl,-z,now $(ALL_LDFLAGS) $(PIC_OBJ) -o $@
 	ln -sf libmpkit.so $(B)/$(SONAME)
 
-# The scan command uses the library's scanner (src/scan.h, internal).
-$(B)/obj/tools/scan.o $(B)/obj/tests/t_scan_%.o $(B)/obj/tests/t_soft_domain_lock.o: MPK_XCFLAGS += -Isrc
+# Unit tests of internals: the scanner (src/shared/), the core's state.
+$(B)/obj/tests/t_scan_%.o: MPK_XCFLAGS += -Isrc/shared
+$(B)/obj/tests/t_soft_domain_lock.o: MPK_XCFLAGS += -Isrc/core
 $(B)/mpkit: $(B)/obj/tools/mpkit.o $(B)/obj/tools/scan.o $(B)/obj/tools/maps.o $(SHARED_OBJ) $(B)/libmpkit.a
 	$(CC) $(ALL_LDFLAGS) $^ -o $@
 
 $(B)/obj/tools/%.o $(B)/obj/tests/%.o $(B)/obj/examples/%.o $(B)/obj/bench/%.o: MPK_XCFLAGS += -Itests
 $(B)/obj/bench/%.o $(B)/obj/tests/t_bench_smoke.o: MPK_XCFLAGS += -Ibench $(BENCH_CPPFLAGS)
+# Tools and benchmarks see the public header and src/shared/ only: the
+# command reads the environment through the library's own parser
+# (env.h), the registry's layout and the scanner from there.
 $(B)/obj/bench/%.o $(B)/obj/tools/%.o: MPK_XCFLAGS += -Isrc/shared
-# The command reads the environment through the library's own parser.
-$(B)/obj/tools/%.o: MPK_XCFLAGS += -Isrc
 
 # `mpkit bench` runs this program, found next to the mpkit binary.
 $(B)/mpkit-bench: $(B)/obj/bench/main.o $(BENCH_OBJ) $(B)/libmpkit.a
@@ -248,7 +255,7 @@ $(B)/tests/libmpkit-watch.so: $(B)/libmpkit-watch.so
 $(B)/tests/watch-target: tests/helpers/watch_target.c
 	@mkdir -p $(@D)
 	$(CC) $(PRELOAD_CFLAGS) -rdynamic $< -o $@
-$(B)/preload/tests/t_scan_lockdown.o: MPK_XCFLAGS += -Isrc -Itests
+$(B)/preload/tests/t_scan_lockdown.o: MPK_XCFLAGS += -Isrc/shared -Itests
 $(B)/tests/t_scan_lockdown_static: $(B)/preload/tests/t_scan_lockdown.o $(LIB_SRC:%.c=$(B)/preload/%.o)
 	@mkdir -p $(@D)
 	$(CC) -static -pthread $^ -o $@
@@ -500,6 +507,7 @@ bench-sqlite: $(B)/mpkit-bench-sqlite
 # skip here, a failure with MPKIT_VM_REQUIRED=1 (CI).  The two suites'
 # summary lines are repeated at the end, where they are easy to find.
 check: all tests
+	@tests/check-layers.sh
 	@tests/check-exports.sh $(B)/libmpkit.so
 	@tests/check-man.sh $(B)/libmpkit.so
 	@rc=0; \
@@ -514,6 +522,7 @@ check: all tests
 	exit $$rc
 
 check-native: all tests
+	@tests/check-layers.sh
 	@tests/check-exports.sh $(B)/libmpkit.so
 	@tests/check-man.sh $(B)/libmpkit.so
 	@tests/run-tests.sh native $(B)/tests

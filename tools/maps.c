@@ -3,7 +3,7 @@
  * mpkit maps PID|self: a process's mappings with their protection key
  * (ProtectionKey in /proc/PID/smaps) and the mpkit domain they belong to,
  * from the region's name ([anon:mpk:NAME], where the kernel names memory)
- * or else from the registry page the library keeps (src/registry.h), read
+ * or else from the registry page the library keeps (src/shared/registry.h), read
  * through /proc/PID/mem (the ptrace rules apply: the same user with
  * kernel.yama.ptrace_scope 0, a parent, or root).
  */

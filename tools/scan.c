@@ -1,10 +1,10 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * mpkit scan FILE... | --pid PID [--json]: every WRPKRU and XRSTOR byte
- * sequence in executable code, with its symbol and its class (src/scan.h):
+ * sequence in executable code, with its symbol and its class (src/shared/scan.h):
  * mpkit's checked site, ROP-only, or gadget.  Exit 1 when a gadget is
  * found; ROP-only sites are reported, not counted.  The scanner is the
- * library's (src/scan.c), the same one mpk_lockdown() runs.
+ * library's (src/shared/scan.c), the same one mpk_lockdown() runs.
  */
 #define _GNU_SOURCE
 #include <errno.h>

@@ -3,7 +3,7 @@
  * Per-thread caches of small blocks (see heap.h): where a thread's caches
  * live, how one is found for a heap and checked again after any heap went,
  * and how they are given back when the thread exits.  The fast paths that
- * use them are in heap.c.
+ * use them are in calls.c.
  */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -102,7 +102,7 @@ static void reset(struct tcache *tc, struct heap *h)
 }
 
 /* The snapshot that tells the fast paths the thread may still write the
- * cache's domain (tc_rw() in heap.c), or none if it may not now. */
+ * cache's domain (tc_rw() in calls.c), or none if it may not now. */
 static void renew(struct tcache *tc)
 {
 	struct mpk__soft_snap now = mpk__soft_snap_take();

@@ -21,7 +21,7 @@
 #include <errno.h>
 #include <pthread.h>
 
-#include "../core.h"
+#include "../core/core.h"
 #include "san.h"
 
 #define CHUNK_SHIFT 20
@@ -199,11 +199,11 @@ static inline uint64_t mpk__hdr_sum(uint64_t key, uintptr_t p, size_t size, size
 	return x ^ (x >> 32);
 }
 
-/* ---- heap_meta.c: the metadata area and the global heap lock ---- */
+/* ---- meta.c: the metadata area and the global heap lock ---- */
 
 /*
  * Lock order (a thread holding one takes only later ones; the fork
- * handlers take them all in this order, see heap_fork.c):
+ * handlers take them all in this order, see fork.c):
  *   mpk__vault_lock -> mpk__heaps_lock -> arena locks (registry order)
  *   -> mpk__meta_lock -> the core's mpk_g.lock.
  * Heap calls take core locks inside their own (mpk_enter, mpk__alloc_owned,
@@ -265,7 +265,7 @@ struct big *mpk__big_insert(uintptr_t p); /* NULL: ENOMEM */
 void mpk__big_remove(struct big *b);      /* leaves a tombstone */
 void mpk__big_reset(void);
 
-/* ---- heap_map.c: address -> chunk, lock-free lookup ---- */
+/* ---- map.c: address -> chunk, lock-free lookup ---- */
 
 /* Chunks are CHUNK_SIZE-aligned.  Besides the map (in the metadata, so
  * closed on hw), a table in open memory gives each 1 MiB granule the uid
@@ -290,7 +290,7 @@ void mpk__map_del(struct chunk *c);
 struct chunk *mpk__map_find(uintptr_t a);
 void mpk__map_reset(void);
 
-/* ---- heap_run.c: chunks and page runs (under the arena lock) ---- */
+/* ---- run.c: chunks and page runs (under the arena lock) ---- */
 
 /* The page size and its log2, known once a heap exists. */
 extern size_t mpk__heap_page;
@@ -327,7 +327,7 @@ static inline struct run *mpk__run_at(struct chunk *c, uintptr_t a)
 	return r;
 }
 
-/* ---- heap_big.c: blocks with their own region (under arena 0's lock) ---- */
+/* ---- big.c: blocks with their own region (under arena 0's lock) ---- */
 
 void *mpk__big_alloc(struct arena *a, size_t size, size_t align, struct big *out);
 void mpk__big_unmap(struct heap *h, const struct big *b);
@@ -339,11 +339,64 @@ void mpk__bigs_trim(struct arena *a); /* unmap the kept regions */
 uintptr_t mpk__big_resize(struct arena *a, uintptr_t p, size_t size);
 void mpk__bigs_release(struct heap *h); /* all of the heap's, on destroy */
 
-/* ---- heap.c: the allocator behind the public calls ---- */
+/* ---- calls.c: heaps made and destroyed ---- */
 
 struct heap *mpk__heap_new(struct mpk_domain *d, unsigned flags);
 /* Free all of h, with the metadata open in s (closed here). */
 void mpk__heap_delete(struct heap *h, mpk_scope *s);
+
+/* ---- heap.c: the allocator behind the public calls (calls.c) ---- */
+
+/* The size classes, made once (mpk__heap_classes_init()): small sizes
+ * and page runs to their class, the largest size the caches take, and
+ * per cache class a cached block's usable bytes and the offset its
+ * header's check covers; the arenas an ordinary heap gets. */
+extern uint8_t mpk__class_of16[SMALL_MAX / 16 + 1]; /* ceil(n / 16) -> class */
+extern uint8_t mpk__lclass_of[21];                   /* pages -> class */
+extern size_t mpk__ltc_max;
+extern uint32_t mpk__tc_cap[NTC];
+extern uint64_t mpk__tc_off[NTC];
+extern unsigned mpk__narenas_default;
+void mpk__heap_classes_init(void);
+
+#define TC_INLINE static inline __attribute__((always_inline))
+
+/* The cache class of a block of size bytes (with its header), or -1. */
+TC_INLINE int tc_class(uint64_t size)
+{
+	if (likely(size - 1 < SMALL_MAX - HDR))
+		return mpk__class_of16[(size + HDR + 15) >> 4];
+	if (size - 1 < mpk__ltc_max - HDR)
+		return NCLASSES + mpk__lclass_of[(size + HDR + mpk__heap_page - 1) >> mpk__heap_page_shift];
+	return -1;
+}
+
+/* Where a block is (mpk__heap_locate()). */
+enum { L_SLAB = 1, L_LARGE, L_BIG };
+
+struct loc {
+	int kind;
+	struct run *r;
+	unsigned idx;    /* L_SLAB */
+	struct big b;    /* L_BIG: a copy of the entry */
+	uintptr_t start; /* the block: slot, run or region */
+	size_t cap;      /* usable bytes from p */
+	size_t size;     /* requested (ordinary heaps and big blocks) */
+};
+
+/* locate() under the right arena's lock, which stays held (in *ap): 0 if
+ * a is a live block (and *l says where), else MPK_MISUSE_*. */
+int mpk__heap_locate(struct heap *h, uintptr_t a, struct loc *l, struct arena **ap);
+/* Take ar's remote list (its lock held, the domain readable) and give
+ * its blocks back. */
+void mpk__remote_drain(struct arena *ar);
+/* Rights a call needs to the blocks: headers are read, secrets wiped. */
+int mpk__block_rights(const struct heap *h, bool write);
+#define REALLOC_BIG ((size_t)16 << 10) /* growing past it: a region of its own */
+/* realloc inside h (metadata open): in place when it can; *kindp the
+ * misuse found, with *m filled. */
+void *mpk__heap_realloc_in(struct heap *h, void *p, size_t size, struct mpk_misuse *m,
+			   int *kindp);
 /* Whose block is p: a heap, or NULL (metadata open, no lock). */
 struct heap *mpk__heap_owner(const void *p);
 /* The calls below run with the metadata open and no lock held. */
@@ -381,7 +434,7 @@ static inline void mpk__heap_leave(mpk_scope *s)
 	}
 }
 
-/* ---- heap_cache.c: per-thread caches of small blocks ---- */
+/* ---- cache.c: per-thread caches of small blocks ---- */
 
 /*
  * Each thread keeps, per heap it uses (up to TC_HEAPS) and per size class,
@@ -419,25 +472,25 @@ struct tcache *mpk__tc_attach(struct heap *h);
 void mpk__tc_forget(struct heap *h); /* h goes: drop this thread's cache */
 /* At the end of a slow call, the metadata closed again: the fast paths
  * learn whether the thread may still write the last cache's domain (its
- * rights snapshot, see tc_rw() in heap.c). */
+ * rights snapshot, see tc_rw() in calls.c). */
 void mpk__tc_renew(void);
 void mpk__tc_flush_all(struct tcache *tc); /* every block back (metadata open) */
 /* heap.c: a batch in, the k oldest out (metadata open). */
 int mpk__tc_refill(struct tcache *tc, unsigned cls);
 void mpk__tc_flush(struct tcache *tc, unsigned cls, unsigned k);
 
-/* ---- heap_fork.c: locks around fork() ---- */
+/* ---- fork.c: locks around fork() ---- */
 
 /* Bumped in every forked child: mlock() is not inherited, so a vault whose
  * lock_gen differs has unlocked runs. */
 extern unsigned mpk__fork_gen;
 void mpk__heap_atfork(void); /* registers the handlers, once */
 /* Lock a vault's runs in use and its big blocks again (in a child), under
- * arena 0's lock: 0, or -1 with EPERM.  heap_run.c and heap_big.c. */
+ * arena 0's lock: 0, or -1 with EPERM.  run.c and big.c. */
 int mpk__vault_relock(struct heap *h);
 int mpk__bigs_relock(struct heap *h);
 
-/* ---- heap_misuse.c ---- */
+/* ---- misuse.c: reports ---- */
 
 void mpk__misuse(struct mpk_misuse *m); /* calls the handler; may not return */
 /* A free's result: rc (0, or -1 with errno), or misuse kind rc > 0,

@@ -21,7 +21,7 @@
 #include <sys/random.h>
 #include <time.h>
 
-#include "../env.h"
+#include "../shared/env.h"
 #include "heap.h"
 
 #define META_REGION ((size_t)4 << 20)

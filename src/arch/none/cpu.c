@@ -2,7 +2,7 @@
 /* Architectures without protection keys. */
 #include <string.h>
 
-#include "../../arch.h"
+#include "../arch.h"
 
 void mpk_arch_caps(struct mpk_arch_caps *caps) { memset(caps, 0, sizeof(*caps)); }
 bool mpk_arch_frame_reg_get(void *uc, mpk_reg_t *reg) { (void)uc; (void)reg; return false; }

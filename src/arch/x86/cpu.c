@@ -7,7 +7,7 @@
 #include <string.h>
 #include <ucontext.h>
 
-#include "../../arch.h"
+#include "../arch.h"
 
 #define CPUID7_ECX_PKU   (1u << 3)
 #define CPUID7_ECX_OSPKE (1u << 4)

@@ -28,7 +28,7 @@
 #include <ucontext.h>
 #include <unistd.h>
 
-#include "../../arch.h"
+#include "../arch.h"
 
 #define UC_SIZE          304 /* the kernel's struct ucontext on x86-64 */
 #define FRAME_SIZE       (8 + UC_SIZE + 128) /* pretcode, ucontext, siginfo */

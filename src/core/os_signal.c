@@ -17,7 +17,7 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
-#include "arch.h"
+#include "../arch/arch.h"
 #include "os.h"
 
 #ifndef SA_RESTORER

@@ -3,7 +3,8 @@
  * The registry: which address ranges belong to which domain, in a page
  * another process can read (through /proc/PID/mem), for `mpkit maps` on
  * kernels that do not name anonymous memory.  The layout is shared with
- * the mpkit tool and versioned by its magic.
+ * the mpkit tool (mpkit maps reads it) and versioned by its magic; the
+ * library keeps it in src/core/registry.c.
  */
 #ifndef MPK_REGISTRY_H
 #define MPK_REGISTRY_H
@@ -29,9 +30,5 @@ struct mpk_reg_header {
 	uint64_t reserved[2];
 	struct mpk_reg_entry entry[];
 };
-
-/* Called with mpk_g.lock held; best effort (no memory: not recorded). */
-void mpk__registry_add(uintptr_t start, size_t len, const char *name);
-void mpk__registry_del(uintptr_t start);
 
 #endif

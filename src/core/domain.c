@@ -317,6 +317,15 @@ int mpk__key_acquire(struct mpk_domain *d)
 	return 0;
 }
 
+int mpk__domain_pin(mpk_domain *d, bool on)
+{
+	pthread_mutex_lock(&mpk_g.lock);
+	d->pinned = on;
+	int k = d->key;
+	pthread_mutex_unlock(&mpk_g.lock);
+	return k;
+}
+
 int mpk__key_give_back(void)
 {
 	int k;

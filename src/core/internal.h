@@ -11,10 +11,9 @@
 #include <sys/types.h>
 
 #include "mpkit.h"
-#include "arch.h"
+#include "../arch/arch.h"
 #include "core.h"
 
-#define MPK_DOMAIN_MAGIC 0x6d706b64u /* "mpkd" */
 #define MPK_DOMAIN_DEAD  0x64656164u /* "dead" */
 #define MPK_NAME_MAX 63
 
@@ -102,11 +101,7 @@ struct mpk_global {
 	int ndomains;
 	struct mpk_domain *dead_head, *dead_tail;
 	int ndead;
-	uint64_t broadcasts, faults;
-	/* broadcast.c's own cost, for tests and benchmarks: signals sent,
-	 * system calls made by the broadcasting thread, /proc scans. */
-	uint64_t bc_signals, bc_syscalls, bc_scans;
-	uint64_t bc_skipped; /* threads a broadcast left alone: they held the target */
+	uint64_t faults; /* reports made (broadcast.c counts its own) */
 	uint64_t tick; /* advanced by slow-path calls: the LRU clock */
 };
 
@@ -127,7 +122,6 @@ void mpk__region_del(struct mpk_region *r);
 struct mpk_region *mpk__region_lookup(const void *addr); /* signal-safe */
 /* d's region starting at start, or NULL; O(1). */
 struct mpk_region *mpk__region_find(struct mpk_domain *d, const void *start);
-bool mpk__range_overlaps(const void *addr, size_t len);
 void mpk__domain_unmap_all(struct mpk_domain *d);
 /* Every region, in no order (lock held): fn(region, arg). */
 void mpk__regions_each(void (*fn)(struct mpk_region *r, void *arg), void *arg);
@@ -137,35 +131,21 @@ void mpk__region_release(void *start, size_t len);
 
 /* The services for layers above (hold, detach, owned regions): core.h. */
 
-/* memory.c: a fresh region of d (len > 0, checked by the caller), owned
- * and/or code. */
-enum { MPK__REGION_OWNED = 1, MPK__REGION_EXEC = 2 };
-void *mpk__alloc_region(struct mpk_domain *d, size_t len, unsigned flags);
+/* registry.c: the page `mpkit maps` reads (src/shared/registry.h).
+ * Called with mpk_g.lock held; best effort (no memory: not recorded). */
+void mpk__registry_add(uintptr_t start, size_t len, const char *name);
+void mpk__registry_del(uintptr_t start);
 
-/* code.c: the page protection region r gets where data would get prot
- * (key > 0: pages carry that key, else protected by mprotect()): a code
- * region is executable too, but without a key never while writable (W^X
- * by mprotect flipping). */
+
+/* code_region.c: the page protection region r gets where data would get
+ * prot (key > 0: pages carry that key, else protected by mprotect()): a
+ * code region is executable too, but without a key never while writable
+ * (W^X by mprotect flipping). */
 int mpk__region_prot(const struct mpk_region *r, int prot, int key);
-/* Fault hooks, called first by the SIGSEGV handler (fault.c): true when
- * the fault was theirs and the access is to be retried. */
+/* Its fault hook, called first by the SIGSEGV handler (fault.c), as
+ * features' hooks are (core.h): true when the fault was a fetch from code
+ * whose write window was open, and the access is to be retried. */
 bool mpk__code_fault(siginfo_t *si, void *uc);
-bool mpk__watch_fault(siginfo_t *si, void *uc);
-/* fault.c: install the handler if it is not (keeps the callback).  If
- * ticket is not NULL, *ticket says whether this call installed it (not 0);
- * mpk__fault_handler_drop(ticket) then removes it again, on a failure
- * path, unless someone asked for it since (a call that failed leaves no
- * handler behind, and takes none from under another). */
-int mpk__fault_handler_ensure(unsigned long *ticket);
-void mpk__fault_handler_drop(unsigned long ticket);
-
-/* domain.c: give one key back to the kernel (a spare, or the least recently
- * used domain's, evicted exactly), for the kernel's execute-only key.  0, or
- * -1/ENOSPC.  Lock held. */
-int mpk__key_give_back(void);
-/* Undo one on a failure path: a key from the kernel, held as a spare
- * (closed).  0 or -1.  Lock held. */
-int mpk__key_take_spare(void);
 
 /* soft.c: rights through mprotect() (callers hold mpk_g.lock) */
 int mpk__soft_get(const struct mpk_domain *d);
@@ -226,8 +206,7 @@ void mpk__fast_publish(struct mpk_domain *d, int k);
 int mpk__key_acquire(struct mpk_domain *d);
 
 /* broadcast.c: apply reg = (reg & ~clear) | set in every thread, by
- * signalling each; applications must leave this signal alone (see README). */
-#define MPK_SIGNAL (SIGRTMAX - 2)
+ * signalling each with MPK_SIGNAL (core.h). */
 int mpk__broadcast(mpk_reg_t clear, mpk_reg_t set);
 /* The general form: if fn is set, each thread (the caller too) gets
  * (reg & ~clear) | (fn(arg) & clear), fn running in that thread (signal
@@ -250,6 +229,8 @@ void mpk__broadcast_stub(int on);
  * scan): they keep whatever rights the kernel gave them.  Under bc_lock's
  * callers' mpk_g.lock. */
 int mpk__broadcast_io_threads(void);
+/* Broadcasts made (mpk_stats_get). */
+uint64_t mpk__broadcast_count(void);
 /* Signals sent, system calls made by broadcasting threads, /proc scans. */
 void mpk__broadcast_counters(uint64_t c[3]);
 /* Of those system calls, the ones slow answers cost: waits that timed out
@@ -312,25 +293,8 @@ int mpk__threads_claimed(void);
 pid_t mpk__thread_self_tid(void); /* 0 if unregistered; signal-safe */
 void mpk__threads_lock(void), mpk__threads_unlock(void), mpk__threads_child(void);
 
-/*
- * fork.c: fork() while other threads are inside mpkit.  The core's fork
- * handlers take its locks (mpk_g.lock, the broadcast lock, the registry's,
- * then the window lock) in prepare, release them in the parent, make them (and
- * the registry, which keeps only the forking thread, and the broadcast
- * state) anew in the child.  A layer above with locks of its own that it
- * holds while calling into the core (heaps, vaults) registers its three
- * handlers here, once, before its first lock is taken:
- *
- *	mpk__atfork_register(my_prepare, my_parent, my_child);
- *
- * Order: every layer's prepare runs in the order registered, all before the
- * core's prepare (their locks come before the core's); parent and child
- * handlers run in the reverse order, all after the core's.  Handlers run
- * with no mpkit lock held by the core yet (prepare) or with the core's
- * locks usable again (parent, child).  -1/ENOMEM when the table is full.
- */
-int mpk__atfork_register(void (*prepare)(void), void (*parent)(void), void (*child)(void));
-/* fork.c: the core's fork handlers; layers register theirs (core.h). */
+/* fork.c: the core's fork handlers; layers register theirs (core.h:
+ * mpk__atfork_register). */
 void mpk__atfork_init(void); /* from do_init: pthread_atfork once */
 void mpk__broadcast_lock(void), mpk__broadcast_unlock(void), mpk__broadcast_child(void);
 

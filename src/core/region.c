@@ -19,7 +19,6 @@
 #include "internal.h"
 #include "os.h"
 #include "window.h"
-#include "registry.h"
 
 #define CHUNK_SLOTS 128
 #define GRANULE_SHIFT 21
@@ -304,6 +303,31 @@ void mpk__regions_each(void (*fn)(struct mpk_region *r, void *arg), void *arg)
 		for (int i = 0; i < CHUNK_SLOTS; i++)
 			if (c->slot[i].start)
 				fn(&c->slot[i], arg);
+}
+
+struct spans {
+	bool (*fn)(const struct mpk_region_span *s, void *arg);
+	void *arg;
+};
+
+static void span_of(struct mpk_region *r, void *arg)
+{
+	struct spans *sp = arg;
+	struct mpk_region_span s = { r->start, r->len, !r->owned && r->domain->key >= 0 };
+
+	if (!sp->fn(&s, sp->arg) || !s.sealable)
+		return;
+	r->sealed = true;
+	if (!r->domain->sealed) {
+		r->domain->sealed = true;
+		r->domain->holds++;
+	}
+}
+
+void mpk__region_spans_each(bool (*fn)(const struct mpk_region_span *s, void *arg), void *arg)
+{
+	struct spans sp = { fn, arg };
+	mpk__regions_each(span_of, &sp);
 }
 
 void mpk__domain_unmap_all(struct mpk_domain *d)

@@ -14,7 +14,6 @@
 #include <sys/mman.h>
 
 #include "internal.h"
-#include "lockdown.h"
 #include "os.h"
 #include "window.h"
 

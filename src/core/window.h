@@ -25,25 +25,16 @@
 #include <stddef.h>
 #include <stdint.h>
 
+/* What layers above use of the windows (mpk__window_map/_unmap, the
+ * ranges, the window lock) is declared in core.h. */
+#include "core.h"
+
 /* 16 GiB per window (more for one huge region): small enough that the
  * reservation plus its alignment slack fits where address space is
  * limited, as under valgrind (32 GiB at most). */
 #define MPK_WINDOW_SHIFT 34
 #define MPK_WINDOW_SIZE ((uintptr_t)1 << MPK_WINDOW_SHIFT)
 #define MPK_WINDOW_MAX 256
-
-/*
- * Map len bytes (a multiple of the page size) of fresh zeroed memory with
- * protection prot inside a window, at an address aligned to align (a power
- * of two; 0 or anything up to the page size means page-aligned), with
- * reserved guard pages on both sides.  The memory is not yet a region of
- * any domain (memory.c and region.c make it one).  NULL/ENOMEM.
- */
-void *mpk__window_map(size_t len, size_t align, int prot);
-
-/* Give [p, p+len) from mpk__window_map() back: its pages are dropped and
- * it is reserved PROT_NONE again, for a later map to reuse. */
-void mpk__window_unmap(void *p, size_t len);
 
 /* Move [old, old+old_len) from mpk__window_map() onto to, new_len bytes
  * carved by mpk__window_carve() (mremap: contents, key and protection go
@@ -71,20 +62,6 @@ bool mpk__in_window(uintptr_t addr);
 /* Window index of addr (0 .. MPK_WINDOW_MAX-1), or -1.  Signal-safe. */
 int mpk__window_of(uintptr_t addr);
 
-/* A range of domain memory, for the lockdown filter and tools. */
-enum mpk_range_kind { MPK_RANGE_WINDOW = 1, MPK_RANGE_ADOPTED = 2 };
-struct mpk_range {
-	uintptr_t lo, hi; /* [lo, hi) */
-	enum mpk_range_kind kind;
-};
-
-/*
- * Call fn for every window, then for every adopted range, in no particular
- * order, until fn returns non-zero (which is returned).  Signal-safe: no
- * lock, no allocation; a range added meanwhile may or may not be seen.
- */
-int mpk__ranges_each(int (*fn)(const struct mpk_range *r, void *arg), void *arg);
-
 /* Bumped (release) each time a window or an adopted range is added or an
  * adopted range removed: a filter built from mpk__ranges_each() is current
  * while this has not changed.  Signal-safe. */
@@ -95,8 +72,8 @@ uint64_t mpk__ranges_gen(void);
 struct mpk_domain;
 int mpk__region_register(struct mpk_domain *d, void *p, size_t len, bool add);
 
-/* fork.c: the window lock is a leaf, taken last before fork(). */
-void mpk__window_lock(void), mpk__window_unlock(void), mpk__window_child(void);
+/* fork.c: the window lock anew in the child (the lock itself: core.h). */
+void mpk__window_child(void);
 
 /* ---- for region.c: the per-window table and the adopted list ---- */
 

@@ -19,9 +19,9 @@ struct mpk_arch_caps {
 void mpk_arch_caps(struct mpk_arch_caps *caps);
 
 #if defined(__x86_64__)
-#include "arch/x86/pkru.h"
+#include "x86/pkru.h"
 #else
-#include "arch/none/pkru.h"
+#include "none/pkru.h"
 #endif
 
 /*

@@ -1,18 +1,20 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * What the core offers the layers built on it (src/heap/: heaps and
- * vaults), besides the public header: all they may use of it.  The rest
- * of the core's state (internal.h) stays the core's.  Not installed.
+ * vaults; src/lockdown/; src/features/: code and watchpoints), besides the
+ * public header: all they may use of it.  The rest of the core's state
+ * (internal.h) stays the core's.  Not installed.
  */
 #ifndef MPK_CORE_H
 #define MPK_CORE_H
 
+#include <signal.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
 #include "mpkit.h"
-#include "arch.h"
+#include "../arch/arch.h"
 #include "os.h"
 
 #define MPK_EXPORT __attribute__((visibility("default")))
@@ -22,9 +24,12 @@
 /* init.c: 0, or -1 with errno (sticky). */
 int mpk__ensure_init(void);
 
-/* layer.c: whether d is a domain handle that is alive (a magic number,
- * no lock). */
-bool mpk__domain_valid(const mpk_domain *d);
+/* init.c: the backend running (MPK_BACKEND_*, 0 before init); signal-safe. */
+int mpk__backend(void);
+/* init.c: the core's lock (mpk_g.lock): domains, regions, keys.  A layer
+ * takes its own locks before it, never after. */
+void mpk__core_lock(void);
+void mpk__core_unlock(void);
 
 /*
  * The calling thread's rights to a domain, lock-free and inline (the heaps'
@@ -45,6 +50,15 @@ struct mpk__domain_head {
 	uint64_t gen;     /* atomic */
 	int base_pub;     /* atomic */
 };
+
+#define MPK_DOMAIN_MAGIC 0x6d706b64u /* "mpkd" */
+
+/* Whether d is a domain handle that is alive (its magic number, no lock). */
+static inline bool mpk__domain_valid(const mpk_domain *d)
+{
+	return d && ((const struct mpk__domain_head *)d)->magic == MPK_DOMAIN_MAGIC;
+}
+
 struct mpk_soft_held {
 	uint64_t uid;
 	uint64_t gen; /* the domain's generation when set */
@@ -127,6 +141,41 @@ void mpk__domain_unhold(mpk_domain *d);
 int mpk__domain_holds(mpk_domain *d);
 extern int (*mpk__domain_detach)(mpk_domain *d);
 
+/* domain.c: d is pinned (on) to the key it holds, never evicted (its
+ * key is on pages it does not list: src/features/watch.c), or no longer
+ * (off).  Returns d's key, -1 when it has none.  Takes the core's lock. */
+int mpk__domain_pin(mpk_domain *d, bool on);
+/* domain.c: give one key back to the kernel (a spare, or the least recently
+ * used domain's, evicted exactly), for the kernel's execute-only key.  0, or
+ * -1/ENOSPC.  Core lock held. */
+int mpk__key_give_back(void);
+/* Undo one on a failure path: a key from the kernel, held as a spare
+ * (closed).  0 or -1.  Core lock held. */
+int mpk__key_take_spare(void);
+/* region.c: whether [addr, addr+len) overlaps domain memory (core lock
+ * held). */
+bool mpk__range_overlaps(const void *addr, size_t len);
+
+/* memory.c: a fresh region of d (len > 0, checked by the caller), owned
+ * and/or code (mpk_code_alloc: see code_region.c's mpk__region_prot()). */
+enum { MPK__REGION_OWNED = 1, MPK__REGION_EXEC = 2 };
+void *mpk__alloc_region(mpk_domain *d, size_t len, unsigned flags);
+
+/* fault.c: install the handler if it is not (keeps the callback).  If
+ * ticket is not NULL, *ticket says whether this call installed it (not 0);
+ * mpk__fault_handler_drop(ticket) then removes it again, on a failure
+ * path, unless someone asked for it since (a call that failed leaves no
+ * handler behind, and takes none from under another). */
+int mpk__fault_handler_ensure(unsigned long *ticket);
+void mpk__fault_handler_drop(unsigned long ticket);
+/* broadcast.c's signal, which applications must leave alone (see README);
+ * a handler that must not run inside a broadcast blocks it, as the
+ * SIGSEGV handler does. */
+#define MPK_SIGNAL (SIGRTMAX - 2)
+/* A feature's fault hook, called first by the SIGSEGV handler (fault.c):
+ * true when the fault was its own and the access is to be retried. */
+bool mpk__watch_fault(siginfo_t *si, void *uc);
+
 /* memory.c: regions of d for the allocators (chunks, big blocks,
  * metadata), marked owned so a user's mpk_free() of one fails with EINVAL. */
 void *mpk__alloc_owned(mpk_domain *d, size_t len);
@@ -138,11 +187,52 @@ void *mpk__remap_owned(mpk_domain *d, void *addr, size_t new_len);
  * module+offset per frame, and the addr2line commands. */
 void mpk__backtrace_print(int fd);
 
-/* window.c: len bytes (page multiple) mapped with prot in a reserved
- * window, align-aligned, between reserved guard pages; not yet a region.
- * NULL/ENOMEM.  _unmap reserves them again. */
+/*
+ * window.c: map len bytes (a multiple of the page size) of fresh zeroed
+ * memory with protection prot inside a window, at an address aligned to
+ * align (a power of two; 0 or anything up to the page size means
+ * page-aligned), with reserved guard pages on both sides.  The memory is
+ * not yet a region of any domain (memory.c and region.c make it one).
+ * NULL/ENOMEM.  _unmap gives [p, p+len) back: its pages are dropped and it
+ * is reserved PROT_NONE again, for a later map to reuse.
+ */
 void *mpk__window_map(size_t len, size_t align, int prot);
 void mpk__window_unmap(void *p, size_t len);
+
+/* A range of domain memory, for the lockdown filter and tools. */
+enum mpk_range_kind { MPK_RANGE_WINDOW = 1, MPK_RANGE_ADOPTED = 2 };
+struct mpk_range {
+	uintptr_t lo, hi; /* [lo, hi) */
+	enum mpk_range_kind kind;
+};
+
+/*
+ * window.c: call fn for every window, then for every adopted range, in no
+ * particular order, until fn returns non-zero (which is returned).
+ * Signal-safe: no lock, no allocation; a range added meanwhile may or may
+ * not be seen.
+ */
+int mpk__ranges_each(int (*fn)(const struct mpk_range *r, void *arg), void *arg);
+
+/* window.c: the window lock, a leaf (fork.c takes it last before fork();
+ * mpk_lockdown() holds it while no window may come). */
+void mpk__window_lock(void), mpk__window_unlock(void);
+
+/*
+ * region.c: every region's span, core lock held (lockdown: MADV_DONTDUMP,
+ * mseal).  sealable: mpk_alloc() memory of a keyed domain, whose
+ * protection never changes again (heap and vault memory gives pages back,
+ * which a seal forbids).  When fn returns true for a sealable span it was
+ * sealed: the region is never unmapped, and its domain keeps its key and
+ * is never destroyed.
+ */
+struct mpk_region_span {
+	uintptr_t start;
+	size_t len;
+	bool sealable;
+};
+void mpk__region_spans_each(bool (*fn)(const struct mpk_region_span *s, void *arg), void *arg);
+
 /*
  * window.c: memory apart from the windows that the lockdown filter covers
  * (the open heap metadata area, adopted ranges, mapped files).  A filter
@@ -164,8 +254,9 @@ size_t mpk__window_kept(void);
 int mpk__adopt_fresh(mpk_domain *d, void *addr, size_t len);
 
 /*
- * lockdown.c: memory a layer keeps outside domain regions that the
- * lockdown filter must cover too (the heap's metadata area, mapped apart
+ * src/lockdown/lockdown.c (the core calls mpk__lockdown_cover() too, from
+ * window.c and memory.c): memory a layer keeps outside domain regions that
+ * the lockdown filter must cover too (the heap's metadata area, mapped apart
  * when it is open).  The layer registers once, before its first range:
  * each(fn, arg) calls fn for every range it has; lock()/unlock() hold them
  * still while mpk_lockdown() reads them (taken before the core's lock, as
@@ -183,12 +274,13 @@ int mpk__lockdown_cover(uintptr_t lo, uintptr_t hi);
 
 /*
  * fork.c: fork() while other threads are inside mpkit.  The core's fork
- * handlers take its locks (mpk_g.lock, then the broadcast lock, then the
- * registry's) in prepare, release them in the parent, and make them (and
- * the registry, which keeps only the forking thread, and the broadcast
- * state) anew in the child.  A layer above with locks of its own that it
- * holds while calling into the core (heaps, vaults) registers its three
- * handlers here, once, before its first lock is taken:
+ * handlers take its locks (mpk_g.lock, no soft change in flight, the
+ * broadcast lock, the thread registry's, then the window lock) in prepare,
+ * release them in the parent, and make them (and the registry, which keeps
+ * only the forking thread, and the broadcast state) anew in the child.  A
+ * layer above with locks of its own that it holds while calling into the
+ * core (heaps, vaults) registers its three handlers here, once, before its
+ * first lock is taken:
  *
  *	mpk__atfork_register(my_prepare, my_parent, my_child);
  *

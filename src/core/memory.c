@@ -7,7 +7,6 @@
 #include <sys/stat.h>
 
 #include "internal.h"
-#include "lockdown.h"
 #include "os.h"
 #include "window.h"
 

@@ -7,7 +7,7 @@
 #include <string.h>
 #include <sys/mman.h>
 
-#include "env.h"
+#include "../shared/env.h"
 #include "internal.h"
 #include "os.h"
 
@@ -105,6 +105,21 @@ int mpk__ensure_init(void)
 		return 0;
 	mpk__env_complain(init_msg);
 	return -1;
+}
+
+int mpk__backend(void)
+{
+	return mpk_g.backend;
+}
+
+void mpk__core_lock(void)
+{
+	pthread_mutex_lock(&mpk_g.lock);
+}
+
+void mpk__core_unlock(void)
+{
+	pthread_mutex_unlock(&mpk_g.lock);
 }
 
 MPK_EXPORT int mpk_init(void)
@@ -218,7 +233,7 @@ MPK_EXPORT int mpk_stats_get(struct mpk_stats *stats)
 	}
 	memset(stats, 0, sizeof(*stats));
 	stats->mprotect_calls = mpk_os_mprotect_count();
-	stats->broadcasts = __atomic_load_n(&mpk_g.broadcasts, __ATOMIC_RELAXED);
+	stats->broadcasts = mpk__broadcast_count();
 	stats->faults_reported = __atomic_load_n(&mpk_g.faults, __ATOMIC_RELAXED);
 	return 0;
 }

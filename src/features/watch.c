@@ -13,13 +13,13 @@
 #define _GNU_SOURCE
 #include <errno.h>
 #include <execinfo.h>
+#include <pthread.h>
 #include <signal.h>
 #include <stdint.h>
 #include <string.h>
 #include <sys/mman.h>
 
-#include "internal.h"
-#include "os.h"
+#include "../core/core.h"
 
 #define WATCH_MAX 64
 #define WATCH_PAGES 256
@@ -63,7 +63,7 @@ static __thread int t_nopen __attribute__((tls_model("initial-exec")));
 
 static bool hw(void)
 {
-	return mpk_g.backend == MPK_BACKEND_HW;
+	return mpk__backend() == MPK_BACKEND_HW;
 }
 
 static int page_find(uintptr_t pg)
@@ -147,10 +147,7 @@ static int domain_ready(int mode, bool *made)
 					  MPK_DOMAIN_SHARED);
 	if (!d)
 		return -1;
-	pthread_mutex_lock(&mpk_g.lock);
-	d->pinned = true;
-	dom_key[mode - 1] = d->key; /* keyless (no key free): mprotect() it is */
-	pthread_mutex_unlock(&mpk_g.lock);
+	dom_key[mode - 1] = mpk__domain_pin(d, true); /* keyless (no key free): mprotect() it is */
 	dom[mode - 1] = d;
 	*made = true;
 	return 0;
@@ -163,9 +160,7 @@ static void domain_drop(int mode)
 
 	dom[mode - 1] = NULL;
 	dom_key[mode - 1] = -1;
-	pthread_mutex_lock(&mpk_g.lock);
-	d->pinned = false;
-	pthread_mutex_unlock(&mpk_g.lock);
+	mpk__domain_pin(d, false);
 	mpk_domain_destroy(d);
 }
 
@@ -238,9 +233,9 @@ MPK_EXPORT int mpk_watch(void *addr, size_t len, unsigned flags, mpk_watch_fn fn
 	bool made = false, trapped = false;
 	unsigned long segv = 0;
 	pthread_mutex_lock(&lock);
-	pthread_mutex_lock(&mpk_g.lock);
+	mpk__core_lock();
 	bool domain_memory = mpk__range_overlaps((void *)lo, hi - lo);
-	pthread_mutex_unlock(&mpk_g.lock);
+	mpk__core_unlock();
 	int err = EINVAL;
 	if (domain_memory)
 		goto fail;

@@ -14,7 +14,7 @@
 
 #include "internal.h"
 #include "os.h"
-#include "registry.h"
+#include "../shared/registry.h"
 
 static struct mpk_reg_header *reg;
 

@@ -182,7 +182,7 @@ static int apply(struct mpk_domain *d, int prot)
 	for (r = d->regions; r; r = r->next)
 		if (mpk_os_mprotect((void *)r->start, r->len, mpk__region_prot(r, prot, 0)))
 			goto undo;
-	__atomic_store_n(&d->prot, prot, __ATOMIC_RELEASE); /* code.c reads it in its fault hook */
+	__atomic_store_n(&d->prot, prot, __ATOMIC_RELEASE); /* code_region.c reads it in its fault hook */
 	return 0;
 undo:;
 	int err = errno;

@@ -14,8 +14,7 @@
  * for others' calls, a containment check for mpkit's PROT_EXEC). */
 #define MPK_LOCK_MAX_RANGES 150
 
-#include "core.h"
-#include "window.h" /* struct mpk_range */
+#include "../core/core.h"
 
 /* The filter for these ranges of domain memory (r) and of mpkit's gate
  * code (gate: denied like domain memory to all but mpkit's site, and not

@@ -14,7 +14,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "env.h"
+#include "../shared/env.h"
 #include "internal.h"
 
 static const struct {

@@ -45,7 +45,7 @@
 
 #include "lockdown.h"
 #include "mpkit.h"
-#include "os.h"
+#include "../core/os.h"
 
 #ifndef MAP_FIXED_NOREPLACE
 #define MAP_FIXED_NOREPLACE 0x100000

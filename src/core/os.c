@@ -13,9 +13,9 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "arch.h"
+#include "../arch/arch.h"
 #include "os.h"
-#include "shared/procmaps.h"
+#include "../shared/procmaps.h"
 
 /*
  * Calls that change memory go through the arch layer's system-call site

@@ -13,6 +13,7 @@
 #include <dirent.h>
 #include <errno.h>
 #include <linux/seccomp.h>
+#include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -22,10 +23,8 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
-#include "internal.h"
 #include "lockdown.h"
-#include "os.h"
-#include "scan.h"
+#include "../shared/scan.h"
 
 #define ALL_FLAGS (MPK_LOCK_ERRNO | MPK_LOCK_SEAL | MPK_LOCK_PROC_MEM | MPK_LOCK_NO_OPEN | \
 		   MPK_LOCK_SCAN | MPK_LOCK_SCAN_REPORT | MPK_LOCK_FREEZE_KEYS)
@@ -33,7 +32,7 @@
 #define SYS_mseal 462
 #endif
 
-static int lock_flags = -1; /* under mpk_g.lock */
+static int lock_flags = -1; /* under the core's lock */
 
 /* Layers' ranges (core.h); the table only grows, entries published with
  * release. */
@@ -204,10 +203,11 @@ static void trap_default(void)
 		mpk_os_signal_default(SIGTRAP);
 }
 
-static void dontdump(struct mpk_region *r, void *arg)
+static bool dontdump(const struct mpk_region_span *r, void *arg)
 {
 	(void)arg;
 	mpk_os_madvise((void *)r->start, r->len, MADV_DONTDUMP);
+	return false;
 }
 
 static void dontdump_range(uintptr_t lo, uintptr_t hi, void *arg)
@@ -218,22 +218,19 @@ static void dontdump_range(uintptr_t lo, uintptr_t hi, void *arg)
 
 /* mpk_alloc() memory of keyed domains: its protection never changes again
  * (rights are PKRU's), so it can be sealed; the domain keeps its key and
- * cannot be destroyed.  Heap and vault memory is not sealed: heaps give
- * pages back (MADV_DONTNEED, munmap), which a seal forbids. */
-static void seal(struct mpk_region *r, void *arg)
+ * cannot be destroyed (the core marks it when this says it sealed).  Heap
+ * and vault memory is not sealed: heaps give pages back (MADV_DONTNEED,
+ * munmap), which a seal forbids. */
+static bool seal(const struct mpk_region_span *r, void *arg)
 {
 	bool *have = arg;
-	if (!*have || r->owned || r->domain->key < 0)
-		return;
+	if (!*have || !r->sealable)
+		return false;
 	if (mpk_arch_syscall6(SYS_mseal, (long)r->start, (long)r->len, 0, 0, 0, 0) == -ENOSYS) {
 		*have = false; /* before 6.10: the filter alone */
-		return;
+		return false;
 	}
-	r->sealed = true;
-	if (!r->domain->sealed) {
-		r->domain->sealed = true;
-		r->domain->holds++;
-	}
+	return true;
 }
 
 #define IO_URING_FILE "anon_inode:[io_uring]"
@@ -368,7 +365,7 @@ static long install_filter(struct sock_filter *f, size_t n)
  * kernel's limit on all of them (32768 for a thread) fails it with ENOMEM
  * past some hundreds of windows, and then the window is not used.  The
  * program is on the stack: callers hold different locks (window, heap
- * metadata, mpk_g.lock).
+ * metadata, the core's).
  */
 int mpk__lockdown_cover(uintptr_t lo, uintptr_t hi)
 {
@@ -404,9 +401,9 @@ MPK_EXPORT int mpk_lockdown(unsigned flags)
 	errno = ENOTSUP;
 	return -1;
 #endif
-	pthread_mutex_lock(&mpk_g.lock);
+	mpk__core_lock();
 	bool done = lock_flags >= 0;
-	pthread_mutex_unlock(&mpk_g.lock);
+	mpk__core_unlock();
 	if (done) {
 		errno = EALREADY;
 		return -1;
@@ -426,7 +423,7 @@ MPK_EXPORT int mpk_lockdown(unsigned flags)
 	int dumpable = prctl(PR_GET_DUMPABLE, 0, 0, 0, 0);
 	prctl(PR_SET_DUMPABLE, 0, 0, 0, 0);
 	unsigned held = layers_lock_all(); /* heap areas stand still */
-	pthread_mutex_lock(&mpk_g.lock);
+	mpk__core_lock();
 	if (lock_flags >= 0) {
 		errno = EALREADY;
 		goto out;
@@ -461,11 +458,11 @@ MPK_EXPORT int mpk_lockdown(unsigned flags)
 	cover_flags = (int)flags;
 	mpk__window_unlock();
 	trap_default();
-	mpk__regions_each(dontdump, NULL);
+	mpk__region_spans_each(dontdump, NULL);
 	layers_each(dontdump_range, NULL);
 	if (flags & MPK_LOCK_SEAL) {
 		bool have = true;
-		mpk__regions_each(seal, &have);
+		mpk__region_spans_each(seal, &have);
 	}
 	if (ruleset >= 0)
 		mpk__landlock_apply(ruleset); /* cannot fail once the ruleset is built */
@@ -476,16 +473,16 @@ out:
 		close(ruleset);
 	if (rc && dumpable == 1) /* 2 (setuid, suid_dumpable 2) cannot be set back */
 		prctl(PR_SET_DUMPABLE, 1, 0, 0, 0);
-	pthread_mutex_unlock(&mpk_g.lock);
+	mpk__core_unlock();
 	layers_unlock_all(held);
 	return rc;
 }
 
 MPK_EXPORT int mpk_lockdown_flags(void)
 {
-	pthread_mutex_lock(&mpk_g.lock);
+	mpk__core_lock();
 	int f = lock_flags;
-	pthread_mutex_unlock(&mpk_g.lock);
+	mpk__core_unlock();
 	if (f < 0)
 		errno = ENOENT;
 	return f;

@@ -1,54 +1,20 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * Code memory.  JIT code (mpk_code_alloc): pages mapped read, write and
- * execute whose key makes them read-only to every thread but the one that
- * opens the domain to write; x86 keys never govern instruction fetch, so
- * every thread runs the code meanwhile.  Without a key (soft, or a virtual
- * domain) the pages flip by mprotect() between read+execute and read+write,
- * never both; a thread that runs into the write window waits for it in the
- * fault hook below.  Execute-only memory (mpk_exec_only): PROT_EXEC alone,
- * which the kernel builds from a key of its own.
+ * Code memory, on the core's services (core.h).  JIT code
+ * (mpk_code_alloc): pages mapped read, write and execute whose key makes
+ * them read-only to every thread but the one that opens the domain to
+ * write; without a key they flip between read+execute and read+write
+ * (the core's code regions: src/core/code_region.c).  Execute-only memory
+ * (mpk_exec_only): PROT_EXEC alone, which the kernel builds from a key of
+ * its own.
  */
 #define _GNU_SOURCE
 #include <errno.h>
+#include <pthread.h>
 #include <stdint.h>
 #include <sys/mman.h>
-#include <time.h>
 
-#include "internal.h"
-#include "os.h"
-
-int mpk__region_prot(const struct mpk_region *r, int prot, int key)
-{
-	if (!r->exec)
-		return prot;
-	if (key > 0)
-		return prot | PROT_EXEC; /* the key alone decides who writes */
-	if (prot & PROT_WRITE)
-		return PROT_READ | PROT_WRITE;
-	return prot ? prot | PROT_EXEC : PROT_NONE;
-}
-
-bool mpk__code_fault(siginfo_t *si, void *uc)
-{
-	if (si->si_code != SEGV_ACCERR || !mpk_arch_fault_is_fetch(uc))
-		return false;
-	struct mpk_region *r = mpk__region_lookup(si->si_addr);
-	if (!r || !r->exec)
-		return false;
-	struct mpk_domain *d = r->domain;
-	/* A writer holds the window, or just closed it: run the code once it
-	 * is executable.  Not the writer itself (it would wait for itself),
-	 * nor code no thread may read: those are real faults. */
-	if (!mpk__domain_ok(d) || __atomic_load_n(&d->prot, __ATOMIC_ACQUIRE) == PROT_NONE ||
-	    mpk__soft_get(d) == MPK_RW)
-		return false;
-	/* Sleep rather than spin: the writer needs the CPU to close it. */
-	struct timespec ts = { 0, 20000 };
-	while (__atomic_load_n(&d->prot, __ATOMIC_ACQUIRE) & PROT_WRITE)
-		nanosleep(&ts, NULL);
-	return true;
-}
+#include "../core/core.h"
 
 MPK_EXPORT void *mpk_code_alloc(mpk_domain *d, size_t len)
 {
@@ -80,13 +46,13 @@ MPK_EXPORT int mpk_exec_only(void *addr, size_t len)
 		return -1;
 	}
 	len = (len + page - 1) & ~(page - 1);
-	if (mpk_g.backend != MPK_BACKEND_HW) {
+	if (mpk__backend() != MPK_BACKEND_HW) {
 		/* Without keys PROT_EXEC implies read on x86: refuse rather
 		 * than hand back memory that only looks execute-only. */
 		errno = ENOTSUP;
 		return -1;
 	}
-	pthread_mutex_lock(&mpk_g.lock);
+	mpk__core_lock();
 	if (mpk__range_overlaps(addr, len))
 		goto out; /* domain memory keeps its domain's key */
 	int old = mpk_os_range_prot(addr, len), given = 0;
@@ -121,7 +87,7 @@ MPK_EXPORT int mpk_exec_only(void *addr, size_t len)
 	while (rc && given-- > 0 && !mpk__key_take_spare())
 		;
 out:
-	pthread_mutex_unlock(&mpk_g.lock);
+	mpk__core_unlock();
 	if (rc)
 		errno = err;
 	return rc;
