@@ -1107,7 +1107,7 @@ struct bench_results *bench_run(const struct bench_config *cfg_in)
 	snprintf(mc->sodium_version, sizeof(mc->sodium_version), "%s", sodium_version_string());
 #endif
 	progress("reading the hw fast path from the binary");
-	bench_fastpath_probe(&r->fastpath, cfg.exe, cfg.exe_label);
+	bench_fastpath_probe(&r->fastpath, cfg.exe_label);
 	plan(r);
 	r->ref_method = mc->hw_available ? BM_HW_SET : BM_SOFT_SET;
 

@@ -13,6 +13,7 @@
 #include <string.h>
 
 #include "bench.h"
+#include "output.h"
 
 static const char *prog = "mpkit-bench";
 
@@ -113,7 +114,7 @@ int main(int argc, char **argv)
 		const char *a = argv[i];
 		if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
 			usage(stdout);
-			return 0;
+			return bench_output_ok(prog) ? 0 : 1;
 		} else if (!strcmp(a, "--sizes")) {
 			int n = parse_list(need_arg(argc, argv, &i), "size", one_size, cfg.sizes, BENCH_MAX_SIZES);
 			if (n < 0)
@@ -188,7 +189,7 @@ int main(int argc, char **argv)
 		if (!time_set)
 			cfg.sample_ns = 0;
 	}
-	cfg.exe_label = NULL; /* the binary's own path */
+	cfg.exe_label = NULL; /* the path of the file that holds mpk_set */
 	/* Before the run, which can take minutes: every output can be
 	 * written, and gnuplot is there if a plot is asked for. */
 	const char *outs[] = { csv, json };

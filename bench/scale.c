@@ -23,6 +23,7 @@
 
 #include "bcast.h"
 #include "bench.h"
+#include "output.h"
 #include "mpkit.h"
 
 void *mpk__window_carve(size_t len, size_t align);
@@ -225,7 +226,7 @@ int main(int argc, char **argv)
 			smoke = true;
 		} else if (!strcmp(argv[i], "-h") || !strcmp(argv[i], "--help")) {
 			usage(stdout);
-			return 0;
+			return bench_output_ok(prog) ? 0 : 1;
 		} else {
 			fprintf(stderr, "%s: unknown argument '%s' (try --help)\n", prog, argv[i]);
 			return 2;
@@ -289,8 +290,8 @@ int main(int argc, char **argv)
 
 	struct bench_fastpath fp;
 	memset(&fp, 0, sizeof(fp));
-	bench_fastpath_probe(&fp, argv[0], "mpkit-bench-scale");
-	printf("\nfast path (objdump of %s):\n", fp.ok ? fp.file : argv[0]);
+	bench_fastpath_probe(&fp, NULL);
+	printf("\nfast path (objdump of %s):\n", fp.file[0] ? fp.file : "the file that holds mpk_set");
 	if (!fp.ok)
 		printf("  %s\n", fp.why);
 	for (int i = 0; fp.ok && i < 3; i++)
