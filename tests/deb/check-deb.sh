@@ -1,7 +1,7 @@
 #!/bin/sh
 # Build the Debian packages from the release tarball (dpkg-buildpackage -us
 # -uc -b, in BUILD/deb so nothing lands outside the tree), check them with
-# lintian (errors and warnings fail; each override in debian/*.lintian-
+# lintian --pedantic (errors, warnings and pedantic tags fail; each override in debian/*.lintian-
 # overrides says why), then install them and build programs against them:
 # pkg-config and find_package(mpkit), shared and static, and run the
 # installed mpkit command.
@@ -20,13 +20,13 @@ mkdir -p "$out"
 
 make --no-print-directory dist >/dev/null
 tar -C "$out" -xzf "mpkit-$version.tar.gz"
-(cd "$out/mpkit-$version" && dpkg-buildpackage -us -uc -b) >"$out/build.log" 2>&1 ||
+(cd "$out/mpkit-$version" && dpkg-buildpackage -us -uc -b -j2) >"$out/build.log" 2>&1 ||
 	{ tail -n 40 "$out/build.log"; echo "deb: FAIL, dpkg-buildpackage (log: $out/build.log)"; exit 1; }
 debs=$(ls "$out"/libmpkit0_*.deb "$out"/libmpkit-dev_*.deb "$out"/mpkit_*.deb)
 echo "deb: built $(echo $debs | wc -w) packages"
 
 if command -v lintian >/dev/null; then
-	lintian --fail-on error,warning --info "$out"/mpkit_*.changes >"$out/lintian.log" 2>&1 ||
+	lintian --pedantic --fail-on error,warning,pedantic --info "$out"/mpkit_*.changes >"$out/lintian.log" 2>&1 ||
 		{ cat "$out/lintian.log"; echo "deb: FAIL, lintian"; exit 1; }
 	echo "deb: lintian finds no error or warning"
 else
