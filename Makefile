@@ -2,8 +2,9 @@
 #   make            library (static + shared) and the mpkit CLI
 #   make demo       build and run examples/demo
 #   make check      native test suite, then the same tests in a PKU VM
-#   make bench      build and run the benchmark (table on stdout, CSV, JSON and
-#                   SVG in build/bench/); BENCH_ARGS="--sizes 4K,2M" passes options
+#   make benchmarks build every benchmark program (bench/); `make` does not
+#   make bench      build them and run the main one (table on stdout, CSV, JSON
+#                   and SVG in build/bench/); BENCH_ARGS="--sizes 4K,2M" passes options
 #   make bench-alloc  heaps against glibc malloc, vaults against libsodium
 #   make install PREFIX=/usr/local   (also the man pages, into $(MANDIR),
 #                   and docs/*.md, into $(DOCDIR)); DESTDIR stages it; make
@@ -77,7 +78,7 @@ LIB_SRC := src/init.c src/os.c src/os_signal.c src/domain.c src/region.c src/mem
            src/layer.c src/heap/meta.c src/heap/map.c src/heap/run.c src/heap/big.c \
            src/heap/heap.c src/heap/misuse.c src/heap/cache.c src/heap/fork.c src/heap/vault.c \
            src/scan.c src/scan_class.c src/insn.c src/lockdown.c src/lockdown_bpf.c src/landlock.c src/code.c src/watch.c src/window.c \
-           src/env.c src/registry.c src/backtrace.c src/thread_start.c
+           src/env.c src/registry.c src/backtrace.c src/thread_start.c src/shared/procmaps.c
 LIB_OBJ := $(LIB_SRC:%.c=$(B)/obj/%.o)
 PIC_OBJ := $(LIB_SRC:%.c=$(B)/pic/%.o)
 
@@ -128,13 +129,23 @@ skip_test = @mkdir -p $(@D) && \
 CONFIG := sodium=$(SODIUM_OK) sqlite=$(SQLITE_OK) valgrind=$(shell printf '\043include <valgrind/memcheck.h>\n' | \
 	$(CC) $(CPPFLAGS) -E -x c - >/dev/null 2>&1 && echo yes)
 $(shell mkdir -p $(B) && [ "$$(cat $(B)/config 2>/dev/null)" = '$(CONFIG)' ] || echo '$(CONFIG)' > $(B)/config)
-BENCH_SRC := bench/engine.c bench/machine.c bench/extent.c bench/report.c bench/plot.c
-BENCH_OBJ := $(BENCH_SRC:%.c=$(B)/obj/%.o)
+# The formats the library shares with the tools (src/shared/): the mpkit
+# command and the benchmarks link these objects of their own, never the
+# library's internals.
+SHARED_OBJ := $(B)/obj/src/shared/procmaps.o
+BENCH_SRC := bench/engine.c bench/group.c bench/methods.c bench/sample.c bench/probe.c \
+             bench/machine.c bench/extent.c bench/report.c bench/plot.c
+BENCH_OBJ := $(BENCH_SRC:%.c=$(B)/obj/%.o) $(SHARED_OBJ)
+# Every benchmark program: `make benchmarks` (and bench, check, install)
+# builds them, `make` does not.
+BENCH_BIN := $(addprefix $(B)/,mpkit-bench mpkit-bench-alloc mpkit-bench-threads mpkit-bench-scale \
+             mpkit-bench-broadcast mpkit-bench-lockdown mpkit-bench-code) \
+             $(if $(SQLITE_OK),$(B)/mpkit-bench-sqlite)
 
-ALL_BIN := $(B)/libmpkit.a $(B)/libmpkit.so $(B)/mpkit $(B)/mpkit-bench $(B)/mpkit-bench-alloc $(B)/mpkit-bench-threads \
-	$(B)/mpkit-bench-scale $(B)/mpkit-bench-broadcast $(B)/mpkit-bench-lockdown \
-	$(B)/libmpkit-watch.so $(B)/mpkit-bench-code $(B)/examples/jit
+ALL_BIN := $(B)/libmpkit.a $(B)/libmpkit.so $(B)/mpkit $(B)/libmpkit-watch.so $(B)/examples/jit
 all: $(ALL_BIN)
+
+benchmarks: $(BENCH_BIN)
 
 $(B)/obj/%.o: %.c $(B)/config
 	@mkdir -p $(@D)
@@ -169,13 +180,14 @@ SO_RPATH = -Wl,-rpath,$(abspath $(B))
 # library.  tools/paths.c says where the helpers are (INST compiles it for
 # the installed layout).
 CLI_LIB_SRC := src/scan.c src/scan_class.c src/insn.c src/env.c
-CLI_OBJ := $(addprefix $(B)/obj/tools/,mpkit.o scan.o maps.o) $(CLI_LIB_SRC:%.c=$(B)/obj/%.o)
+CLI_OBJ := $(addprefix $(B)/obj/tools/,mpkit.o scan.o maps.o) $(CLI_LIB_SRC:%.c=$(B)/obj/%.o) $(SHARED_OBJ)
 $(B)/obj/tools/scan.o $(B)/obj/tests/t_scan_%.o $(B)/obj/tests/t_soft_domain_lock.o: MPK_XCFLAGS += -Isrc
 $(B)/mpkit: $(CLI_OBJ) $(B)/obj/tools/paths.o $(B)/libmpkit.so
 	$(CC) $(ALL_LDFLAGS) $^ $(SO_RPATH) -o $@
 
 $(B)/obj/tools/%.o $(B)/obj/tests/%.o $(B)/obj/examples/%.o $(B)/obj/bench/%.o: MPK_XCFLAGS += -Itests
 $(B)/obj/bench/%.o $(B)/obj/tests/t_bench_smoke.o: MPK_XCFLAGS += -Ibench $(BENCH_CPPFLAGS)
+$(B)/obj/bench/%.o $(B)/obj/tools/%.o: MPK_XCFLAGS += -Isrc/shared
 # The command reads the environment through the library's own parser.
 $(B)/obj/tools/%.o: MPK_XCFLAGS += -Isrc
 $(B)/obj/tools/paths.o: MPK_XCFLAGS += -DMPKIT_DOCDIR='"$(abspath docs)"'
@@ -281,7 +293,9 @@ $(B)/tests/scan-libmpkit.so: $(B)/libmpkit.so
 	@mkdir -p $(@D)
 	cp $< $@
 
-tests: $(TEST_BIN) $(TEST_FILES) $(B)/tests/t_installed $(B)/tests/t_installed_cmds $(EX_TEST_BIN)
+# The CLI tests run mpkit-bench and mpkit-bench-scale (the VM packs the
+# latter); building every benchmark here keeps them all compiling.
+tests: $(TEST_BIN) $(TEST_FILES) $(B)/tests/t_installed $(B)/tests/t_installed_cmds $(EX_TEST_BIN) $(BENCH_BIN)
 
 # ---- the use-case examples (docs/examples.md) ----
 # Each is built under $(B)/examples/NAME/ and copied to $(B)/tests/ex/,
@@ -402,7 +416,7 @@ INST_FILES = $(INCDIR)/mpkit.h $(LIBDIR)/libmpkit.a $(LIBDIR)/libmpkit.so.$(VERS
 	$(patsubst man/%,$(MANDIR)/%,$(MAN1) $(MAN3) $(MAN7)) $(patsubst docs/%,$(DOCDIR)/%,$(DOCS))
 INST_DIRS = $(CMAKEDIR) $(HELPER_DIR) $(sort $(patsubst %/,%,$(dir $(patsubst docs/%,$(DOCDIR)/%,$(DOCS))))) $(DOCDIR)
 
-install: all $(INST)/mpkit $(INST)/libmpkit-watch.so $(HELPERS) gen-install-files
+install: $(ALL_BIN) $(INST)/mpkit $(INST)/libmpkit-watch.so $(HELPERS) gen-install-files
 	install -d $(DESTDIR)$(INCDIR) $(DESTDIR)$(LIBDIR) $(DESTDIR)$(PCDIR) $(DESTDIR)$(BINDIR) \
 		$(DESTDIR)$(CMAKEDIR) $(DESTDIR)$(HELPER_DIR)
 	install -m 644 include/mpkit.h $(DESTDIR)$(INCDIR)/
@@ -442,7 +456,7 @@ STAGE_PREFIX := /usr/local
 SP := $(STAGE)$(STAGE_PREFIX)
 STAGE_DIRS := $(foreach d,LIBDIR=lib INCDIR=include BINDIR=bin LIBEXECDIR=libexec CMAKEDIR=lib/cmake/mpkit \
 	PCDIR=lib/pkgconfig MANDIR=share/man DOCDIR=share/doc/mpkit,$(subst =,=$(STAGE_PREFIX)/,$(d)))
-$(B)/stage.done: $(ALL_BIN) $(CLI_OBJ) $(BENCH_MAIN_OBJ) $(BENCH_ALLOC_OBJ) $(BENCH_THREADS_OBJ) \
+$(B)/stage.done: $(ALL_BIN) $(HELPERS) $(CLI_OBJ) $(BENCH_MAIN_OBJ) $(BENCH_ALLOC_OBJ) $(BENCH_THREADS_OBJ) \
 		$(MAN1) $(MAN3) $(MAN7) $(DOCS) include/mpkit.h tools/paths.c
 	rm -rf $(STAGE)
 	$(MAKE) --no-print-directory install DESTDIR=$(STAGE) PREFIX=$(STAGE_PREFIX) $(STAGE_DIRS) SANITIZE=$(SANITIZE)
@@ -553,9 +567,10 @@ example-sqlite-guard: $(B)/tests/t_ex_sqlite_guard $(EX_TEST_BIN)
 example-pstore: $(B)/tests/t_ex_pstore $(EX_TEST_BIN)
 	$(B)/tests/t_ex_pstore
 
-# Not a test: prints a table of timings (never compared against limits).
+# Not a test: builds every benchmark, then prints a table of timings (never
+# compared against limits).
 BENCH_OUT := $(B)/bench
-bench: $(B)/mpkit $(B)/mpkit-bench
+bench: $(B)/mpkit benchmarks
 	@mkdir -p $(BENCH_OUT)
 	$(B)/mpkit bench --csv $(BENCH_OUT)/results.csv --json $(BENCH_OUT)/results.json \
 		--plot $(BENCH_OUT)/results.svg $(BENCH_ARGS)
@@ -604,7 +619,7 @@ check-vm: all tests
 clean:
 	rm -rf build mpkit.pc mpkit-*.tar.gz
 
-.PHONY: FORCE all tests install uninstall gen-install-files dist distcheck check-cmake check-deb abi-check abi-baseline check-readme \
+.PHONY: FORCE all benchmarks tests install uninstall gen-install-files dist distcheck check-cmake check-deb abi-check abi-baseline check-readme \
 	demo example-keyd example-sqlite-guard example-pstore bench bench-alloc bench-code bench-sqlite bench-scale \
 	check check-native check-vm clean
 .SECONDARY:

@@ -723,16 +723,20 @@ static void row(const char *what, double ns, double ref, const char *unit)
 		printf("  %-52s %9.1f ns\n", what, ns);
 }
 
+/* The variants, in the order of the table's columns (V_DEFAULT: the
+ * metadata mode mpkit picks here, V_OTHER: the other one). */
+enum { V_GLIBC, V_JEMALLOC, V_MIMALLOC, V_DEFAULT, V_OTHER, V_COUNT };
+
 /* Its name in messages: what the user typed when mpkit runs it. */
 static const char *prog(const char *argv0)
 {
 	return getenv("MPKIT_BENCH_PROG") ? "mpkit bench alloc" : argv0;
 }
 
-int main(int argc, char **argv)
+/* The options; a --preloaded child measures here.  -1 to go on, or the
+ * exit status. */
+static int parse_args(int argc, char **argv)
 {
-	struct result glibc, je, mi, dflt, other;
-
 	for (int i = 1; i < argc; i++) {
 		if (!strcmp(argv[i], "--preloaded") && i + 4 < argc) {
 			/* A variant's child, with jemalloc or mimalloc preloaded. */
@@ -762,6 +766,114 @@ int main(int argc, char **argv)
 			return 2;
 		}
 	}
+	return -1;
+}
+
+/* Rounds, not one allocator's runs after another's: a machine whose speed
+ * drifts (shared cores) then slows every column alike, and the ratios
+ * hold.  Each child measures once.  0, or 1 when a variant failed. */
+static int measure_all(struct result v[V_COUNT])
+{
+	static struct result round[V_COUNT][MAXRUNS];
+	int rounds = runs;
+
+	runs = 1;
+	for (int r = 0; r < rounds; r++) {
+		variant(A_GLIBC, NULL, 0, &round[V_GLIBC][r]);
+		variant(A_JEMALLOC, NULL, 0, &round[V_JEMALLOC][r]);
+		variant(A_MIMALLOC, NULL, 0, &round[V_MIMALLOC][r]);
+		variant(A_HEAP, "auto", 0, &round[V_DEFAULT][r]);
+		variant(A_HEAP, round[V_DEFAULT][0].meta_closed ? "open" : "closed", 1, &round[V_OTHER][r]);
+	}
+	runs = rounds;
+	for (int i = 0; i < V_COUNT; i++)
+		combine(round[i], rounds, &v[i]);
+	static const int must[] = { V_GLIBC, V_DEFAULT, V_OTHER };
+	for (int i = 0; i < 3; i++)
+		if (!v[must[i]].ok) {
+			printf("a variant failed: %s\n", v[must[i]].err);
+			return 1;
+		}
+	return 0;
+}
+
+/* A row of one figure per column: absent, n/a, or the figure. */
+static void scale_row(const char *what, const struct result *const rs[5], int w)
+{
+	printf("  %-42s", what);
+	for (int i = 0; i < 5; i++)
+		if (rs[i]->absent || rs[i]->v[w] <= 0)
+			printf(" %16s", rs[i]->absent ? "absent" : "n/a");
+		else
+			printf(" %15.2fx", rs[i]->v[w]);
+	printf("\n");
+}
+
+static void print_heap(const struct result *v)
+{
+	static const char *wl[] = {
+		"16-256 B, one at a time", "1000 live, freed at random",
+		"larson-like, 2 threads, cross-thread free", "realloc x2 from 16 B to 1 MiB",
+		"sizes 8 B-64 KiB mixed, 1000 live", "one thread, 1000 live (scaling base)",
+		"two threads, a heap each (per process)",
+	};
+	static const char *col[] = { "glibc", "jemalloc", "mimalloc", "mpk open", "mpk closed" };
+	const struct result *glibc = &v[V_GLIBC], *dflt = &v[V_DEFAULT];
+	const struct result *o = dflt->meta_closed ? &v[V_OTHER] : dflt;
+	const struct result *c = dflt->meta_closed ? dflt : &v[V_OTHER];
+	const struct result *const rs[] = { glibc, &v[V_JEMALLOC], &v[V_MIMALLOC], o, c };
+
+	printf("heap: ns per malloc+free pair (realloc: per call); (ratio) = glibc time / this\n"
+	       "  (mpk columns: to glibc's runs in the same process, alternating with the heap's)\n");
+	printf("  %-42s", "workload");
+	for (int i = 0; i < 5; i++)
+		printf(" %16s", col[i]);
+	printf("\n");
+	for (int w = 0; w <= R_HEAP_LAST; w++) {
+		printf("  %-42s", wl[w]);
+		for (int i = 0; i < 5; i++) {
+			double x = rs[i]->v[w], ratio = rs[i]->ref[w] > 0 ? rs[i]->ref[w] : glibc->v[w] / x;
+			if (rs[i]->absent || x <= 0)
+				printf(" %16s", rs[i]->absent ? "absent" : "n/a");
+			else
+				printf(" %8.1f (%5.2f)", x, ratio);
+		}
+		printf("\n");
+	}
+	scale_row("2 threads / 1 thread throughput", rs, R_SCALE);
+	scale_row("the same in CPU time (no core shared)", rs, R_SCALE_CPU);
+	printf("  %-42s %16s %16s %16s %16.3f %16.3f\n",
+	       "metadata opens per pair, one at a time", "", "", "",
+	       o->meta_closed ? o->v[R_OPENS] : 0.0, c->v[R_OPENS]);
+	printf("  (the default here: metadata %s; an open is 2 WRPKRU on hw, 2 mprotect on soft;%s%s)\n",
+	       dflt->meta_closed ? "closed" : "open", v[V_JEMALLOC].absent ? " jemalloc absent;" : "",
+	       v[V_MIMALLOC].absent ? " mimalloc absent;" : "");
+	printf(" guarded heap (MPK_HEAP_GUARDED: pages and guard pages per block)\n");
+	row("mpk_heap guarded, one at a time", dflt->v[R_GUARDED], glibc->v[R_PAIRS], "x");
+}
+
+static void print_vault(const struct result *glibc, const struct result *dflt)
+{
+	printf("\nvault: 32-byte secrets   ratio: libsodium time / this (above 1: faster)\n");
+	row("sodium_malloc + sodium_free", glibc->v[R_VAULT_AF], glibc->v[R_VAULT_AF], "x");
+	row("mpk_secret_alloc + mpk_secret_free", dflt->v[R_VAULT_AF], glibc->v[R_VAULT_AF], "x");
+	row("sodium_mprotect_readwrite + _noaccess", glibc->v[R_VAULT_OC], glibc->v[R_VAULT_OC], "x");
+	row("mpk_secret_readwrite + mpk_secret_noaccess", dflt->v[R_VAULT_OC], glibc->v[R_VAULT_OC], "x");
+	row("MPK_WITH(keys, MPK_RW) { }", dflt->v[R_VAULT_WITH], glibc->v[R_VAULT_OC], "x");
+	printf(" per secret, %d live:            address space      locked\n", NKEYS);
+	printf("  %-30s %10.0f B %10.0f B\n", "sodium_malloc(32)", glibc->v[R_VAULT_VS], glibc->v[R_VAULT_LK]);
+	printf("  %-30s %10.0f B %10.0f B\n", "mpk_secret_alloc(keys, 32)", dflt->v[R_VAULT_VS],
+	       dflt->v[R_VAULT_LK]);
+	printf("  (mpkit reserves address space a 1 MiB chunk at a time and locks only the pages in use)\n");
+}
+
+int main(int argc, char **argv)
+{
+	struct result v[V_COUNT];
+	int rc = parse_args(argc, argv);
+
+	if (rc >= 0)
+		return rc;
 #ifdef MPKIT_BENCH_SODIUM
 	if (sodium_init() < 0) {
 		fprintf(stderr, "sodium_init failed\n");
@@ -771,89 +883,9 @@ int main(int argc, char **argv)
 	printf("mpkit-bench-alloc: heaps against glibc malloc, vaults against libsodium\n");
 	machine();
 	fflush(stdout);
-	/* Rounds, not one allocator's runs after another's: a machine whose
-	 * speed drifts (shared cores) then slows every column alike, and
-	 * the ratios hold.  Each child measures once. */
-	static struct result round[5][MAXRUNS];
-	int rounds = runs;
-	runs = 1;
-	for (int r = 0; r < rounds; r++) {
-		variant(A_GLIBC, NULL, 0, &round[0][r]);
-		variant(A_JEMALLOC, NULL, 0, &round[1][r]);
-		variant(A_MIMALLOC, NULL, 0, &round[2][r]);
-		variant(A_HEAP, "auto", 0, &round[3][r]);
-		variant(A_HEAP, round[3][0].meta_closed ? "open" : "closed", 1, &round[4][r]);
-	}
-	runs = rounds;
-	combine(round[0], rounds, &glibc);
-	combine(round[1], rounds, &je);
-	combine(round[2], rounds, &mi);
-	combine(round[3], rounds, &dflt);
-	combine(round[4], rounds, &other);
-	for (struct result *r = &glibc; r; r = r == &glibc ? &dflt : r == &dflt ? &other : NULL)
-		if (!r->ok) {
-			printf("a variant failed: %s\n", r->err);
-			return 1;
-		}
-	struct result *o = dflt.meta_closed ? &other : &dflt;
-	struct result *c = dflt.meta_closed ? &dflt : &other;
-
-	printf("heap: ns per malloc+free pair (realloc: per call); (ratio) = glibc time / this\n"
-	       "  (mpk columns: to glibc's runs in the same process, alternating with the heap's)\n");
-	static const char *wl[] = {
-		"16-256 B, one at a time", "1000 live, freed at random",
-		"larson-like, 2 threads, cross-thread free", "realloc x2 from 16 B to 1 MiB",
-		"sizes 8 B-64 KiB mixed, 1000 live", "one thread, 1000 live (scaling base)",
-		"two threads, a heap each (per process)",
-	};
-	const char *col[] = { "glibc", "jemalloc", "mimalloc", "mpk open", "mpk closed" };
-	struct result *rs[] = { &glibc, &je, &mi, o, c };
-	printf("  %-42s", "workload");
-	for (int i = 0; i < 5; i++)
-		printf(" %16s", col[i]);
-	printf("\n");
-	for (int w = 0; w <= R_HEAP_LAST; w++) {
-		printf("  %-42s", wl[w]);
-		for (int i = 0; i < 5; i++) {
-			double v = rs[i]->v[w], ratio = rs[i]->ref[w] > 0 ? rs[i]->ref[w] : glibc.v[w] / v;
-			if (rs[i]->absent || v <= 0)
-				printf(" %16s", rs[i]->absent ? "absent" : "n/a");
-			else
-				printf(" %8.1f (%5.2f)", v, ratio);
-		}
-		printf("\n");
-	}
-	printf("  %-42s", "2 threads / 1 thread throughput");
-	for (int i = 0; i < 5; i++)
-		if (rs[i]->absent || rs[i]->v[R_SCALE] <= 0)
-			printf(" %16s", rs[i]->absent ? "absent" : "n/a");
-		else
-			printf(" %15.2fx", rs[i]->v[R_SCALE]);
-	printf("\n  %-42s", "the same in CPU time (no core shared)");
-	for (int i = 0; i < 5; i++)
-		if (rs[i]->absent || rs[i]->v[R_SCALE_CPU] <= 0)
-			printf(" %16s", rs[i]->absent ? "absent" : "n/a");
-		else
-			printf(" %15.2fx", rs[i]->v[R_SCALE_CPU]);
-	printf("\n  %-42s %16s %16s %16s %16.3f %16.3f\n",
-	       "metadata opens per pair, one at a time", "", "", "",
-	       o->meta_closed ? o->v[R_OPENS] : 0.0, c->v[R_OPENS]);
-	printf("  (the default here: metadata %s; an open is 2 WRPKRU on hw, 2 mprotect on soft;%s%s)\n",
-	       dflt.meta_closed ? "closed" : "open", je.absent ? " jemalloc absent;" : "",
-	       mi.absent ? " mimalloc absent;" : "");
-	printf(" guarded heap (MPK_HEAP_GUARDED: pages and guard pages per block)\n");
-	row("mpk_heap guarded, one at a time", dflt.v[R_GUARDED], glibc.v[R_PAIRS], "x");
-
-	printf("\nvault: 32-byte secrets   ratio: libsodium time / this (above 1: faster)\n");
-	row("sodium_malloc + sodium_free", glibc.v[R_VAULT_AF], glibc.v[R_VAULT_AF], "x");
-	row("mpk_secret_alloc + mpk_secret_free", dflt.v[R_VAULT_AF], glibc.v[R_VAULT_AF], "x");
-	row("sodium_mprotect_readwrite + _noaccess", glibc.v[R_VAULT_OC], glibc.v[R_VAULT_OC], "x");
-	row("mpk_secret_readwrite + mpk_secret_noaccess", dflt.v[R_VAULT_OC], glibc.v[R_VAULT_OC], "x");
-	row("MPK_WITH(keys, MPK_RW) { }", dflt.v[R_VAULT_WITH], glibc.v[R_VAULT_OC], "x");
-	printf(" per secret, %d live:            address space      locked\n", NKEYS);
-	printf("  %-30s %10.0f B %10.0f B\n", "sodium_malloc(32)", glibc.v[R_VAULT_VS], glibc.v[R_VAULT_LK]);
-	printf("  %-30s %10.0f B %10.0f B\n", "mpk_secret_alloc(keys, 32)", dflt.v[R_VAULT_VS],
-	       dflt.v[R_VAULT_LK]);
-	printf("  (mpkit reserves address space a 1 MiB chunk at a time and locks only the pages in use)\n");
+	if (measure_all(v))
+		return 1;
+	print_heap(v);
+	print_vault(&v[V_GLIBC], &v[V_DEFAULT]);
 	return bench_output_ok(prog(argv[0])) ? 0 : 1;
 }

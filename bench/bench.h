@@ -156,6 +156,7 @@ struct bench_results {
 	struct bench_fastpath fastpath;
 	int ref_method;        /* the domain switch ratios refer to */
 	char size_note[BENCH_MAX_SIZES][200]; /* capped sizes, batches */
+	int batch_max[BENCH_MAX_SIZES]; /* regions of one size that may exist at once */
 	struct bench_cell *cells;   /* [BM_COUNT][nsizes][nthreads] */
 	struct bench_setup *setups; /* [BM_COUNT][nsizes] */
 	struct bench_nochange nochange[2]; /* [BG_HW], [BG_SOFT] */

@@ -1,8 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * What the machine is (CPU, kernel, memory, THP), what a mapping really is
- * (/proc/self/smaps), and how long the hw fast path is (objdump of the
- * file this process runs it from).
+ * (/proc/self/smaps, read by the parser the library shares), and how long
+ * the hw fast path is (objdump of the file this process runs it from).
  */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -17,6 +17,7 @@
 
 #include "mpkit.h"
 #include "bench.h"
+#include "procmaps.h"
 
 static void trim(char *s)
 {
@@ -165,54 +166,40 @@ void bench_machine_probe(struct bench_machine *m)
 
 long bench_smaps_kb(const void *addr, size_t len, const char *field)
 {
-	char line[512];
-	uintptr_t lo = (uintptr_t)addr, hi = lo + len;
-	size_t flen = strlen(field);
-	int in = 0, found = 0;
+	uint64_t lo = (uintptr_t)addr, hi = lo + len;
+	struct mpk_procmaps pm;
+	struct mpk_procmaps_vma v;
+	int found = 0;
 	long sum = 0;
-	FILE *f = fopen("/proc/self/smaps", "r");
 
-	if (!f)
+	if (mpk_procmaps_open(&pm, NULL, field))
 		return -1;
-	while (fgets(line, sizeof(line), f)) {
-		unsigned long a, b;
-		char c;
-		/* A mapping's first line: "start-end perms ..." (fields: "Name: ...") */
-		if (sscanf(line, "%lx-%lx %c", &a, &b, &c) == 3 && strchr(line, '-') < strchr(line, ' ')) {
-			in = a < hi && b > lo;
-			continue;
+	while (mpk_procmaps_next(&pm, &v) > 0 && v.lo < hi)
+		if (v.hi > lo && v.field >= 0) {
+			sum += (long)v.field;
+			found = 1;
 		}
-		if (in && !strncmp(line, field, flen) && line[flen] == ':') {
-			long kb;
-			if (sscanf(line + flen + 1, "%ld", &kb) == 1) {
-				sum += kb;
-				found = 1;
-			}
-		}
-	}
-	fclose(f);
+	mpk_procmaps_close(&pm);
 	return found ? sum : -1;
 }
 
 long bench_vma_kb(const void *addr, int *named)
 {
-	char line[512];
-	uintptr_t x = (uintptr_t)addr;
+	uint64_t x = (uintptr_t)addr;
+	struct mpk_procmaps pm;
+	struct mpk_procmaps_vma v;
 	long kb = -1;
-	FILE *f = fopen("/proc/self/maps", "r");
 
 	*named = 0;
-	if (!f)
+	if (mpk_procmaps_open(&pm, NULL, NULL))
 		return -1;
-	while (fgets(line, sizeof(line), f)) {
-		unsigned long a, b;
-		if (sscanf(line, "%lx-%lx", &a, &b) == 2 && a <= x && x < b) {
-			kb = (long)((b - a) / 1024);
-			*named = strstr(line, "[anon:") != NULL;
+	while (mpk_procmaps_next(&pm, &v) > 0)
+		if (v.lo <= x && x < v.hi) {
+			kb = (long)((v.hi - v.lo) / 1024);
+			*named = strstr(v.path, "[anon:") != NULL;
 			break;
 		}
-	}
-	fclose(f);
+	mpk_procmaps_close(&pm);
 	return kb;
 }
 
@@ -315,6 +302,95 @@ static void walk(const struct fn *fn, int *out_insns, int *rd, int *wr, int *br,
 	}
 }
 
+/* Starts objdump -d of exe's addresses [lo, hi) (*pid to reap): the end
+ * of the pipe its output comes from, or -1 with why. */
+static int objdump(const char *exe, unsigned long lo, unsigned long hi, pid_t *pid, char *why, size_t len)
+{
+	char from[64], to[64];
+	int fds[2];
+
+	if (!find_in_path("objdump")) {
+		snprintf(why, len, "objdump not found (install binutils to see it)");
+		return -1;
+	}
+	snprintf(from, sizeof(from), "--start-address=0x%lx", lo);
+	snprintf(to, sizeof(to), "--stop-address=0x%lx", hi);
+	if (pipe(fds)) {
+		snprintf(why, len, "pipe: %s", strerror(errno));
+		return -1;
+	}
+	fflush(NULL);
+	*pid = fork();
+	if (*pid < 0) {
+		close(fds[0]);
+		close(fds[1]);
+		snprintf(why, len, "fork: %s", strerror(errno));
+		return -1;
+	}
+	if (*pid == 0) {
+		int null = open("/dev/null", O_RDWR);
+		dup2(fds[1], 1);
+		if (null >= 0)
+			dup2(null, 2);
+		close(fds[0]);
+		close(fds[1]);
+		setenv("LC_ALL", "C", 1);
+		execlp("objdump", "objdump", "-d", "--no-show-raw-insn", from, to, exe, (char *)NULL);
+		_exit(127);
+	}
+	close(fds[1]);
+	return fds[0];
+}
+
+/* An instruction line of objdump's ("  4011a6:\tmov    %esi,%r8d") into
+ * fn; 0, or -1 when out of memory. */
+static int add_insn(struct fn *fn, unsigned long addr, char *t)
+{
+	while (*t == ' ' || *t == '\t')
+		t++;
+	trim(t);
+	if (!*t)
+		return 0;
+	if (fn->n == fn->cap) {
+		int cap = fn->cap ? 2 * fn->cap : 64;
+		struct insn *v = realloc(fn->v, (size_t)cap * sizeof(*v));
+		if (!v)
+			return -1;
+		fn->v = v;
+		fn->cap = cap;
+	}
+	fn->v[fn->n].addr = addr;
+	/* collapse the tab between mnemonic and operands */
+	for (char *p = t; *p; p++)
+		if (*p == '\t')
+			*p = ' ';
+	snprintf(fn->v[fn->n].text, sizeof(fn->v[fn->n].text), "%s", t);
+	fn->n++;
+	return 0;
+}
+
+/* The instructions of fns[0..3), each in its extent [lo[i], hi[i]) (an
+ * empty one: not looked for).  By address, not by label: a stripped file
+ * has no labels. */
+static void read_functions(FILE *f, struct fn *fns, const unsigned long *lo, const unsigned long *hi)
+{
+	char line[1024];
+
+	while (fgets(line, sizeof(line), f)) {
+		unsigned long addr;
+		struct fn *cur = NULL;
+		char *colon = strchr(line, ':');
+		/* "  1234:\tmov ..." (labels start in the first column) */
+		if (line[0] != ' ' || !colon || sscanf(line, " %lx:", &addr) != 1)
+			continue;
+		for (int i = 0; i < 3; i++)
+			if (addr >= lo[i] && addr < hi[i])
+				cur = &fns[i];
+		if (cur && add_insn(cur, addr, colon + 1))
+			break;
+	}
+}
+
 /* The file mpk_set, mpk_enter and mpk_leave were loaded from in this
  * process (libmpkit.so.0, or the program linked with libmpkit.a), their
  * extents in it (extent.c: stripped files too), and objdump -d of the
@@ -325,8 +401,9 @@ void bench_fastpath_probe(struct bench_fastpath *fp, const char *label)
 	const void *addrs[3] = { (const void *)mpk_set, (const void *)mpk_enter, (const void *)mpk_leave };
 	struct fn fns[3] = { { names[0], 0, 0, 0 }, { names[1], 0, 0, 0 }, { names[2], 0, 0, 0 } };
 	unsigned long lo[3] = { 0 }, hi[3] = { 0 }, first = ~0UL, last = 0;
-	char path[4096], other[4096], from[64], to[64];
-	int fds[2], where = 0;
+	char path[4096], other[4096];
+	int where = 0;
+	pid_t pid;
 
 	memset(fp, 0, sizeof(*fp));
 	for (int i = 0; i < 3; i++) {
@@ -346,79 +423,18 @@ void bench_fastpath_probe(struct bench_fastpath *fp, const char *label)
 		return;
 	}
 	snprintf(fp->file, sizeof(fp->file), "%.200s", label ? label : path);
-	if (!find_in_path("objdump")) {
-		snprintf(fp->why, sizeof(fp->why), "objdump not found (install binutils to see it)");
+	int fd = objdump(path, first, last, &pid, fp->why, sizeof(fp->why));
+	if (fd < 0)
 		return;
-	}
-	snprintf(from, sizeof(from), "--start-address=0x%lx", first);
-	snprintf(to, sizeof(to), "--stop-address=0x%lx", last);
-	if (pipe(fds)) {
-		snprintf(fp->why, sizeof(fp->why), "pipe: %s", strerror(errno));
-		return;
-	}
-	fflush(NULL);
-	pid_t pid = fork();
-	if (pid < 0) {
-		close(fds[0]);
-		close(fds[1]);
-		snprintf(fp->why, sizeof(fp->why), "fork: %s", strerror(errno));
-		return;
-	}
-	if (pid == 0) {
-		int null = open("/dev/null", O_RDWR);
-		dup2(fds[1], 1);
-		if (null >= 0)
-			dup2(null, 2);
-		close(fds[0]);
-		close(fds[1]);
-		setenv("LC_ALL", "C", 1);
-		execlp("objdump", "objdump", "-d", "--no-show-raw-insn", from, to, path, (char *)NULL);
-		_exit(127);
-	}
-	close(fds[1]);
-	FILE *f = fdopen(fds[0], "r");
-	char line[1024];
-	while (f && fgets(line, sizeof(line), f)) {
-		unsigned long addr;
-		struct fn *cur = NULL;
-		char *colon = strchr(line, ':');
-		/* "  1234:\tmov ..." (labels start in the first column) */
-		if (line[0] != ' ' || !colon || sscanf(line, " %lx:", &addr) != 1)
-			continue;
-		for (int i = 0; i < 3; i++)
-			if (addr >= lo[i] && addr < hi[i])
-				cur = &fns[i];
-		if (!cur)
-			continue;
-		char *t = colon + 1;
-		while (*t == ' ' || *t == '\t')
-			t++;
-		trim(t);
-		if (!*t)
-			continue;
-		if (cur->n == cur->cap) {
-			int cap = cur->cap ? 2 * cur->cap : 64;
-			struct insn *v = realloc(cur->v, (size_t)cap * sizeof(*v));
-			if (!v)
-				break;
-			cur->v = v;
-			cur->cap = cap;
-		}
-		cur->v[cur->n].addr = addr;
-		/* collapse the tab between mnemonic and operands */
-		for (char *p = t; *p; p++)
-			if (*p == '\t')
-				*p = ' ';
-		snprintf(cur->v[cur->n].text, sizeof(cur->v[cur->n].text), "%s", t);
-		cur->n++;
-	}
-	if (f)
+	FILE *f = fdopen(fd, "r");
+	if (f) {
+		read_functions(f, fns, lo, hi);
 		fclose(f);
-	else
-		close(fds[0]);
+	} else {
+		close(fd);
+	}
 	int st;
 	waitpid(pid, &st, 0);
-
 	int found = 0;
 	for (int i = 0; i < 3; i++) {
 		if (!fns[i].n)

@@ -101,144 +101,155 @@ static const char *need_arg(int argc, char **argv, int *i)
 	return argv[++*i];
 }
 
-int main(int argc, char **argv)
-{
+struct opts {
 	struct bench_config cfg;
-	const char *csv = NULL, *json = NULL, *plot = NULL;
-	int sizes_set = 0, threads_set = 0, reps_set = 0, time_set = 0;
+	const char *csv, *json, *plot;
+	int sizes_set, threads_set, reps_set, time_set;
+};
 
-	if (argc > 0 && argv[0] && getenv("MPKIT_BENCH_PROG"))
-		prog = getenv("MPKIT_BENCH_PROG"); /* "mpkit bench" when run by mpkit */
-	bench_config_defaults(&cfg);
+/* A number (whole: strtol's) that is all of v: 0, or -1. */
+static int number(const char *v, int whole, double *x)
+{
+	char *end;
+
+	*x = whole ? (double)strtol(v, &end, 10) : strtod(v, &end);
+	return *end || end == v ? -1 : 0;
+}
+
+/* The options into o: -1 to go on, or the exit status (0 after --help). */
+static int parse_args(int argc, char **argv, struct opts *o)
+{
+	struct bench_config *cfg = &o->cfg;
+	double x;
+
 	for (int i = 1; i < argc; i++) {
 		const char *a = argv[i];
 		if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
 			usage(stdout);
 			return bench_output_ok(prog) ? 0 : 1;
 		} else if (!strcmp(a, "--sizes")) {
-			int n = parse_list(need_arg(argc, argv, &i), "size", one_size, cfg.sizes, BENCH_MAX_SIZES);
+			int n = parse_list(need_arg(argc, argv, &i), "size", one_size, cfg->sizes, BENCH_MAX_SIZES);
 			if (n < 0)
 				return 2;
-			cfg.nsizes = n;
-			sizes_set = 1;
+			cfg->nsizes = n;
+			o->sizes_set = 1;
 		} else if (!strcmp(a, "--threads")) {
-			int n = parse_list(need_arg(argc, argv, &i), "thread count", one_thread, cfg.threads, BENCH_MAX_THREADS);
+			int n = parse_list(need_arg(argc, argv, &i), "thread count", one_thread, cfg->threads, BENCH_MAX_THREADS);
 			if (n < 0)
 				return 2;
-			cfg.nthreads = n;
-			threads_set = 1;
+			cfg->nthreads = n;
+			o->threads_set = 1;
 		} else if (!strcmp(a, "--reps")) {
-			char *end;
-			const char *v = need_arg(argc, argv, &i);
-			long n = strtol(v, &end, 10);
-			if (*end || end == v || n < 1 || n > BENCH_MAX_REPS) {
+			if (number(need_arg(argc, argv, &i), 1, &x) || x < 1 || x > BENCH_MAX_REPS) {
 				fprintf(stderr, "%s: --reps wants 1..%d\n", prog, BENCH_MAX_REPS);
 				return 2;
 			}
-			cfg.reps = (int)n;
-			reps_set = 1;
+			cfg->reps = (int)x;
+			o->reps_set = 1;
 		} else if (!strcmp(a, "--sample-time")) {
-			char *end;
-			const char *v = need_arg(argc, argv, &i);
-			double us = strtod(v, &end);
-			if (*end || end == v || us < 0 || us > 10e6) {
+			if (number(need_arg(argc, argv, &i), 0, &x) || x < 0 || x > 10e6) {
 				fprintf(stderr, "%s: --sample-time wants microseconds, 0..10000000\n", prog);
 				return 2;
 			}
-			cfg.sample_ns = us * 1e3;
-			time_set = 1;
+			cfg->sample_ns = x * 1e3;
+			o->time_set = 1;
 		} else if (!strcmp(a, "--mem-fraction")) {
-			char *end;
-			const char *v = need_arg(argc, argv, &i);
-			double x = strtod(v, &end);
-			if (*end || end == v || x <= 0 || x > 1) {
+			if (number(need_arg(argc, argv, &i), 0, &x) || x <= 0 || x > 1) {
 				fprintf(stderr, "%s: --mem-fraction wants a number in (0, 1]\n", prog);
 				return 2;
 			}
-			cfg.mem_fraction = x;
+			cfg->mem_fraction = x;
 		} else if (!strcmp(a, "--csv")) {
-			csv = need_arg(argc, argv, &i);
+			o->csv = need_arg(argc, argv, &i);
 		} else if (!strcmp(a, "--json") || !strcmp(a, "-J") || !strcmp(a, "-j")) {
-			json = need_arg(argc, argv, &i);
+			o->json = need_arg(argc, argv, &i);
 		} else if (!strcmp(a, "--plot")) {
-			plot = need_arg(argc, argv, &i);
+			o->plot = need_arg(argc, argv, &i);
 		} else if (!strcmp(a, "--no-pin")) {
-			cfg.pin = 0;
+			cfg->pin = 0;
 		} else if (!strcmp(a, "--smoke")) {
-			cfg.smoke = 1;
+			cfg->smoke = 1;
 		} else if (!strcmp(a, "-q") || !strcmp(a, "--quiet")) {
-			cfg.quiet = 1;
+			cfg->quiet = 1;
 		} else {
 			fprintf(stderr, "%s: unknown argument '%s' (try --help)\n", prog, a);
 			return 2;
 		}
 	}
-	if (cfg.smoke) {
-		if (!sizes_set) {
-			cfg.sizes[0] = 4 << 10;
-			cfg.sizes[1] = 64 << 10;
-			cfg.nsizes = 2;
-		}
-		if (!threads_set) {
-			cfg.threads[0] = 0;
-			cfg.threads[1] = 1;
-			cfg.nthreads = 2;
-		}
-		if (!reps_set)
-			cfg.reps = 2;
-		if (!time_set)
-			cfg.sample_ns = 0;
+	return -1;
+}
+
+/* --smoke: what was not asked for is as small as it gets. */
+static void smoke_defaults(struct opts *o)
+{
+	struct bench_config *cfg = &o->cfg;
+
+	if (!o->sizes_set) {
+		cfg->sizes[0] = 4 << 10;
+		cfg->sizes[1] = 64 << 10;
+		cfg->nsizes = 2;
 	}
-	cfg.exe_label = NULL; /* the path of the file that holds mpk_set */
-	/* Before the run, which can take minutes: every output can be
-	 * written, and gnuplot is there if a plot is asked for. */
-	const char *outs[] = { csv, json };
-	FILE *files[2] = { NULL, NULL };
-	FILE *table = stdout;
+	if (!o->threads_set) {
+		cfg->threads[0] = 0;
+		cfg->threads[1] = 1;
+		cfg->nthreads = 2;
+	}
+	if (!o->reps_set)
+		cfg->reps = 2;
+	if (!o->time_set)
+		cfg->sample_ns = 0;
+}
+
+/* Before the run, which can take minutes: every output can be written
+ * (files[] open, the table's stream in *table), and gnuplot is there (g)
+ * if a plot is asked for.  -1 to go on, or the exit status. */
+static int open_outputs(const struct opts *o, FILE *files[2], FILE **table, struct bench_gnuplot *g)
+{
+	const char *outs[] = { o->csv, o->json };
+
 	for (int i = 0; i < 2; i++) {
 		if (!outs[i])
 			continue;
 		if (!strcmp(outs[i], "-")) {
 			files[i] = stdout;
-			table = stderr;
+			*table = stderr;
 		} else if (!(files[i] = fopen(outs[i], "w"))) {
 			fprintf(stderr, "%s: %s: %s\n", prog, outs[i], strerror(errno));
 			return 1;
 		}
 	}
-	if (csv && json && !strcmp(csv, "-") && !strcmp(json, "-")) {
+	if (o->csv && o->json && !strcmp(o->csv, "-") && !strcmp(o->json, "-")) {
 		fprintf(stderr, "%s: --csv and --json cannot both go to stdout\n", prog);
 		return 2;
 	}
-	struct bench_gnuplot g;
-	if (plot) {
-		if (!strcmp(plot, "-")) {
-			fprintf(stderr, "%s: --plot wants a file name (the SVG is not written to stdout)\n", prog);
-			return 2;
-		}
-		int fd = open(plot, O_WRONLY | O_CREAT | O_CLOEXEC, 0644);
-		if (fd < 0) {
-			fprintf(stderr, "%s: %s: %s\n", prog, plot, strerror(errno));
-			return 1;
-		}
-		close(fd);
-		if (bench_gnuplot_find(&g)) {
-			fprintf(stderr, "%s: --plot: %s (install gnuplot: apt-get install gnuplot-nox, "
-					"or leave out --plot)\n", prog, g.why);
-			return 1;
-		}
+	if (!o->plot)
+		return -1;
+	if (!strcmp(o->plot, "-")) {
+		fprintf(stderr, "%s: --plot wants a file name (the SVG is not written to stdout)\n", prog);
+		return 2;
 	}
-
-	struct bench_results *r = bench_run(&cfg);
-	if (!r) {
-		fprintf(stderr, "%s: %s\n", prog, strerror(errno));
+	int fd = open(o->plot, O_WRONLY | O_CREAT | O_CLOEXEC, 0644);
+	if (fd < 0) {
+		fprintf(stderr, "%s: %s: %s\n", prog, o->plot, strerror(errno));
 		return 1;
 	}
-	bench_print(table, r);
-	fflush(table);
+	close(fd);
+	if (bench_gnuplot_find(g)) {
+		fprintf(stderr, "%s: --plot: %s (install gnuplot: apt-get install gnuplot-nox, "
+				"or leave out --plot)\n", prog, g->why);
+		return 1;
+	}
+	return -1;
+}
 
-	int rc = 0;
+/* The CSV, the JSON and the plot, after the table: 0, or 1 if one failed. */
+static int write_outputs(const struct opts *o, FILE *files[2], FILE *table, const struct bench_results *r,
+			 const struct bench_gnuplot *g)
+{
+	const char *outs[] = { o->csv, o->json };
 	int (*writers[])(FILE *, const struct bench_results *) = { bench_write_csv, bench_write_json };
+	int rc = 0;
+
 	for (int i = 0; i < 2; i++) {
 		if (!files[i])
 			continue;
@@ -252,26 +263,54 @@ int main(int argc, char **argv)
 			fprintf(table, "wrote %s\n", outs[i]);
 		}
 	}
-	if (plot) {
+	if (o->plot) {
 		char msg[2048];
 		fflush(NULL); /* our lines before anything gnuplot says on stderr */
-		if (bench_plot(plot, r, &g, msg, sizeof(msg))) {
+		if (bench_plot(o->plot, r, g, msg, sizeof(msg))) {
 			fprintf(stderr, "%s: plot: %s\n", prog, msg);
 			rc = 1;
 		} else {
-			fprintf(table, "plot: %s\nwrote %s\n", msg, plot);
+			fprintf(table, "plot: %s\nwrote %s\n", msg, o->plot);
 		}
 	}
+	return rc;
+}
+
+int main(int argc, char **argv)
+{
+	struct opts o = { .csv = NULL };
+	FILE *files[2] = { NULL, NULL }, *table = stdout;
+	struct bench_gnuplot g;
+	int rc;
+
+	if (argc > 0 && argv[0] && getenv("MPKIT_BENCH_PROG"))
+		prog = getenv("MPKIT_BENCH_PROG"); /* "mpkit bench" when run by mpkit */
+	bench_config_defaults(&o.cfg);
+	if ((rc = parse_args(argc, argv, &o)) >= 0)
+		return rc;
+	if (o.cfg.smoke)
+		smoke_defaults(&o);
+	o.cfg.exe_label = NULL; /* the path of the file that holds mpk_set */
+	if ((rc = open_outputs(&o, files, &table, &g)) >= 0)
+		return rc;
+
+	struct bench_results *r = bench_run(&o.cfg);
+	if (!r) {
+		fprintf(stderr, "%s: %s\n", prog, strerror(errno));
+		return 1;
+	}
+	bench_print(table, r);
+	fflush(table);
+	rc = write_outputs(&o, files, table, r, &g);
 	if (fflush(stdout) || ferror(stdout)) {
 		fprintf(stderr, "%s: writing the output failed: %s\n", prog, strerror(errno));
 		rc = 1;
 	}
-
 	for (int m = 0; m < BM_COUNT; m++)
-		for (int s = 0; s < cfg.nsizes; s++)
+		for (int s = 0; s < o.cfg.nsizes; s++)
 			if (bench_setup(r, m, s)->status == BS_FAILED) {
 				fprintf(stderr, "%s: %s at %zu bytes failed: %s\n", prog, bench_methods[m].label,
-					cfg.sizes[s], bench_setup(r, m, s)->why);
+					o.cfg.sizes[s], bench_setup(r, m, s)->why);
 				rc = 1;
 			}
 	bench_free(r);

@@ -257,16 +257,15 @@ static int has_points(const struct bench_results *r, int m, int t)
 	return 0;
 }
 
-/* The data (one block per method and thread count, "size_bytes median_ns")
- * and the script that draws it, SVG on stdout.  0, or -1 with errno. */
-static int write_gnuplot_input(const char *dat, const char *gp, const struct bench_results *r)
+/* The data, one block per method and thread count ("size_bytes median_ns"):
+ * block[m][d] the index of method m's at the first (d 0) and the last
+ * (d 1) thread count, -1 for none.  0, or -1 with errno. */
+static int write_data(const char *dat, const struct bench_results *r, int block[BM_COUNT][2])
 {
 	const struct bench_config *cfg = &r->cfg;
-	int last = cfg->nthreads - 1, idx = 0, block[BM_COUNT][2], first = 1;
-	char buf[64], l1[512], l2[512];
-	struct axes a = plot_axes(r);
-
+	int last = cfg->nthreads - 1, idx = 0;
 	FILE *f = fopen(dat, "w");
+
 	if (!f)
 		return -1;
 	for (int m = 0; m < BM_COUNT; m++)
@@ -283,11 +282,14 @@ static int write_gnuplot_input(const char *dat, const char *gp, const struct ben
 			}
 			block[m][d] = idx++;
 		}
-	if (fclose(f))
-		return -1;
+	return fclose(f);
+}
 
-	if (!(f = fopen(gp, "w")))
-		return -1;
+/* The terminal, the layout, the title and the notes around the plot. */
+static void write_labels(FILE *f, const struct bench_results *r)
+{
+	char l1[512], l2[512];
+
 	subtitles(r, l1, sizeof(l1), l2, sizeof(l2));
 	/* enhanced for the bold title only: texts from the machine and the
 	 * methods are marked noenhanced, so "@" and "_" in them stay literal */
@@ -309,11 +311,20 @@ static int write_gnuplot_input(const char *dat, const char *gp, const struct ben
 	gq(f, l2);
 	fprintf(f, " at screen %.4f, screen %.4f textcolor rgb '#444444' noenhanced\n", (PX0 - 40) / W, 1 - 68.0 / H);
 	fprintf(f, "set label 4 'median of %d samples per point' at screen %.4f, screen %.4f textcolor rgb '#444444'\n",
-		cfg->reps, (PX1 + 20) / W, 1 - (PY1 - 16) / H);
+		r->cfg.reps, (PX1 + 20) / W, 1 - (PY1 - 16) / H);
 	fprintf(f, "set label 5 ");
 	snprintf(l1, sizeof(l1), "mpkit %s, run took %.0f s", r->machine.mpkit_version, r->seconds);
 	gq(f, l1);
 	fprintf(f, " at screen %.4f, screen %.4f textcolor rgb '#444444' noenhanced\n", (PX1 + 20) / W, 1 - PY1 / H);
+}
+
+/* Log-log axes, their tics and grid, the key's place. */
+static void write_axes(FILE *f, const struct bench_results *r)
+{
+	const struct bench_config *cfg = &r->cfg;
+	struct axes a = plot_axes(r);
+	char buf[64];
+	int first = 1;
 
 	/* the y range a hair wider than its decades: gnuplot drops a tic
 	 * label that lies exactly on the bottom end of a log axis */
@@ -333,11 +344,17 @@ static int write_gnuplot_input(const char *dat, const char *gp, const struct ben
 		   "set ylabel 'close + re-open, median (log scale)'\n"
 		   "set key at screen %.4f, screen %.4f left top Left reverse samplen 2 spacing 1.35 noautotitle\n",
 		(PX1 + 12) / W, 1 - PY0 / H + 0.01);
+}
 
-	/* dashed (most threads) first, solid on top; a key entry per method
-	 * drawn, then the two line styles */
+/* The lines: dashed (most threads) first, solid on top; a key entry per
+ * method drawn, then the two line styles. */
+static void write_lines(FILE *f, const char *dat, const struct bench_results *r, int block[BM_COUNT][2])
+{
+	const struct bench_config *cfg = &r->cfg;
+	int last = cfg->nthreads - 1, first = 1;
+	char l1[64];
+
 	fprintf(f, "plot ");
-	first = 1;
 	for (int d = 1; d >= 0; d--)
 		for (int m = 0; m < BM_COUNT; m++) {
 			if (block[m][d] < 0)
@@ -363,6 +380,20 @@ static int write_gnuplot_input(const char *dat, const char *gp, const struct ben
 		fprintf(f, ", \\\n     NaN with lines lc rgb '#333333' lw 1.5 dt (6,4) title '%d other busy thread%s (TLB shootdowns)'",
 			cfg->threads[last], cfg->threads[last] == 1 ? "" : "s");
 	fprintf(f, "\n");
+}
+
+/* The data and the script that draws it, SVG on stdout.  0, or -1 with
+ * errno. */
+static int write_gnuplot_input(const char *dat, const char *gp, const struct bench_results *r)
+{
+	int block[BM_COUNT][2];
+	FILE *f;
+
+	if (write_data(dat, r, block) || !(f = fopen(gp, "w")))
+		return -1;
+	write_labels(f, r);
+	write_axes(f, r);
+	write_lines(f, dat, r, block);
 	return fclose(f);
 }
 

@@ -126,10 +126,59 @@ static const char *threads_label(int n, char *buf, size_t len)
 
 /* ---------------------------------------------------------------- table */
 
+/* The hw fast path's length, from the disassembly. */
+static void print_fastpath(FILE *f, const struct bench_fastpath *fp)
+{
+	if (!fp->ok) {
+		fprintf(f, "hw path:   instruction count unavailable: %s\n", fp->why);
+		return;
+	}
+	fprintf(f, "hw path:   instructions on the straight-line path from entry to the first ret, from\n"
+		   "           objdump -d %s (the path that changes rights; WRPKRU included):\n",
+		fp->file);
+	for (int i = 0; i < 3; i++) {
+		if (!fp->fn[i].found) {
+			fprintf(f, "             %-9s not found\n", fp->fn[i].name);
+			continue;
+		}
+		fprintf(f, "             %-9s %3d instructions: %d RDPKRU, %d WRPKRU, %d conditional branches, "
+			   "%d calls, %d syscalls, %d locked\n",
+			fp->fn[i].name, fp->fn[i].insns, fp->fn[i].rdpkru, fp->fn[i].wrpkru,
+			fp->fn[i].branches, fp->fn[i].calls, fp->fn[i].syscalls, fp->fn[i].locked);
+	}
+}
+
+/* The other threads, and the CPUs they and the measuring one run on. */
+static void print_threads_setup(FILE *f, const struct bench_results *r)
+{
+	const struct bench_machine *mc = &r->machine;
+	const struct bench_config *c = &r->cfg;
+
+	fprintf(f, "threads:   other busy threads (each writes its own 256 KiB: TLB shootdown targets):");
+	for (int t = 0; t < c->nthreads; t++)
+		fprintf(f, " %d", c->threads[t]);
+	fprintf(f, "\n");
+	if (!mc->pinned) {
+		fprintf(f, "           not pinned (%s); with %d CPU%s, busy threads also take CPU time from the measuring one\n",
+			c->pin ? "only one CPU allowed" : "--no-pin", mc->cpus_allowed, mc->cpus_allowed == 1 ? "" : "s");
+		return;
+	}
+	fprintf(f, "           the measuring thread runs on CPU %d, the others round robin on the other %d CPU%s\n",
+		mc->cpu_list[0], mc->cpus_allowed - 1, mc->cpus_allowed == 2 ? "" : "s");
+	int maxt = 0;
+	for (int t = 0; t < c->nthreads; t++)
+		maxt = c->threads[t] > maxt ? c->threads[t] : maxt;
+	if (maxt > mc->cpus_allowed - 1)
+		fprintf(f, "           this machine has %d CPUs: a shootdown reaches at most %d other CPU%s, so\n"
+			   "           more than %d other thread%s only share %s\n",
+			mc->cpus_allowed, mc->cpus_allowed - 1, mc->cpus_allowed == 2 ? "" : "s",
+			mc->cpus_allowed - 1, mc->cpus_allowed == 2 ? "" : "s",
+			mc->cpus_allowed == 2 ? "it" : "them");
+}
+
 static void print_machine(FILE *f, const struct bench_results *r)
 {
 	const struct bench_machine *mc = &r->machine;
-	const struct bench_fastpath *fp = &r->fastpath;
 	const struct bench_config *c = &r->cfg;
 	char a[32], b[32];
 
@@ -146,23 +195,7 @@ static void print_machine(FILE *f, const struct bench_results *r)
 		mc->cpu_pku ? "yes" : "no", mc->cpu_ospke ? "yes" : "no", mc->kernel_pkeys ? "yes" : "no",
 		mc->auto_backend == MPK_BACKEND_HW ? "hw" : "soft");
 	fprintf(f, "%s\n", mc->hw_available ? " (protection keys)" : " (mprotect emulation); hw rows: not available on this CPU");
-	if (fp->ok) {
-		fprintf(f, "hw path:   instructions on the straight-line path from entry to the first ret, from\n"
-			   "           objdump -d %s (the path that changes rights; WRPKRU included):\n",
-			fp->file);
-		for (int i = 0; i < 3; i++) {
-			if (!fp->fn[i].found) {
-				fprintf(f, "             %-9s not found\n", fp->fn[i].name);
-				continue;
-			}
-			fprintf(f, "             %-9s %3d instructions: %d RDPKRU, %d WRPKRU, %d conditional branches, "
-				   "%d calls, %d syscalls, %d locked\n",
-				fp->fn[i].name, fp->fn[i].insns, fp->fn[i].rdpkru, fp->fn[i].wrpkru,
-				fp->fn[i].branches, fp->fn[i].calls, fp->fn[i].syscalls, fp->fn[i].locked);
-		}
-	} else {
-		fprintf(f, "hw path:   instruction count unavailable: %s\n", fp->why);
-	}
+	print_fastpath(f, &r->fastpath);
 	fprintf(f, "pages:     THP enabled [%s], defrag [%s]; 4 KiB rows use MADV_NOHUGEPAGE, THP rows MADV_HUGEPAGE\n"
 		   "           on a 2 MiB-aligned mapping (AnonHugePages from /proc/self/smaps below)\n",
 		mc->thp_enabled, mc->thp_defrag);
@@ -173,26 +206,7 @@ static void print_machine(FILE *f, const struct bench_results *r)
 			mc->damon);
 	fprintf(f, "libsodium: %s\n", mc->sodium_version[0] ? mc->sodium_version
 				: "not built in (libsodium not found at build time): its rows are missing");
-	fprintf(f, "threads:   other busy threads (each writes its own 256 KiB: TLB shootdown targets):");
-	for (int t = 0; t < c->nthreads; t++)
-		fprintf(f, " %d", c->threads[t]);
-	fprintf(f, "\n");
-	if (mc->pinned) {
-		fprintf(f, "           the measuring thread runs on CPU %d, the others round robin on the other %d CPU%s\n",
-			mc->cpu_list[0], mc->cpus_allowed - 1, mc->cpus_allowed == 2 ? "" : "s");
-		int maxt = 0;
-		for (int t = 0; t < c->nthreads; t++)
-			maxt = c->threads[t] > maxt ? c->threads[t] : maxt;
-		if (maxt > mc->cpus_allowed - 1)
-			fprintf(f, "           this machine has %d CPUs: a shootdown reaches at most %d other CPU%s, so\n"
-				   "           more than %d other thread%s only share %s\n",
-				mc->cpus_allowed, mc->cpus_allowed - 1, mc->cpus_allowed == 2 ? "" : "s",
-				mc->cpus_allowed - 1, mc->cpus_allowed == 2 ? "" : "s",
-				mc->cpus_allowed == 2 ? "it" : "them");
-	} else {
-		fprintf(f, "           not pinned (%s); with %d CPU%s, busy threads also take CPU time from the measuring one\n",
-			c->pin ? "only one CPU allowed" : "--no-pin", mc->cpus_allowed, mc->cpus_allowed == 1 ? "" : "s");
-	}
+	print_threads_setup(f, r);
 	if (c->sample_ns > 0)
 		fprintf(f, "samples:   %d per cell, each the mean of k iterations (k so that a sample lasts >= %s);\n",
 			c->reps, bench_ns_str(c->sample_ns, a, sizeof(a)));
@@ -397,12 +411,70 @@ static int same_ratio(const struct bench_results *r, int m, int s, double *first
 	return *first > 0;
 }
 
+/* Where mpk_alloc's mapping costs more to mprotect than one of its own:
+ * the sizes, and the likely reason once (a fixed cost: see the smallest). */
+static void print_alloc_mapping(FILE *f, const struct bench_results *r)
+{
+	const struct bench_config *c = &r->cfg;
+	char sz[32], d[32], e[32];
+	int said = 0, merged_s = -1;
+	double fixed = 0;
+
+	for (int s = 0; s < c->nsizes; s++) {
+		const struct bench_cell *x = bench_cell(r, BM_SOFT_SET, s, 0), *y = bench_cell(r, BM_MPROTECT, s, 0);
+		const struct bench_setup *st = bench_setup(r, BM_SOFT_SET, s);
+		if (x->status != BS_OK || y->status != BS_OK || y->s_sw.median <= 0 || x->s_raw.median <= 0)
+			continue;
+		/* the better of the two on that mapping: noise only ever adds */
+		double best = x->s_raw.median < x->s_sw.median ? x->s_raw.median : x->s_sw.median;
+		double q = best / y->s_sw.median;
+		if (q <= 1.10)
+			continue;
+		if (!said++)
+			fprintf(f, "an mprotect pair on mpk_alloc's mapping against one on a mapping of its own:\n ");
+		fprintf(f, " %s %.2fx (+%s)", bench_size_str(c->sizes[s], sz, sizeof(sz)), q,
+			bench_ns_str(best - y->s_sw.median, e, sizeof(e)));
+		if (merged_s < 0 && st->vma_kb >= 0 && (size_t)st->vma_kb * 1024 > c->sizes[s]) {
+			merged_s = s;
+			fixed = best - y->s_sw.median;
+		}
+	}
+	if (said)
+		fprintf(f, "\n");
+	if (merged_s >= 0) {
+		const struct bench_setup *st = bench_setup(r, BM_SOFT_SET, merged_s);
+		fprintf(f, "  mpk_alloc's mapping shares a VMA with a neighbour (%s at %s): every close splits\n"
+			   "  it and every re-open merges it back, a fixed cost of about %s a pair%s\n",
+			bench_size_str((size_t)st->vma_kb * 1024, d, sizeof(d)),
+			bench_size_str(c->sizes[merged_s], sz, sizeof(sz)), bench_ns_str(fixed, e, sizeof(e)),
+			st->named ? "" : ";\n  no [anon:mpk:NAME] keeps them apart: this kernel cannot name anonymous mappings\n  (CONFIG_ANON_VMA_NAME)");
+	}
+}
+
+static void print_nochange(FILE *f, const struct bench_results *r)
+{
+	char d[32], e[32];
+
+	for (int g = 0; g < 2; g++) {
+		const struct bench_nochange *nc = &r->nochange[g];
+		const char *name = g == BG_HW ? "hw" : "soft";
+		if (nc->status != BS_OK) {
+			fprintf(f, "rights that do not change, %s: %s\n", name, nc->why[0] ? nc->why : status_str(nc->status));
+			continue;
+		}
+		fprintf(f, "rights that do not change, %s: mpk_set(RW) on RW %s, enter(RW) + leave on RW %s;\n"
+			   "  %llu mprotect calls in %llu calls%s\n",
+			name, bench_ns_str(nc->set_same.median, d, sizeof(d)), bench_ns_str(nc->enter_same.median, e, sizeof(e)),
+			nc->mprotects, nc->calls, nc->mprotects ? "  (should be 0)" : "");
+	}
+}
+
 /* Requirement: the soft switch costs at most 1.1 x the raw mprotect pair
  * on the same region, and nothing when rights do not change. */
 static void print_soft(FILE *f, const struct bench_results *r)
 {
 	const struct bench_config *c = &r->cfg;
-	char sz[32], a[32], b[32], d[32], e[32], tl[40];
+	char sz[32], a[32], b[32], tl[40];
 	int over = 0, n = 0, verdict = !c->smoke && !r->machine.emulated;
 
 	fprintf(f, "\nmpkit against an mprotect pair on the very same mapping, the two sampled in turns:\n"
@@ -434,52 +506,9 @@ static void print_soft(FILE *f, const struct bench_results *r)
 		fprintf(f, "soft: no verdict from a smoke test\n");
 	else
 		fprintf(f, "soft: %d of %d within 1.10x\n", n - over, n);
-
-	/* Where mpk_alloc's mapping costs more to mprotect than one of its own:
-	 * the sizes, and the likely reason once (a fixed cost: see the smallest). */
-	int said = 0, merged_s = -1;
-	double fixed = 0;
-	for (int s = 0; s < c->nsizes && verdict; s++) {
-		const struct bench_cell *x = bench_cell(r, BM_SOFT_SET, s, 0), *y = bench_cell(r, BM_MPROTECT, s, 0);
-		const struct bench_setup *st = bench_setup(r, BM_SOFT_SET, s);
-		if (x->status != BS_OK || y->status != BS_OK || y->s_sw.median <= 0 || x->s_raw.median <= 0)
-			continue;
-		/* the better of the two on that mapping: noise only ever adds */
-		double best = x->s_raw.median < x->s_sw.median ? x->s_raw.median : x->s_sw.median;
-		double q = best / y->s_sw.median;
-		if (q <= 1.10)
-			continue;
-		if (!said++)
-			fprintf(f, "an mprotect pair on mpk_alloc's mapping against one on a mapping of its own:\n ");
-		fprintf(f, " %s %.2fx (+%s)", bench_size_str(c->sizes[s], sz, sizeof(sz)), q,
-			bench_ns_str(best - y->s_sw.median, e, sizeof(e)));
-		if (merged_s < 0 && st->vma_kb >= 0 && (size_t)st->vma_kb * 1024 > c->sizes[s]) {
-			merged_s = s;
-			fixed = best - y->s_sw.median;
-		}
-	}
-	if (said)
-		fprintf(f, "\n");
-	if (merged_s >= 0) {
-		const struct bench_setup *st = bench_setup(r, BM_SOFT_SET, merged_s);
-		fprintf(f, "  mpk_alloc's mapping shares a VMA with a neighbour (%s at %s): every close splits\n"
-			   "  it and every re-open merges it back, a fixed cost of about %s a pair%s\n",
-			bench_size_str((size_t)st->vma_kb * 1024, d, sizeof(d)),
-			bench_size_str(c->sizes[merged_s], sz, sizeof(sz)), bench_ns_str(fixed, e, sizeof(e)),
-			st->named ? "" : ";\n  no [anon:mpk:NAME] keeps them apart: this kernel cannot name anonymous mappings\n  (CONFIG_ANON_VMA_NAME)");
-	}
-	for (int g = 0; g < 2; g++) {
-		const struct bench_nochange *nc = &r->nochange[g];
-		const char *name = g == BG_HW ? "hw" : "soft";
-		if (nc->status != BS_OK) {
-			fprintf(f, "rights that do not change, %s: %s\n", name, nc->why[0] ? nc->why : status_str(nc->status));
-			continue;
-		}
-		fprintf(f, "rights that do not change, %s: mpk_set(RW) on RW %s, enter(RW) + leave on RW %s;\n"
-			   "  %llu mprotect calls in %llu calls%s\n",
-			name, bench_ns_str(nc->set_same.median, d, sizeof(d)), bench_ns_str(nc->enter_same.median, e, sizeof(e)),
-			nc->mprotects, nc->calls, nc->mprotects ? "  (should be 0)" : "");
-	}
+	if (verdict)
+		print_alloc_mapping(f, r);
+	print_nochange(f, r);
 }
 
 void bench_print(FILE *f, const struct bench_results *r)
@@ -563,13 +592,8 @@ static void jstat(FILE *f, const struct bench_stat *s)
 	fprintf(f, "}");
 }
 
-int bench_write_json(FILE *f, const struct bench_results *r)
+static void json_machine(FILE *f, const struct bench_machine *mc)
 {
-	const struct bench_machine *mc = &r->machine;
-	const struct bench_fastpath *fp = &r->fastpath;
-	fprintf(f, "{\n  \"mpkit_version\": ");
-	jstr(f, mc->mpkit_version);
-	fprintf(f, ",\n  \"smoke\": %s,\n  \"seconds\": %.1f,\n", r->cfg.smoke ? "true" : "false", r->seconds);
 	fprintf(f, "  \"machine\": {\"cpu\": ");
 	jstr(f, mc->cpu);
 	fprintf(f, ", \"cpus_online\": %d, \"cpus_allowed\": %d, \"pinned\": %s, \"hypervisor\": %s, \"emulated\": %s, \"kernel\": ",
@@ -594,16 +618,10 @@ int bench_write_json(FILE *f, const struct bench_results *r)
 	else
 		fprintf(f, "null");
 	fprintf(f, ", \"clock_read_ns\": %.1f},\n", mc->timer_ns);
+}
 
-	fprintf(f, "  \"config\": {\"sizes\": [");
-	for (int s = 0; s < r->cfg.nsizes; s++)
-		fprintf(f, "%s%zu", s ? ", " : "", r->cfg.sizes[s]);
-	fprintf(f, "], \"other_threads\": [");
-	for (int t = 0; t < r->cfg.nthreads; t++)
-		fprintf(f, "%s%d", t ? ", " : "", r->cfg.threads[t]);
-	fprintf(f, "], \"samples\": %d, \"min_sample_ns\": %.0f, \"reference\": \"%s\"},\n", r->cfg.reps,
-		r->cfg.sample_ns, bench_methods[r->ref_method].id);
-
+static void json_fastpath(FILE *f, const struct bench_fastpath *fp)
+{
 	fprintf(f, "  \"hw_fast_path\": {\"ok\": %s, \"file\": ", fp->ok ? "true" : "false");
 	jstr(f, fp->file);
 	if (!fp->ok) {
@@ -620,7 +638,12 @@ int bench_write_json(FILE *f, const struct bench_results *r)
 			fp->fn[i].insns, fp->fn[i].rdpkru, fp->fn[i].wrpkru, fp->fn[i].branches, fp->fn[i].calls,
 			fp->fn[i].syscalls, fp->fn[i].locked);
 	}
-	fprintf(f, "},\n  \"unchanged_rights\": {");
+	fprintf(f, "},\n");
+}
+
+static void json_nochange(FILE *f, const struct bench_results *r)
+{
+	fprintf(f, "  \"unchanged_rights\": {");
 	for (int g = 0; g < 2; g++) {
 		const struct bench_nochange *nc = &r->nochange[g];
 		fprintf(f, "%s\"%s\": {\"status\": \"%s\"", g ? ", " : "", g == BG_HW ? "hw" : "soft", status_str(nc->status));
@@ -636,42 +659,65 @@ int bench_write_json(FILE *f, const struct bench_results *r)
 		}
 		fprintf(f, "}");
 	}
-	fprintf(f, "},\n  \"results\": [\n");
-	int first = 1;
+	fprintf(f, "},\n");
+}
+
+/* One cell of "results", without the separator before it. */
+static void json_cell(FILE *f, const struct bench_results *r, int m, int s, int t)
+{
+	const struct bench_cell *c = bench_cell(r, m, s, t);
+	const struct bench_setup *st = bench_setup(r, m, s);
+
+	fprintf(f, "    {\"size\": %zu, \"method\": \"%s\", \"label\": ", r->cfg.sizes[s], bench_methods[m].id);
+	jstr(f, bench_methods[m].label);
+	fprintf(f, ", \"other_threads\": %d, \"status\": \"%s\"", r->cfg.threads[t], status_str(c->status));
+	if (c->status != BS_OK) {
+		fprintf(f, ", \"why\": ");
+		jstr(f, why(r, m, s));
+		fprintf(f, "}");
+		return;
+	}
+	fprintf(f, ", \"samples\": %d, \"iterations_per_sample\": %ld, \"close_reopen_ns\": ", c->n,
+		c->iters_switch);
+	jstat(f, &c->s_sw);
+	fprintf(f, ", \"ratio_to_switch\": ");
+	jnum(f, c->ratio);
+	fprintf(f, ", \"touch_after_ns\": ");
+	jstat(f, &c->s_touch);
+	fprintf(f, ", \"touch_nochange_ns\": ");
+	jstat(f, &c->s_base);
+	if (bench_methods[m].backend_row) {
+		fprintf(f, ", \"same_region_mprotect_ns\": ");
+		jstat(f, &c->s_raw);
+		fprintf(f, ", \"same_region_ratio\": ");
+		jstat(f, &c->s_pair);
+	}
+	fprintf(f, ", \"anon_huge_kb\": %ld, \"anon_huge_kb_after\": %ld, \"mappings\": %ld, \"closed_si_code\": %d, \"verified\": %s}",
+		st->huge_kb, st->huge_kb_after, st->mappings, st->fault_code, st->verified ? "true" : "false");
+}
+
+int bench_write_json(FILE *f, const struct bench_results *r)
+{
+	fprintf(f, "{\n  \"mpkit_version\": ");
+	jstr(f, r->machine.mpkit_version);
+	fprintf(f, ",\n  \"smoke\": %s,\n  \"seconds\": %.1f,\n", r->cfg.smoke ? "true" : "false", r->seconds);
+	json_machine(f, &r->machine);
+	fprintf(f, "  \"config\": {\"sizes\": [");
 	for (int s = 0; s < r->cfg.nsizes; s++)
+		fprintf(f, "%s%zu", s ? ", " : "", r->cfg.sizes[s]);
+	fprintf(f, "], \"other_threads\": [");
+	for (int t = 0; t < r->cfg.nthreads; t++)
+		fprintf(f, "%s%d", t ? ", " : "", r->cfg.threads[t]);
+	fprintf(f, "], \"samples\": %d, \"min_sample_ns\": %.0f, \"reference\": \"%s\"},\n", r->cfg.reps,
+		r->cfg.sample_ns, bench_methods[r->ref_method].id);
+	json_fastpath(f, &r->fastpath);
+	json_nochange(f, r);
+	fprintf(f, "  \"results\": [\n");
+	for (int s = 0, first = 1; s < r->cfg.nsizes; s++)
 		for (int m = 0; m < BM_COUNT; m++)
-			for (int t = 0; t < r->cfg.nthreads; t++) {
-				const struct bench_cell *c = bench_cell(r, m, s, t);
-				const struct bench_setup *st = bench_setup(r, m, s);
-				fprintf(f, "%s    {\"size\": %zu, \"method\": \"%s\", \"label\": ", first ? "" : ",\n",
-					r->cfg.sizes[s], bench_methods[m].id);
-				first = 0;
-				jstr(f, bench_methods[m].label);
-				fprintf(f, ", \"other_threads\": %d, \"status\": \"%s\"", r->cfg.threads[t], status_str(c->status));
-				if (c->status != BS_OK) {
-					fprintf(f, ", \"why\": ");
-					jstr(f, why(r, m, s));
-					fprintf(f, "}");
-					continue;
-				}
-				fprintf(f, ", \"samples\": %d, \"iterations_per_sample\": %ld, \"close_reopen_ns\": ", c->n,
-					c->iters_switch);
-				jstat(f, &c->s_sw);
-				fprintf(f, ", \"ratio_to_switch\": ");
-				jnum(f, c->ratio);
-				fprintf(f, ", \"touch_after_ns\": ");
-				jstat(f, &c->s_touch);
-				fprintf(f, ", \"touch_nochange_ns\": ");
-				jstat(f, &c->s_base);
-				if (bench_methods[m].backend_row) {
-					fprintf(f, ", \"same_region_mprotect_ns\": ");
-					jstat(f, &c->s_raw);
-					fprintf(f, ", \"same_region_ratio\": ");
-					jstat(f, &c->s_pair);
-				}
-				fprintf(f, ", \"anon_huge_kb\": %ld, \"anon_huge_kb_after\": %ld, \"mappings\": %ld, \"closed_si_code\": %d, \"verified\": %s}",
-					st->huge_kb, st->huge_kb_after, st->mappings, st->fault_code,
-					st->verified ? "true" : "false");
+			for (int t = 0; t < r->cfg.nthreads; t++, first = 0) {
+				fprintf(f, "%s", first ? "" : ",\n");
+				json_cell(f, r, m, s, t);
 			}
 	fprintf(f, "\n  ]\n}\n");
 	return fflush(f) || ferror(f) ? -1 : 0;

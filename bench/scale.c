@@ -213,12 +213,19 @@ static void usage(FILE *f)
 		prog);
 }
 
-int main(int argc, char **argv)
-{
-	double lk[3], ft[3], nc[4], sr[3], sa[3], sc[3];
+/* The figures, by region count, thread count and domain count. */
+struct figures {
+	double lk[3], ft[3];       /* lookup ns, fault + retry us */
+	double nc[4];              /* no-change mpk_set ns */
 	struct bench_bcast bc[4];
-	static const int thr[4] = { 1, 2, 4, 8 }, doms[3] = { 1, 15, 1000 };
+	double sr[3], sa[3], sc[3]; /* save + restore us: <= 3 held, all, 1 closed */
+};
 
+static const int thr[4] = { 1, 2, 4, 8 }, doms[3] = { 1, 15, 1000 };
+
+/* The options: -1 to go on, or the exit status. */
+static int parse_args(int argc, char **argv)
+{
 	if (getenv("MPKIT_BENCH_PROG"))
 		prog = "mpkit bench --scale"; /* run by mpkit */
 	for (int i = 1; i < argc; i++) {
@@ -234,39 +241,52 @@ int main(int argc, char **argv)
 	}
 	if (smoke)
 		counts[1] = 100, counts[2] = 1000;
+	return -1;
+}
+
+/* Everything, in one run: 0, or -1 when mpkit could not be set up. */
+static int measure(struct figures *x, mpk_domain **bulk)
+{
 	if (mpk_init())
-		return 1;
-	mpk_domain *bulk = mpk_domain_create("bulk", MPK_RW, 0);
+		return -1;
+	*bulk = mpk_domain_create("bulk", MPK_RW, 0);
 	mpk_domain *f = mpk_domain_create("fault", MPK_RW, 0);
 	volatile char *p = mpk_alloc(f, 1);
-	if (!bulk || !f || !p || mpk_fault_handler_install(on_fault, NULL))
-		return 1;
+	if (!*bulk || !f || !p || mpk_fault_handler_install(on_fault, NULL))
+		return -1;
 	for (int c = 0, have = 0; c < 3; c++) {
-		regions(bulk, have, counts[c], true);
+		regions(*bulk, have, counts[c], true);
 		have = counts[c];
-		lk[c] = lookup_ns(bulk, have);
-		ft[c] = fault_us(f, p);
+		x->lk[c] = lookup_ns(*bulk, have);
+		x->ft[c] = fault_us(f, p);
 	}
 	nc_dom = mpk_domain_create("nochange", MPK_RW, MPK_DOMAIN_SHARED);
 	for (int i = 0; i < 4; i++)
-		nc[i] = nochange_ns(thr[i]);
+		x->nc[i] = nochange_ns(thr[i]);
 	for (int i = 0; i < 3; i++) {
-		sr[i] = saverestore_us(doms[i], 1 + 2 * (i > 0), false); /* 1, 3, 3 held */
-		sa[i] = saverestore_us(doms[i], doms[i], false);
-		sc[i] = saverestore_us(doms[i], doms[i], true);
+		x->sr[i] = saverestore_us(doms[i], 1 + 2 * (i > 0), false); /* 1, 3, 3 held */
+		x->sa[i] = saverestore_us(doms[i], doms[i], false);
+		x->sc[i] = saverestore_us(doms[i], doms[i], true);
 	}
-	memset(bc, 0, sizeof(bc));
+	memset(x->bc, 0, sizeof(x->bc));
 #ifndef __SANITIZE_THREAD__ /* TSan holds signals to threads blocked in read() */
 	mpk__broadcast_stub(mpk_backend() != MPK_BACKEND_HW);
 	for (int i = 0; i < 4; i++)
-		if (bench_bcast_measure(thr[i], IT(100, 2), IT(9, 1), &bc[i]))
+		if (bench_bcast_measure(thr[i], IT(100, 2), IT(9, 1), &x->bc[i]))
 			wrong("broadcast", thr[i]);
 	mpk__broadcast_stub(0);
 #endif
+	return 0;
+}
+
+static void print_table(const struct figures *x)
+{
+	const double *lk = x->lk, *ft = x->ft, *nc = x->nc, *sr = x->sr, *sa = x->sa, *sc = x->sc;
+	const struct bench_bcast *bc = x->bc;
+	char h[3][16];
 
 	printf("mpkit at scale, %s backend (timings in a VM under TCG mean nothing)\n%s\n",
 	       mpk_backend_name(mpk_backend()), smoke ? "SMOKE RUN: few iterations, every result checked, timings mean nothing\n" : "");
-	char h[3][16];
 	for (int i = 0; i < 3; i++) /* 1,000 */
 		snprintf(h[i], sizeof(h[i]), counts[i] >= 1000 ? "%d,%03d" : "%.0d%d",
 			 counts[i] / 1000, counts[i] % 1000);
@@ -287,8 +307,12 @@ int main(int argc, char **argv)
 	printf("%-30s %9.2f us %9.2f us %9.2f us %9.2fx\n", "1 closed + restore, all held", sc[0], sc[1], sc[2], sc[2] / sc[0]);
 	if (mpk_backend() != MPK_BACKEND_HW)
 		printf("(broadcast: the protocol with its frame edit stubbed, no keys here)\n");
+}
 
+static void print_fastpath(void)
+{
 	struct bench_fastpath fp;
+
 	memset(&fp, 0, sizeof(fp));
 	bench_fastpath_probe(&fp, NULL);
 	printf("\nfast path (objdump of %s):\n", fp.file[0] ? fp.file : "the file that holds mpk_set");
@@ -298,6 +322,20 @@ int main(int argc, char **argv)
 		if (fp.fn[i].found)
 			printf("  %-10s %3d instructions, %d branches, %d calls\n",
 			       fp.fn[i].name, fp.fn[i].insns, fp.fn[i].branches, fp.fn[i].calls);
+}
+
+int main(int argc, char **argv)
+{
+	struct figures x;
+	mpk_domain *bulk = NULL;
+	int rc = parse_args(argc, argv);
+
+	if (rc >= 0)
+		return rc;
+	if (measure(&x, &bulk))
+		return 1;
+	print_table(&x);
+	print_fastpath();
 	regions(bulk, 0, counts[2], false);
 	if (fflush(stdout) || ferror(stdout)) {
 		fprintf(stderr, "%s: writing the output failed\n", prog);

@@ -44,14 +44,20 @@ void mpk_arch_frame_restart(void *ucontext);
  * ucontext (the frame of the signal now being handled), frames[1] the
  * frame of the handler that signal interrupted, if it interrupted one, and
  * so on out to the frame whose sigreturn gives the thread's own code its
- * registers back.  Returns how many (1..max).  Async-signal-safe.
+ * registers back.  Returns how many (1..max).  Frames of handlers that
+ * block nothing more than what they interrupted (SA_NODEFER) cannot be
+ * told from stale ones: they are listed too, and *own is the index of the
+ * outermost frame known to be live (0: ucontext), so the thread's own code
+ * gets back the register of one of frames[*own..n-1], the outermost of
+ * those that are live.  Async-signal-safe.
  */
-int mpk_arch_frame_chain(void *ucontext, void **frames, int max);
+int mpk_arch_frame_chain(void *ucontext, void **frames, int max, int *own);
 /* The same for the calling thread, outside any frame of its own: the
  * frames of the handlers it is running, innermost first (0 when it runs
- * none).  sig: a signal whose handler came from the C library (for the
- * restorer address every frame starts with). */
-int mpk_arch_self_frames(int sig, void **frames, int max);
+ * none); *own -1 when none is known to be live (then its own code may hold
+ * the register it has now).  sig: a signal whose handler came from the C
+ * library (for the restorer address every frame starts with). */
+int mpk_arch_self_frames(int sig, void **frames, int max, int *own);
 /* mpkit's own system-call site (the lockdown filter trusts it): the raw
  * result, -errno on failure.  mpk_arch_syscall_ip is the address seccomp
  * reports for calls made there. */

@@ -51,8 +51,9 @@
 
 enum { SENT, DONE, FAILED /* no XSAVE image */, GONE };
 
-/* Signal frames a thread may be nested in that a broadcast edits. */
-#define FRAMES_MAX 8
+/* Signal frames a thread may be nested in that a broadcast edits (some
+ * perhaps stale: arch.h). */
+#define FRAMES_MAX 16
 
 struct target {
 	pid_t tid;
@@ -156,13 +157,15 @@ static void answered(struct target *t, int state)
  * Edit every frame the thread is nested in, not only the innermost: a
  * thread caught inside a signal handler gets the handler's register from
  * the innermost frame and its own code's from the outermost, at the
- * handler's sigreturn.  What the thread holds is the outermost one.
+ * handler's sigreturn.  What the thread holds is the outermost one; when
+ * frames past the outermost certain one may be stale (arch.h), any of
+ * them, and all count in what is seen.
  */
 static int edit(struct target *t, void *uc)
 {
 	void *fr[FRAMES_MAX];
 	mpk_reg_t reg[FRAMES_MAX];
-	int nf = mpk_arch_frame_chain(uc, fr, FRAMES_MAX);
+	int own, nf = mpk_arch_frame_chain(uc, fr, FRAMES_MAX, &own);
 
 	for (int j = 0; j < nf; j++)
 		if (!mpk_arch_frame_reg_get(fr[j], &reg[j]))
@@ -189,8 +192,10 @@ static int edit(struct target *t, void *uc)
 	pub_reset(now, nf);
 	if (!req.undo) {
 		t->nold = nf;
-		__atomic_and_fetch(&req.seen_and, reg[nf - 1], __ATOMIC_RELAXED);
-		__atomic_or_fetch(&req.seen_or, reg[nf - 1], __ATOMIC_RELAXED);
+		for (int j = own; j < nf; j++) {
+			__atomic_and_fetch(&req.seen_and, reg[j], __ATOMIC_RELAXED);
+			__atomic_or_fetch(&req.seen_or, reg[j], __ATOMIC_RELAXED);
+		}
 	}
 	return DONE;
 }
@@ -247,7 +252,7 @@ bool mpk__pub_init(struct mpk_thread *t)
 	if (install())
 		return false; /* no restorer to find the frames by */
 	mpk_reg_t a = mpk_arch_reg_read(), o = a;
-	int nf = mpk_arch_self_frames(MPK_SIGNAL, fr, FRAMES_MAX);
+	int own, nf = mpk_arch_self_frames(MPK_SIGNAL, fr, FRAMES_MAX, &own);
 	for (int j = 0; j < nf; j++) {
 		if (!mpk_arch_frame_reg_get(fr[j], &reg))
 			return false;
@@ -270,26 +275,43 @@ mpk_reg_t mpk__threads_open(void)
 	return open & 0x55555555u;
 }
 
+/* reg is all the calling thread holds: its history starts again there. */
+static void pub_alone(mpk_reg_t reg)
+{
+	struct mpk_thread *e = mpk__self;
+
+	if (e) {
+		__atomic_store_n(&e->pub.and_, reg, __ATOMIC_RELAXED);
+		__atomic_store_n(&e->pub.or_, reg, __ATOMIC_RELAXED);
+	}
+}
+
+/* Whether the calling thread blocks no signal: then it runs no handler but
+ * one installed with SA_NODEFER, whose frame only a scan finds (frames.c). */
+static bool blocks_none(void)
+{
+	sigset_t m;
+	return !pthread_sigmask(SIG_BLOCK, NULL, &m) && sigisemptyset(&m);
+}
+
 /*
  * After a write outside the fast path, under mpk_g.lock (no broadcast
- * runs, none of its handlers either): a thread that blocks no signal runs
- * no handler (each blocks its own signal; see frames.c for the one kind
- * that does not), so reg is all it holds and its history starts again
- * there.  Otherwise reg joins the history.
+ * runs, none of its handlers either): a thread that blocks no signal and
+ * has no handler frame on its stack runs no handler, so reg is all it
+ * holds and its history starts again there.  Otherwise reg joins the
+ * history.
  */
 void mpk__pub_wrote(mpk_reg_t reg)
 {
-	struct mpk_thread *e = mpk__self;
-	sigset_t m;
+	void *fr[1];
+	int own;
 
-	if (!e)
+	if (!mpk__self)
 		return;
-	if (!pthread_sigmask(SIG_BLOCK, NULL, &m) && sigisemptyset(&m)) {
-		__atomic_store_n(&e->pub.and_, reg, __ATOMIC_RELAXED);
-		__atomic_store_n(&e->pub.or_, reg, __ATOMIC_RELAXED);
-	} else {
+	if (blocks_none() && !mpk_arch_self_frames(MPK_SIGNAL, fr, 1, &own))
+		pub_alone(reg);
+	else
 		mpk__pub_note(reg);
-	}
 }
 
 /*
@@ -606,23 +628,33 @@ static void undo(mpk_reg_t mine)
 /*
  * The caller too may be inside a signal handler (mpkit called from one):
  * edit the frames its handlers return to, as edit() does for the others.
- * Returns the register its own code holds, before the edit (mine, when
- * it runs no handler).
+ * Sets *and_ and *or_ to the registers its own code may hold, before the
+ * edit: mine when it runs no handler, else the outermost frame's, or each
+ * of the candidates when some frames may be stale (as edit()).  Returns
+ * how many frames it found.
  */
-static mpk_reg_t edit_self(mpk_reg_t clear, mpk_reg_t bits, mpk_reg_t mine)
+static int edit_self(mpk_reg_t clear, mpk_reg_t bits, mpk_reg_t mine, mpk_reg_t *and_,
+		     mpk_reg_t *or_)
 {
 	void *fr[FRAMES_MAX];
-	int nf = mpk_arch_self_frames(MPK_SIGNAL, fr, FRAMES_MAX);
-	mpk_reg_t reg;
+	int own, nf = mpk_arch_self_frames(MPK_SIGNAL, fr, FRAMES_MAX, &own);
+	mpk_reg_t reg, a = mine, o = mine;
+	bool any = own < 0; /* a and o hold a candidate: mine is one */
 
 	for (int j = 0; j < nf; j++)
 		if (mpk_arch_frame_reg_get(fr[j], &reg)) {
 			mpk_arch_frame_reg_set(fr[j], (reg & ~clear) | bits);
 			mpk__pub_note((reg & ~clear) | bits);
 			mpk_arch_frame_restart(fr[j]);
-			mine = reg;
+			if (j >= own) {
+				a = any ? a & reg : reg;
+				o = any ? o | reg : reg;
+				any = true;
+			}
 		}
-	return mine;
+	*and_ = a;
+	*or_ = o;
+	return nf;
 }
 
 int mpk__broadcast(mpk_reg_t clear, mpk_reg_t set)
@@ -651,17 +683,21 @@ int mpk__broadcast_ex(struct mpk_bcast *b)
 	pid_t self = mpk_os_gettid();
 	mpk_reg_t bits = b->fn ? b->fn(b->arg) & b->clear : b->set;
 	mpk_reg_t mine = stub ? 0 : mpk_arch_reg_update(b->clear, bits);
-	mpk_reg_t own = stub ? 0 : edit_self(b->clear, bits, mine);
+	mpk_reg_t own_and = 0, own_or = 0;
+	int frames = stub ? 0 : edit_self(b->clear, bits, mine, &own_and, &own_or);
 	req.clear = b->clear;
 	req.set = b->set;
 	req.fn = b->fn;
 	req.arg = b->arg;
-	req.seen_and = own;
-	req.seen_or = own;
+	req.seen_and = own_and;
+	req.seen_or = own_or;
 	req.n_fill = 0;
-	/* The caller's own value, noted as every write under the lock is. */
-	if (!stub)
-		mpk__pub_wrote((mine & ~b->clear) | bits);
+	/* The caller's own value, noted as every write under the lock is
+	 * (mpk__pub_wrote: edit_self() has looked for its frames already). */
+	if (!stub && !frames && blocks_none())
+		pub_alone((mine & ~b->clear) | bits);
+	else if (!stub)
+		mpk__pub_note((mine & ~b->clear) | bits);
 	req.skip = !b->fn && !stub && membarrier_all();
 	__atomic_store_n(&req.n, 0, __ATOMIC_RELEASE);
 	rc = reach_all(self);

@@ -15,6 +15,7 @@
 
 #include "arch.h"
 #include "os.h"
+#include "shared/procmaps.h"
 
 /*
  * Calls that change memory go through the arch layer's system-call site
@@ -255,36 +256,33 @@ int mpk_os_region_names(int *err)
 	return ok;
 }
 
+/* The mapping holding want, from the reader's place on (mappings come in
+ * address order): 1 and v, or 0 if want lies in a hole or past the end. */
+static int next_holding(struct mpk_procmaps *pm, struct mpk_procmaps_vma *v, uint64_t want)
+{
+	while (mpk_procmaps_next(pm, v) > 0)
+		if (v->hi > want)
+			return v->lo <= want;
+	return 0;
+}
+
 int mpk_os_range_is_private_anon_rw(const void *addr, size_t len)
 {
-	unsigned long want = (unsigned long)addr, end = want + len;
-	char line[512];
-	FILE *f = fopen("/proc/self/maps", "re");
+	uint64_t want = (uintptr_t)addr, end = want + len;
+	struct mpk_procmaps pm;
+	struct mpk_procmaps_vma v;
 
-	if (!f)
+	if (mpk_procmaps_open(&pm, NULL, NULL))
 		return -1;
-	while (want < end && fgets(line, sizeof(line), f)) {
-		unsigned long lo, hi, ino;
-		char perms[5], path[256] = "";
-		int n = sscanf(line, "%lx-%lx %4s %*s %*s %lu %255[^\n]", &lo,
-			       &hi, perms, &ino, path);
-		if (n < 4)
-			continue;
-		if (hi <= want)
-			continue;
-		if (lo > want)
-			break; /* a hole */
+	while (want < end && next_holding(&pm, &v, want)) {
 		/* Named anonymous memory shows as [anon:...]; other paths
 		 * ([heap], [stack], files) are not ours to take. */
-		char *p = path;
-		while (*p == ' ')
-			p++;
-		if (strcmp(perms, "rw-p") || ino != 0 ||
-		    (*p && strncmp(p, "[anon:", 6)))
+		if (strcmp(v.perms, "rw-p") || v.inode != 0 ||
+		    (v.path[0] && strncmp(v.path, "[anon:", 6)))
 			break;
-		want = hi;
+		want = v.hi;
 	}
-	fclose(f);
+	mpk_procmaps_close(&pm);
 	return want >= end;
 }
 
@@ -297,29 +295,23 @@ static int prot_of_perms(const char *perms)
 
 int mpk_os_range_prot(const void *addr, size_t len)
 {
-	unsigned long want = (unsigned long)addr, end = want + len;
-	char line[512];
+	uint64_t want = (uintptr_t)addr, end = want + len;
 	int prot = -1, err = ENOMEM;
-	FILE *f = fopen("/proc/self/maps", "re");
+	struct mpk_procmaps pm;
+	struct mpk_procmaps_vma v;
 
-	if (!f)
+	if (mpk_procmaps_open(&pm, NULL, NULL))
 		return -1;
-	while (want < end && fgets(line, sizeof(line), f)) {
-		unsigned long lo, hi;
-		char perms[5];
-		if (sscanf(line, "%lx-%lx %4s", &lo, &hi, perms) != 3 || hi <= want)
-			continue;
-		if (lo > want)
-			break; /* a hole */
-		int p = prot_of_perms(perms);
+	while (want < end && next_holding(&pm, &v, want)) {
+		int p = prot_of_perms(v.perms);
 		if (prot >= 0 && p != prot) {
 			err = EINVAL;
 			break;
 		}
 		prot = p;
-		want = hi;
+		want = v.hi;
 	}
-	fclose(f);
+	mpk_procmaps_close(&pm);
 	if (want < end) {
 		errno = err;
 		return -1;
@@ -329,26 +321,16 @@ int mpk_os_range_prot(const void *addr, size_t len)
 
 int mpk_os_vma_pkey(const void *addr)
 {
-	unsigned long a = (unsigned long)addr;
-	char line[512];
-	bool in = false;
+	uint64_t a = (uintptr_t)addr;
 	int key = -1;
-	FILE *f = fopen("/proc/self/smaps", "re");
+	struct mpk_procmaps pm;
+	struct mpk_procmaps_vma v;
 
-	if (!f)
+	if (mpk_procmaps_open(&pm, NULL, "ProtectionKey"))
 		return -1;
-	while (fgets(line, sizeof(line), f)) {
-		unsigned long lo, hi;
-		char perms[5];
-		if (sscanf(line, "%lx-%lx %4s", &lo, &hi, perms) == 3) {
-			if (in)
-				break;
-			in = lo <= a && a < hi;
-		} else if (in && sscanf(line, "ProtectionKey: %d", &key) == 1) {
-			break;
-		}
-	}
-	fclose(f);
+	if (next_holding(&pm, &v, a))
+		key = (int)v.field;
+	mpk_procmaps_close(&pm);
 	if (key < 0)
 		errno = ENOENT;
 	return key;

@@ -23,6 +23,9 @@
 # Environment:
 #   MPKIT_TEST_FILTER  optional glob or substring; only tests whose name
 #                      matches it run (e.g. "pkey" or "t_alloc_*").
+#   MPKIT_TEST_REPEAT  optional count: each test runs that many times in a
+#                      row and passes only if every run passes (stress runs
+#                      of racy tests: a failing run stops it and is named).
 #
 # Must stay POSIX sh: it runs under busybox sh inside the QEMU VM too.
 
@@ -37,6 +40,10 @@ fi
 label=$1
 dir=$2
 limit=${3:-60}
+repeat=${MPKIT_TEST_REPEAT:-1}
+case $repeat in
+    '' | *[!0-9]* | 0) echo "$0: bad MPKIT_TEST_REPEAT '$repeat'" >&2; usage ;;
+esac
 
 case $limit in
     '' | *[!0-9]*) echo "$0: bad timeout '$limit'" >&2; usage ;;
@@ -97,20 +104,28 @@ for path in ./t_*; do
         esac
     fi
 
-    start=$(date +%s)
     # Output goes to a file, not $(...): a test that leaves a background
     # child holding stdout open would otherwise hang the runner.  The brace
     # group makes the shell's own "Segmentation fault" report land in the
     # captured output too.  (No subshell here: dash 0.5.12 drops the
     # redirections of a (subshell) nested in a redirected group.)
-    { timeout "$limit" "./$name"; } </dev/null >"$out" 2>&1
-    rc=$?
+    run=0
+    while [ "$run" -lt "$repeat" ]; do
+        run=$((run + 1))
+        start=$(date +%s)
+        { timeout "$limit" "./$name"; } </dev/null >"$out" 2>&1
+        rc=$?
+        [ "$rc" -eq 0 ] || break
+    done
     elapsed=$(($(date +%s) - start))
+    # which run failed, when there are several
+    nth=
+    [ "$repeat" -gt 1 ] && nth=", run $run of $repeat"
 
     case $rc in
         0)
             passed=$((passed + 1))
-            echo "PASS $name"
+            if [ "$repeat" -gt 1 ]; then echo "PASS $name ($repeat runs)"; else echo "PASS $name"; fi
             # lines a test wants in the log: the pitfalls table's rows,
             # and its own summary lines ("t_name: ...")
             grep -e '^pit: ' -e "^$name: " "$out" | awk '{ print "    " $0 }'
@@ -129,11 +144,11 @@ for path in ./t_*; do
                 *) timed_out= ;;
             esac
             if [ -n "$timed_out" ]; then
-                echo "FAIL $name (exit $rc, timed out after ${limit}s)"
+                echo "FAIL $name (exit $rc, timed out after ${limit}s$nth)"
             elif [ "$rc" -gt 128 ]; then
-                echo "FAIL $name (exit $rc, SIG$(kill -l $((rc - 128)) 2>/dev/null))"
+                echo "FAIL $name (exit $rc, SIG$(kill -l $((rc - 128)) 2>/dev/null)$nth)"
             else
-                echo "FAIL $name (exit $rc)"
+                echo "FAIL $name (exit $rc$nth)"
             fi
             indent "$out"
             ;;

@@ -285,12 +285,20 @@ static void scenario(void)
 	/* Lockdown, threads, the rest. */
 	FAILS_CLEANLY(EINVAL, mpk_lockdown(0x100u));
 	FAILS_CLEANLY(EINVAL, mpk_lockdown(0x80000000u));
+	/* An inline gadget (xor %eax,%eax; xor %ecx,%ecx; xor %edx,%edx;
+	 * wrpkru; ret) for the scan to refuse: glibc's own sites are ROP-only. */
+	static const unsigned char gadget[] = { 0x31, 0xc0, 0x31, 0xc9, 0x31, 0xd2, 0x0f, 0x01, 0xef, 0xc3 };
+	unsigned char *gp = mmap(NULL, page, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	REQUIRE(gp != MAP_FAILED);
+	memcpy(gp, gadget, sizeof(gadget));
+	REQUIRE(mprotect(gp, page, PROT_READ | PROT_EXEC) == 0);
 #if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
 	/* A sanitizer's own bookkeeping grows with each new place that
 	 * allocates, and the scan allocates much: it runs once first. */
 	CHECK_ERR(mpk_lockdown(MPK_LOCK_SCAN | MPK_LOCK_ERRNO), EPERM);
 #endif
-	FAILS_CLEANLY(EPERM, mpk_lockdown(MPK_LOCK_SCAN | MPK_LOCK_ERRNO)); /* glibc's pkey_set */
+	FAILS_CLEANLY(EPERM, mpk_lockdown(MPK_LOCK_SCAN | MPK_LOCK_ERRNO));
+	REQUIRE(munmap(gp, page) == 0);
 	FAILS_CLEANLY(ENOENT, mpk_lockdown_flags());
 	FAILS_CLEANLY(EINVAL, mpk_thread_create(NULL, NULL, idle, NULL));
 	FAILS_CLEANLY(EINVAL, mpk_thread_create(&th, NULL, NULL, NULL));

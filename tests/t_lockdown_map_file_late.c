@@ -20,6 +20,7 @@ int main(void)
 	REQUIRE((d = mpk_domain_create("late-file", MPK_RW, 0)));
 	REQUIRE((fd = memfd_create("late-file", 0)) >= 0);
 	REQUIRE(ftruncate(fd, 2 * (off_t)page) == 0);
+	t_segv_recorder_install(); /* for t_read_in_child() after the lockdown */
 	REQUIRE(mpk_lockdown(MPK_LOCK_ERRNO) == 0);
 
 	unsigned char *f = mpk_map_file(d, fd, 0, 2 * page);

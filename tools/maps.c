@@ -17,6 +17,7 @@
 #include <unistd.h>
 
 #include "cli.h"
+#include "procmaps.h"
 #include "registry.h"
 
 struct vma {
@@ -36,38 +37,31 @@ struct maps {
 
 static int read_smaps(const char *pid, struct maps *m)
 {
-	char path[64], line[512];
+	struct mpk_procmaps pm;
+	struct mpk_procmaps_vma e;
+	int rc;
 
-	snprintf(path, sizeof(path), "/proc/%s/smaps", pid);
-	FILE *f = fopen(path, "re");
-	if (!f)
+	if (mpk_procmaps_open(&pm, pid, "ProtectionKey"))
 		return -1;
-	while (fgets(line, sizeof(line), f)) {
-		struct vma v = { .pkey = -1 };
-		int key, off = 0;
-		if (sscanf(line, "%" SCNx64 "-%" SCNx64 " %4s %*s %*s %lu %n", &v.lo, &v.hi, v.perms, &v.inode,
-			   &off) >= 4 && off) {
-			snprintf(v.path, sizeof(v.path), "%s", line + off);
-			v.path[strcspn(v.path, "\n")] = 0;
-			if (m->n == m->cap) {
-				m->cap = m->cap ? 2 * m->cap : 64;
-				struct vma *nv = realloc(m->v, m->cap * sizeof(*nv));
-				if (!nv) {
-					fclose(f);
-					errno = ENOMEM;
-					return -1;
-				}
-				m->v = nv;
+	while ((rc = mpk_procmaps_next(&pm, &e)) > 0) {
+		if (m->n == m->cap) {
+			m->cap = m->cap ? 2 * m->cap : 64;
+			struct vma *nv = realloc(m->v, m->cap * sizeof(*nv));
+			if (!nv) {
+				mpk_procmaps_close(&pm);
+				errno = ENOMEM;
+				return -1;
 			}
-			m->v[m->n++] = v;
-		} else if (m->n && sscanf(line, "ProtectionKey: %d", &key) == 1) {
-			m->v[m->n - 1].pkey = key;
-			m->have_pkeys = 1;
+			m->v = nv;
 		}
+		struct vma *v = &m->v[m->n++];
+		*v = (struct vma){ .lo = e.lo, .hi = e.hi, .inode = e.inode, .pkey = (int)e.field };
+		snprintf(v->perms, sizeof(v->perms), "%s", e.perms);
+		snprintf(v->path, sizeof(v->path), "%s", e.path);
+		m->have_pkeys |= e.field >= 0;
 	}
-	int bad = ferror(f);
-	fclose(f);
-	return bad ? -1 : 0;
+	mpk_procmaps_close(&pm);
+	return rc;
 }
 
 /* The registry of pid, copied whole and consistent; NULL with errno

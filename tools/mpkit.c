@@ -114,7 +114,8 @@ int cli_helper(const char *cmd, const char *name, char *path, size_t size)
 	if (!access(path, F_OK))
 		return 0;
 	fprintf(stderr, "mpkit %s: %s not found (%s)\n", cmd, path,
-		strcmp(cli_libexec, ".") ? "install mpkit again" : "build it with `make`");
+		strcmp(cli_libexec, ".") ? "install mpkit again"
+		: strncmp(name, "mpkit-bench", 11) ? "build it with `make`" : "build it with `make benchmarks`");
 	return -1;
 }
 

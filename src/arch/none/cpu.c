@@ -9,8 +9,8 @@ bool mpk_arch_frame_reg_get(void *uc, mpk_reg_t *reg) { (void)uc; (void)reg; ret
 bool mpk_arch_frame_reg_set(void *uc, mpk_reg_t reg) { (void)uc; (void)reg; return false; }
 bool mpk_arch_fault_is_write(const void *uc) { (void)uc; return false; }
 void mpk_arch_frame_restart(void *uc) { (void)uc; }
-int mpk_arch_frame_chain(void *uc, void **frames, int max) { (void)max; frames[0] = uc; return 1; }
-int mpk_arch_self_frames(int sig, void **frames, int max) { (void)sig; (void)frames; (void)max; return 0; }
+int mpk_arch_frame_chain(void *uc, void **frames, int max, int *own) { (void)max; frames[0] = uc; *own = 0; return 1; }
+int mpk_arch_self_frames(int sig, void **frames, int max, int *own) { (void)sig; (void)frames; (void)max; *own = -1; return 0; }
 bool mpk_arch_fault_is_fetch(const void *uc) { (void)uc; return false; }
 void mpk_arch_frame_step(void *uc, bool on) { (void)uc; (void)on; }
 void *mpk_arch_frame_ip(const void *uc) { (void)uc; return NULL; }
