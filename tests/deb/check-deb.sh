@@ -68,11 +68,23 @@ if command -v cmake >/dev/null; then
 fi
 
 "$root/usr/bin/mpkit" --version
-"$root/usr/bin/mpkit" bench --help >/dev/null
-# The benchmarks print their usage (exit 2 for an unknown option is theirs:
-# "not found" would be mpkit's exit 1 and its message).
-for b in alloc threads; do
-	"$root/usr/bin/mpkit" bench $b --help 2>&1 | grep -q "^usage: .*/libexec/mpkit/mpkit-bench-$b" ||
-		{ echo "deb: FAIL, mpkit bench $b does not reach /usr/libexec/mpkit/mpkit-bench-$b"; exit 1; }
+# Every command from where the packages put it (issue 24, item 1): the
+# benchmarks print their usage (mpkit itself prints none: "not found" would
+# be its exit 1), mpkit watch finds its helper in /usr/libexec/mpkit and
+# watches bash's shell_level, and the stripped benchmark reads the fast path.
+for b in "" alloc threads --scale; do
+	"$root/usr/bin/mpkit" bench $b --help | grep -q "^usage: mpkit bench" ||
+		{ echo "deb: FAIL, mpkit bench $b --help does not reach its program in /usr/libexec/mpkit"; exit 1; }
 done
-echo "deb: the mpkit command runs, and finds its benchmarks in /usr/libexec/mpkit"
+out=$(env -u MPKIT_WATCH_LIB MPKIT_WATCH=shell_level "$root/usr/bin/mpkit" watch -- bash -c true 2>&1) &&
+	printf '%s\n' "$out" | grep -q "write of shell_level+0" ||
+	{ printf '%s\n' "$out"; echo "deb: FAIL, mpkit watch from the packages"; exit 1; }
+"$root/usr/bin/mpkit" bench --smoke --quiet --json - 2>/dev/null | grep -q '"hw_fast_path": {"ok": true' ||
+	{ echo "deb: FAIL, the packaged mpkit bench reads no fast path"; exit 1; }
+"$root/usr/bin/mpkit" info >/dev/null
+"$root/usr/bin/mpkit" maps self >/dev/null
+"$root/usr/bin/mpkit" scan "$root/usr/bin/mpkit" >/dev/null || [ $? = 1 ]
+# (dh_compress compresses the larger documents, as Debian does.)
+[ -f "$root/usr/share/doc/mpkit/guide.md.gz" ] || [ -f "$root/usr/share/doc/mpkit/guide.md" ] ||
+	{ echo "deb: FAIL, no /usr/share/doc/mpkit/guide.md"; exit 1; }
+echo "deb: every mpkit command runs from the packages (bench, watch, info, maps, scan), the docs are in /usr/share/doc/mpkit"
