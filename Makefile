@@ -7,8 +7,9 @@
 #   make bench      build them and run the main one (table on stdout, CSV, JSON
 #                   and SVG in build/bench/); BENCH_ARGS="--sizes 4K,2M" passes options
 #   make bench-alloc  heaps against glibc malloc, vaults against libsodium
-#   make install PREFIX=/usr/local   (also the man pages, into $(MANDIR));
-#                   DESTDIR stages it; make uninstall removes the same files
+#   make install PREFIX=/usr/local   (also the man pages, into $(MANDIR),
+#                   and docs/*.md, into $(DOCDIR)); DESTDIR stages it; make
+#                   uninstall removes the same files
 #   make dist       mpkit-VERSION.tar.gz;  make distcheck builds that tarball
 #                   by itself with extra CFLAGS, runs its checks, installs
 #                   and uninstalls it
@@ -25,6 +26,7 @@ LIBEXECDIR ?= $(PREFIX)/libexec
 CMAKEDIR ?= $(LIBDIR)/cmake/mpkit
 PCDIR   ?= $(LIBDIR)/pkgconfig
 MANDIR  ?= $(PREFIX)/share/man
+DOCDIR  ?= $(PREFIX)/share/doc/mpkit
 DESTDIR ?=
 
 CC      ?= cc
@@ -137,7 +139,7 @@ $(shell mkdir -p $(B) && [ "$$(cat $(B)/config 2>/dev/null)" = '$(CONFIG)' ] || 
 # library's internals.
 SHARED_OBJ := $(B)/obj/src/shared/procmaps.o
 BENCH_SRC := bench/engine.c bench/group.c bench/methods.c bench/sample.c bench/probe.c \
-             bench/machine.c bench/report.c bench/plot.c
+             bench/machine.c bench/extent.c bench/report.c bench/plot.c
 BENCH_OBJ := $(BENCH_SRC:%.c=$(B)/obj/%.o) $(SHARED_OBJ)
 # Every benchmark program: `make benchmarks` (and bench, check, install)
 # builds them, `make` does not.
@@ -163,16 +165,32 @@ $(B)/libmpkit.a: $(LIB_OBJ)
 	$(AR) rcs $@ $^
 
 # Hidden visibility keeps internals out; the version script is the list.
+# $(call link_lib,LDFLAGS,OBJECTS): $@ and the SONAME link beside it.
+link_lib = $(CC) -shared -Wl,-soname,$(SONAME) -Wl,--version-script=src/libmpkit.map \
+		-Wl,-z,defs -Wl,-z,now $(1) $(2) -o $@ && ln -sf libmpkit.so $(@D)/$(SONAME)
 $(B)/libmpkit.so: $(PIC_OBJ) src/libmpkit.map
-	$(CC) -shared -Wl,-soname,$(SONAME) -Wl,--version-script=src/libmpkit.map \
-		-Wl,-z,defs -Wl,-z,now $(ALL_LDFLAGS) $(PIC_OBJ) -o $@
-	ln -sf libmpkit.so $(B)/$(SONAME)
+	$(call link_lib,$(ALL_LDFLAGS),$(PIC_OBJ))
 
 # Unit tests of internals: the scanner (src/shared/), the core's state.
 $(B)/obj/tests/t_scan_%.o: MPK_XCFLAGS += -Isrc/shared
 $(B)/obj/tests/t_soft_domain_lock.o: MPK_XCFLAGS += -Isrc/core
-$(B)/mpkit: $(B)/obj/tools/mpkit.o $(B)/obj/tools/scan.o $(B)/obj/tools/maps.o $(SHARED_OBJ) $(B)/libmpkit.a
-	$(CC) $(ALL_LDFLAGS) $^ -o $@
+# Programs that use only the public API link libmpkit.so, so that a fixed
+# libmpkit.so.0 reaches them.  In the build tree a RUNPATH naming $(B)
+# finds it; make install links them again for their installed place (INST
+# below).
+SO_RPATH = -Wl,-rpath,$(abspath $(B))
+
+# The mpkit command links libmpkit.so, and a copy of its own of two
+# internal parts that no exported function gives: the scanner (`mpkit
+# scan` runs the one mpk_lockdown() runs: src/shared/scan.h) and the environment
+# parser (`mpkit info` judges each variable as the library does:
+# src/shared/env.h).  Both are self-contained: the copy shares no state with the
+# library.  tools/paths.c says where the helpers are (INST compiles it for
+# the installed layout).
+CLI_LIB_SRC := src/shared/scan.c src/shared/scan_class.c src/shared/insn.c src/shared/insn_0f.c src/core/env.c
+CLI_OBJ := $(addprefix $(B)/obj/tools/,mpkit.o scan.o maps.o) $(CLI_LIB_SRC:%.c=$(B)/obj/%.o) $(SHARED_OBJ)
+$(B)/mpkit: $(CLI_OBJ) $(B)/obj/tools/paths.o $(B)/libmpkit.so
+	$(CC) $(ALL_LDFLAGS) $^ $(SO_RPATH) -o $@
 
 $(B)/obj/tools/%.o $(B)/obj/tests/%.o $(B)/obj/examples/%.o $(B)/obj/bench/%.o: MPK_XCFLAGS += -Itests
 $(B)/obj/bench/%.o $(B)/obj/tests/t_bench_smoke.o: MPK_XCFLAGS += -Ibench $(BENCH_CPPFLAGS)
@@ -180,24 +198,37 @@ $(B)/obj/bench/%.o $(B)/obj/tests/t_bench_smoke.o: MPK_XCFLAGS += -Ibench $(BENC
 # command reads the environment through the library's own parser
 # (env.h), the registry's layout and the scanner from there.
 $(B)/obj/bench/%.o $(B)/obj/tools/%.o: MPK_XCFLAGS += -Isrc/shared
+$(B)/obj/tools/paths.o: MPK_XCFLAGS += -DMPKIT_DOCDIR='"$(abspath docs)"'
 
-# `mpkit bench` runs this program, found next to the mpkit binary.
-$(B)/mpkit-bench: $(B)/obj/bench/main.o $(BENCH_OBJ) $(B)/libmpkit.a
-	$(CC) $(ALL_LDFLAGS) $^ $(BENCH_LIBS) -lm -o $@
+# `mpkit bench` runs this program, found next to the mpkit binary.  The
+# installed benchmarks link libmpkit.so: they measure what a program
+# linked to it gets.  Their link lines (objects, then libraries) are
+# named, for INST to link them again.
+BENCH_MAIN_OBJ := $(B)/obj/bench/main.o $(BENCH_OBJ)
+BENCH_MAIN_LIBS = $(BENCH_LIBS) -lm
+$(B)/mpkit-bench: $(BENCH_MAIN_OBJ) $(B)/libmpkit.so
+	$(CC) $(ALL_LDFLAGS) $^ $(SO_RPATH) $(BENCH_MAIN_LIBS) -o $@
 
 # Heaps and vaults against glibc malloc and libsodium (`make bench-alloc`).
-$(B)/mpkit-bench-alloc: $(B)/obj/bench/alloc.o $(B)/libmpkit.a
-	$(CC) $(ALL_LDFLAGS) $^ $(BENCH_LIBS) -o $@
+BENCH_ALLOC_OBJ := $(B)/obj/bench/alloc.o
+BENCH_ALLOC_LIBS = $(BENCH_LIBS)
+$(B)/mpkit-bench-alloc: $(BENCH_ALLOC_OBJ) $(B)/libmpkit.so
+	$(CC) $(ALL_LDFLAGS) $^ $(SO_RPATH) $(BENCH_ALLOC_LIBS) -o $@
 
 # Rights changes for one thread and for all (mpk_set_all) against mprotect.
-$(B)/mpkit-bench-threads: $(B)/obj/bench/threads.o $(B)/libmpkit.a
-	$(CC) $(ALL_LDFLAGS) $^ -pthread -o $@
+BENCH_THREADS_OBJ := $(B)/obj/bench/threads.o
+BENCH_THREADS_LIBS = -pthread
+$(B)/mpkit-bench-threads: $(BENCH_THREADS_OBJ) $(B)/libmpkit.so
+	$(CC) $(ALL_LDFLAGS) $^ $(SO_RPATH) $(BENCH_THREADS_LIBS) -o $@
 
 # What mpk_lockdown() costs: its own time, and the MPK_WITH loop before/after.
 $(B)/mpkit-bench-lockdown: $(B)/obj/bench/lockdown.o $(BENCH_OBJ) $(B)/libmpkit.a
 	$(CC) $(ALL_LDFLAGS) $^ $(BENCH_LIBS) -lm -o $@
 
 # Lookups, faults, no-change sets, save/restore at scale (`make bench-scale`).
+# Linked statically: it measures internals no exported function reaches
+# (regions carved and registered in bulk, the broadcast's counters), which
+# must be those of the copy it runs.
 $(B)/mpkit-bench-scale: $(B)/obj/bench/scale.o $(B)/obj/bench/bcast.o $(BENCH_OBJ) $(B)/libmpkit.a
 	$(CC) $(ALL_LDFLAGS) $^ $(BENCH_LIBS) -lm -pthread -o $@
 
@@ -219,15 +250,22 @@ $(B)/examples/%: $(B)/obj/examples/%.o $(B)/libmpkit.a
 	@mkdir -p $(@D)
 	$(CC) $(ALL_LDFLAGS) -rdynamic $^ -o $@
 
-# `mpkit watch`'s LD_PRELOAD helper: the library's objects and the helper,
-# built without sanitizers (it goes into programs built without them).
+# `mpkit watch`'s LD_PRELOAD helper links libmpkit.so.  It goes into
+# programs built without sanitizers, so it is built without them, and a
+# sanitizer build links it to a library built without them too
+# ($(B)/preload/, from the objects the static scan test links).
 PRELOAD_CFLAGS = $(filter-out -fsanitize=% -fno-sanitize-recover=%,$(ALL_CFLAGS))
-PRELOAD_OBJ := $(LIB_SRC:%.c=$(B)/preload/%.o) $(B)/preload/tools/watch_preload.o
+PRELOAD_LDFLAGS = $(filter-out -fsanitize=%,$(ALL_LDFLAGS))
 $(B)/preload/%.o: %.c $(B)/config
 	@mkdir -p $(@D)
 	$(CC) $(PRELOAD_CFLAGS) -fPIC -fvisibility=hidden $(DEPFLAGS) -c $< -o $@
-$(B)/libmpkit-watch.so: $(PRELOAD_OBJ) tools/watch_preload.map
-	$(CC) -shared -pthread -Wl,--version-script=tools/watch_preload.map -Wl,-z,defs $(PRELOAD_OBJ) -o $@
+HELPER_LIB := $(if $(SANITIZE),$(B)/preload/libmpkit.so,$(B)/libmpkit.so)
+$(B)/preload/libmpkit.so: $(LIB_SRC:%.c=$(B)/preload/%.o) src/libmpkit.map
+	$(call link_lib,$(PRELOAD_LDFLAGS),$(filter %.o,$^))
+HELPER_LINK = -shared -Wl,--version-script=tools/watch_preload.map -Wl,-z,defs -Wl,-z,now \
+	$(PRELOAD_LDFLAGS) $(B)/preload/tools/watch_preload.o $(HELPER_LIB)
+$(B)/libmpkit-watch.so: $(B)/preload/tools/watch_preload.o $(HELPER_LIB) tools/watch_preload.map
+	$(CC) $(HELPER_LINK) -Wl,-rpath,$(abspath $(dir $(HELPER_LIB))) -o $@
 
 # The JIT example (examples/jit/): its own directory, several files.
 JIT_SRC := $(wildcard examples/jit/*.c)
@@ -265,7 +303,7 @@ $(B)/tests/scan-libmpkit.so: $(B)/libmpkit.so
 
 # The CLI tests run mpkit-bench and mpkit-bench-scale (the VM packs the
 # latter); building every benchmark here keeps them all compiling.
-tests: $(TEST_BIN) $(TEST_FILES) $(B)/tests/t_installed $(EX_TEST_BIN) $(BENCH_BIN)
+tests: $(TEST_BIN) $(TEST_FILES) $(B)/tests/t_installed $(B)/tests/t_installed_cmds $(EX_TEST_BIN) $(BENCH_BIN)
 
 # ---- the use-case examples (docs/examples.md) ----
 # Each is built under $(B)/examples/NAME/ and copied to $(B)/tests/ex/,
@@ -315,10 +353,13 @@ $(B)/mpkit-bench-sqlite: $(B)/obj/bench/sqlite_guard.o $(SQLG_OBJ) $(B)/libmpkit
 
 # ---- install, and a test program built against the installed copy ----
 
-# Man pages: real pages and one-line `.so` links, installed as they are.
+# Man pages: real pages and one-line `.so` links.  They name the docs by
+# their Debian path, /usr/share/doc/mpkit/, which install turns into $(DOCDIR).
 MAN1 := $(wildcard man/man1/*.1)
 MAN3 := $(wildcard man/man3/*.3)
 MAN7 := $(wildcard man/man7/*.7)
+# The docs (docs/*.md, the figures they show), as they are in docs/.
+DOCS := $(wildcard docs/*.md docs/*/*.svg)
 
 # pkg-config and CMake files name their directories relative to ${prefix}
 # (pkg-config) or to their own place (CMake) wherever they are under PREFIX,
@@ -340,56 +381,110 @@ gen-install-files: mpkit.pc.in cmake/mpkitConfig.cmake.in cmake/mpkitConfigVersi
 	    -e 's|@SONAME@|$(SONAME)|' -e 's|@VERSION@|$(VERSION)|' cmake/mpkitConfig.cmake.in > $(GEN)/mpkitConfig.cmake
 	@sed -e 's|@VERSION@|$(VERSION)|' cmake/mpkitConfigVersion.cmake.in > $(GEN)/mpkitConfigVersion.cmake
 
+# The programs as installed.  install links mpkit, the watch helper and
+# the benchmarks that link libmpkit.so again, into $(INST), each with the
+# RUNPATH of its installed place: relative to it ($$ORIGIN), so that an
+# installed or DESTDIR-staged tree works where it is and can move; none
+# where $(LIBDIR) is a directory the dynamic linker searches anyway
+# (Debian's /usr/lib/<triplet>: policy and lintian want none there).  The
+# installed mpkit finds its helpers at the same relative place
+# (tools/paths.c).  $(INST)/layout holds the directories they were linked
+# for, rewritten when they change.
+INST := $(B)/inst
+HELPER_DIR = $(LIBEXECDIR)/mpkit
+MULTIARCH := $(shell $(CC) -print-multiarch 2>/dev/null)
+SYSTEM_LIBDIRS := /lib /usr/lib /lib64 /usr/lib64 $(if $(MULTIARCH),/lib/$(MULTIARCH) /usr/lib/$(MULTIARCH))
+relpath = $(shell realpath -m --relative-to='$(1)' '$(2)')
+inst_rpath = $(if $(filter $(SYSTEM_LIBDIRS),$(patsubst %/,%,$(LIBDIR))),,-Wl,-rpath,'$$ORIGIN/$(call relpath,$(1),$(LIBDIR))')
+INST_LAYOUT := $(BINDIR) $(LIBDIR) $(LIBEXECDIR) $(DOCDIR) $(MULTIARCH)
+$(shell mkdir -p $(INST) && [ "$$(cat $(INST)/layout 2>/dev/null)" = '$(INST_LAYOUT)' ] || echo '$(INST_LAYOUT)' > $(INST)/layout)
+# $(call relink,OBJECTS,LIBS,DIR): $@ linked to libmpkit.so for DIR.
+relink = $(CC) $(ALL_LDFLAGS) $(1) $(B)/libmpkit.so $(call inst_rpath,$(3)) $(2) -o $@
+
+$(INST)/paths.o: tools/paths.c $(INST)/layout
+	$(CC) $(ALL_CFLAGS) -DMPKIT_LIBEXEC='"$(call relpath,$(BINDIR),$(HELPER_DIR))"' -DMPKIT_DOCDIR='"$(DOCDIR)"' -c $< -o $@
+$(INST)/mpkit: $(CLI_OBJ) $(INST)/paths.o $(B)/libmpkit.so
+	$(call relink,$(CLI_OBJ) $(INST)/paths.o,,$(BINDIR))
+$(INST)/mpkit-bench: $(B)/mpkit-bench $(INST)/layout
+	$(call relink,$(BENCH_MAIN_OBJ),$(BENCH_MAIN_LIBS),$(HELPER_DIR))
+$(INST)/mpkit-bench-alloc: $(B)/mpkit-bench-alloc $(INST)/layout
+	$(call relink,$(BENCH_ALLOC_OBJ),$(BENCH_ALLOC_LIBS),$(HELPER_DIR))
+$(INST)/mpkit-bench-threads: $(B)/mpkit-bench-threads $(INST)/layout
+	$(call relink,$(BENCH_THREADS_OBJ),$(BENCH_THREADS_LIBS),$(HELPER_DIR))
+$(INST)/libmpkit-watch.so: $(B)/libmpkit-watch.so $(INST)/layout
+	$(CC) $(HELPER_LINK) $(call inst_rpath,$(HELPER_DIR)) -o $@
+# What goes into $(HELPER_DIR): mpkit-bench-scale is linked statically.
+HELPERS := $(addprefix $(INST)/,mpkit-bench mpkit-bench-alloc mpkit-bench-threads) $(B)/mpkit-bench-scale
+
 # Each installed file, as a path under DESTDIR, for install and uninstall.
 INST_FILES = $(INCDIR)/mpkit.h $(LIBDIR)/libmpkit.a $(LIBDIR)/libmpkit.so.$(VERSION) \
 	$(LIBDIR)/$(SONAME) $(LIBDIR)/libmpkit.so $(PCDIR)/mpkit.pc \
 	$(CMAKEDIR)/mpkitConfig.cmake $(CMAKEDIR)/mpkitConfigVersion.cmake \
-	$(BINDIR)/mpkit $(BENCH_PROGS:%=$(LIBEXECDIR)/mpkit/%) $(LIBEXECDIR)/mpkit/libmpkit-watch.so \
-	$(patsubst man/%,$(MANDIR)/%,$(MAN1) $(MAN3) $(MAN7))
-INST_DIRS = $(CMAKEDIR) $(LIBEXECDIR)/mpkit
-BENCH_PROGS := mpkit-bench mpkit-bench-alloc mpkit-bench-threads mpkit-bench-scale
-INSTALL_BIN := $(ALL_BIN) $(BENCH_PROGS:%=$(B)/%)
+	$(BINDIR)/mpkit $(addprefix $(HELPER_DIR)/,$(notdir $(HELPERS)) libmpkit-watch.so) \
+	$(patsubst man/%,$(MANDIR)/%,$(MAN1) $(MAN3) $(MAN7)) $(patsubst docs/%,$(DOCDIR)/%,$(DOCS))
+INST_DIRS = $(CMAKEDIR) $(HELPER_DIR) $(sort $(patsubst %/,%,$(dir $(patsubst docs/%,$(DOCDIR)/%,$(DOCS))))) $(DOCDIR)
 
-install: $(INSTALL_BIN) gen-install-files
+install: $(ALL_BIN) $(INST)/mpkit $(INST)/libmpkit-watch.so $(HELPERS) gen-install-files
 	install -d $(DESTDIR)$(INCDIR) $(DESTDIR)$(LIBDIR) $(DESTDIR)$(PCDIR) $(DESTDIR)$(BINDIR) \
-		$(DESTDIR)$(CMAKEDIR) $(DESTDIR)$(LIBEXECDIR)/mpkit
+		$(DESTDIR)$(CMAKEDIR) $(DESTDIR)$(HELPER_DIR)
 	install -m 644 include/mpkit.h $(DESTDIR)$(INCDIR)/
 	install -m 644 $(B)/libmpkit.a $(DESTDIR)$(LIBDIR)/
 	install -m 644 $(B)/libmpkit.so $(DESTDIR)$(LIBDIR)/libmpkit.so.$(VERSION)
 	ln -sf libmpkit.so.$(VERSION) $(DESTDIR)$(LIBDIR)/$(SONAME)
 	ln -sf $(SONAME) $(DESTDIR)$(LIBDIR)/libmpkit.so
-	install -m 644 $(B)/libmpkit-watch.so $(DESTDIR)$(LIBEXECDIR)/mpkit/
+	install -m 644 $(INST)/libmpkit-watch.so $(DESTDIR)$(HELPER_DIR)/
 	install -m 644 $(GEN)/mpkit.pc $(DESTDIR)$(PCDIR)/
 	install -m 644 $(GEN)/mpkitConfig.cmake $(GEN)/mpkitConfigVersion.cmake $(DESTDIR)$(CMAKEDIR)/
-	install -m 755 $(B)/mpkit $(DESTDIR)$(BINDIR)/
-	install -m 755 $(BENCH_PROGS:%=$(B)/%) $(DESTDIR)$(LIBEXECDIR)/mpkit/
+	install -m 755 $(INST)/mpkit $(DESTDIR)$(BINDIR)/
+	install -m 755 $(HELPERS) $(DESTDIR)$(HELPER_DIR)/
 	install -d $(DESTDIR)$(MANDIR)/man1 $(DESTDIR)$(MANDIR)/man3 $(DESTDIR)$(MANDIR)/man7
-	$(if $(MAN1),install -m 644 $(MAN1) $(DESTDIR)$(MANDIR)/man1/)
-	$(if $(MAN3),install -m 644 $(MAN3) $(DESTDIR)$(MANDIR)/man3/)
-	$(if $(MAN7),install -m 644 $(MAN7) $(DESTDIR)$(MANDIR)/man7/)
+	@for f in $(MAN1) $(MAN3) $(MAN7); do \
+		d=$(DESTDIR)$(MANDIR)/$${f#man/}; echo "install $$f $$d"; \
+		sed 's|/usr/share/doc/mpkit/|$(DOCDIR)/|g' $$f > $$d && chmod 644 $$d || exit 1; \
+	done
+	@for f in $(DOCS); do \
+		d=$(DESTDIR)$(DOCDIR)/$${f#docs/}; echo "install $$f $$d"; \
+		install -D -m 644 $$f $$d || exit 1; \
+	done
 
 # Removes what install put there, and the directories only mpkit uses.
 uninstall:
 	rm -f $(addprefix $(DESTDIR),$(INST_FILES))
 	-rmdir $(addprefix $(DESTDIR),$(INST_DIRS)) 2>/dev/null
 
+# A staged install (DESTDIR) for the tests of the installed copy:
+# t_installed builds against it, t_installed_cmds runs every installed
+# command from where it is.  Every directory is given, so that a caller's
+# (debian/rules passes LIBDIR) cannot send files out of the stage.  Its
+# prerequisites are install's, so the sub-make only links $(INST)'s.  The
+# staged programs are stripped, as packages install them (not in a
+# sanitizer build, whose programs the sanitizers need whole).
 STAGE := $(abspath $(B)/stage)
-# Prerequisites include all that install installs, so the sub-make builds nothing.
-$(B)/tests/t_installed: tests/installed/t_installed.c $(INSTALL_BIN) include/mpkit.h
+STAGE_PREFIX := /usr/local
+SP := $(STAGE)$(STAGE_PREFIX)
+STAGE_DIRS := $(foreach d,LIBDIR=lib INCDIR=include BINDIR=bin LIBEXECDIR=libexec CMAKEDIR=lib/cmake/mpkit \
+	PCDIR=lib/pkgconfig MANDIR=share/man DOCDIR=share/doc/mpkit,$(subst =,=$(STAGE_PREFIX)/,$(d)))
+$(B)/stage.done: $(ALL_BIN) $(HELPERS) $(CLI_OBJ) $(BENCH_MAIN_OBJ) $(BENCH_ALLOC_OBJ) $(BENCH_THREADS_OBJ) \
+		$(MAN1) $(MAN3) $(MAN7) $(DOCS) include/mpkit.h tools/paths.c
 	rm -rf $(STAGE)
-	$(MAKE) --no-print-directory install PREFIX=$(STAGE) SANITIZE=$(SANITIZE)
-	$(CC) $(ALL_CFLAGS) $< -o $@ $$(PKG_CONFIG_PATH=$(STAGE)/lib/pkgconfig pkg-config --cflags --libs mpkit) \
-		-Wl,-rpath,$(STAGE)/lib $(ALL_LDFLAGS)
+	$(MAKE) --no-print-directory install DESTDIR=$(STAGE) PREFIX=$(STAGE_PREFIX) $(STAGE_DIRS) SANITIZE=$(SANITIZE)
+	$(if $(SANITIZE),,strip --strip-unneeded $(SP)/bin/mpkit $(SP)/lib/libmpkit.so.$(VERSION) $(SP)/libexec/mpkit/*)
+	touch $@
+STAGE_PC = $$(PKG_CONFIG_PATH=$(SP)/lib/pkgconfig pkg-config --define-prefix --cflags --libs mpkit) -Wl,-rpath,$(SP)/lib
+$(B)/tests/t_installed: tests/installed/t_installed.c $(B)/stage.done
+	$(CC) $(ALL_CFLAGS) $< -o $@ $(STAGE_PC) $(ALL_LDFLAGS)
+$(B)/tests/t_installed_cmds: tests/installed/cmds.c tests/t.h tests/t_exec.h $(B)/stage.done
+	$(CC) $(ALL_CFLAGS) -Itests -DSTAGE='"$(SP)"' -rdynamic $< -o $@ $(STAGE_PC) $(ALL_LDFLAGS)
 
 # find_package(mpkit) from a CMake project, against the staged install that
 # t_installed made: shared and static targets, both run.
 check-cmake: $(B)/tests/t_installed
 	@command -v cmake >/dev/null || { echo "check-cmake: cmake not found (apt-get install cmake)"; exit 1; }
 	rm -rf $(B)/cmake
-	cmake -S tests/cmake -B $(B)/cmake -DCMAKE_PREFIX_PATH=$(STAGE) -DCMAKE_BUILD_RPATH=$(STAGE)/lib >$(B)/cmake.log
+	cmake -S tests/cmake -B $(B)/cmake -DCMAKE_PREFIX_PATH=$(SP) -DCMAKE_BUILD_RPATH=$(SP)/lib >$(B)/cmake.log
 	cmake --build $(B)/cmake >>$(B)/cmake.log
 	$(B)/cmake/user_shared && $(B)/cmake/user_static
-	ldd $(B)/cmake/user_shared | grep -q '$(STAGE)/lib/$(SONAME)'
+	ldd $(B)/cmake/user_shared | grep -q '$(SP)/lib/$(SONAME)'
 	@echo "cmake: find_package(mpkit) builds and runs (shared and static)"
 
 # Debian packages from the tarball, lintian, and programs built against
@@ -456,7 +551,7 @@ distcheck: dist
 		LDFLAGS="$(DISTCHECK_LDFLAGS)" BUILD=build SANITIZE= check-cmake
 	cd $(DC)/$(DIST) && $(MAKE) --no-print-directory BUILD=build SANITIZE= \
 		install DESTDIR=$(DC)/inst PREFIX=/usr >/dev/null
-	test -x $(DC)/inst/usr/libexec/mpkit/mpkit-bench && $(DC)/inst/usr/bin/mpkit --version
+	test -x $(DC)/inst/usr/libexec/mpkit/mpkit-bench && LD_LIBRARY_PATH=$(DC)/inst/usr/lib $(DC)/inst/usr/bin/mpkit --version
 	cd $(DC)/$(DIST) && $(MAKE) --no-print-directory BUILD=build SANITIZE= \
 		uninstall DESTDIR=$(DC)/inst PREFIX=/usr >/dev/null
 	@left=$$(find $(DC)/inst \( -type f -o -type l \) -print); \

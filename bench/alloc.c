@@ -32,6 +32,7 @@
 
 #include <mpkit.h>
 
+#include "output.h"
 #include "timing.h"
 #ifdef MPKIT_BENCH_SODIUM
 #include <sodium.h>
@@ -726,6 +727,12 @@ static void row(const char *what, double ns, double ref, const char *unit)
  * metadata mode mpkit picks here, V_OTHER: the other one). */
 enum { V_GLIBC, V_JEMALLOC, V_MIMALLOC, V_DEFAULT, V_OTHER, V_COUNT };
 
+/* Its name in messages: what the user typed when mpkit runs it. */
+static const char *prog(const char *argv0)
+{
+	return getenv("MPKIT_BENCH_PROG") ? "mpkit bench alloc" : argv0;
+}
+
 /* The options; a --preloaded child measures here.  -1 to go on, or the
  * exit status. */
 static int parse_args(int argc, char **argv)
@@ -751,8 +758,11 @@ static int parse_args(int argc, char **argv)
 				fprintf(stderr, "--runs: 1..%d\n", MAXRUNS);
 				return 2;
 			}
+		} else if (!strcmp(argv[i], "-h") || !strcmp(argv[i], "--help")) {
+			printf("usage: %s [--quick] [--runs N]\n", prog(argv[0]));
+			return bench_output_ok(prog(argv[0])) ? 0 : 1;
 		} else {
-			fprintf(stderr, "usage: %s [--quick] [--runs N]\n", argv[0]);
+			fprintf(stderr, "usage: %s [--quick] [--runs N]\n", prog(argv[0]));
 			return 2;
 		}
 	}
@@ -877,5 +887,5 @@ int main(int argc, char **argv)
 		return 1;
 	print_heap(v);
 	print_vault(&v[V_GLIBC], &v[V_DEFAULT]);
-	return 0;
+	return bench_output_ok(prog(argv[0])) ? 0 : 1;
 }

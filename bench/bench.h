@@ -59,8 +59,8 @@ struct bench_config {
 	int quiet;             /* no progress on stderr */
 	int smoke;             /* a correctness run: timings are not the point */
 	double mem_fraction;   /* of MemAvailable the regions may use at once */
-	const char *exe;       /* binary to disassemble (NULL: /proc/self/exe) */
-	const char *exe_label; /* its name in the output */
+	const char *exe_label; /* the disassembled file's name in the output
+				* (NULL: its path) */
 };
 
 /* Sizes 4K 64K 2M 64M 1G, threads 0 1 2 4, 15 samples of >= 5 ms. */
@@ -116,7 +116,7 @@ struct bench_nochange { /* rights that do not change: must cost no syscall */
 	unsigned long long mprotects; /* mprotect() calls mpkit made meanwhile */
 };
 
-struct bench_fastpath { /* from the disassembly of the binary */
+struct bench_fastpath { /* from the disassembly of the file that holds mpk_set */
 	int ok;
 	char why[200];
 	char file[256];
@@ -184,7 +184,13 @@ void bench__stat(struct bench_stat *st, const double *v, int n);
 
 /* ---- machine.c ---- */
 void bench_machine_probe(struct bench_machine *m);
-void bench_fastpath_probe(struct bench_fastpath *f, const char *exe, const char *label);
+/* The fast path's instructions, from the file this process loaded mpk_set
+ * from (label: its name in the output, NULL: its path). */
+void bench_fastpath_probe(struct bench_fastpath *f, const char *label);
+/* ---- extent.c ---- */
+/* The file the function fn was loaded from (its path in file) and its
+ * extent [*start, *end) in that file's addresses; 0, or -1 unknown. */
+int bench_fn_extent(const void *fn, char *file, size_t len, unsigned long *start, unsigned long *end);
 /* A field ("AnonHugePages", "Locked") of the mapping holding addr, in kB,
  * summed over the mappings that lie inside [addr, addr+len); -1 unknown. */
 long bench_smaps_kb(const void *addr, size_t len, const char *field);

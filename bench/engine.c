@@ -269,7 +269,7 @@ static void probe_machine(struct bench_results *r)
 	snprintf(mc->sodium_version, sizeof(mc->sodium_version), "%s", sodium_version_string());
 #endif
 	bench__progress("reading the hw fast path from the binary");
-	bench_fastpath_probe(&r->fastpath, r->cfg.exe, r->cfg.exe_label);
+	bench_fastpath_probe(&r->fastpath, r->cfg.exe_label);
 }
 
 /* A child per backend; one that died leaves cells unfilled: say so. */

@@ -2,7 +2,7 @@
 /*
  * What the machine is (CPU, kernel, memory, THP), what a mapping really is
  * (/proc/self/smaps, read by the parser the library shares), and how long
- * the hw fast path is (objdump of the binary that runs it).
+ * the hw fast path is (objdump of the file this process runs it from).
  */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -15,6 +15,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "mpkit.h"
 #include "bench.h"
 #include "procmaps.h"
 
@@ -301,16 +302,19 @@ static void walk(const struct fn *fn, int *out_insns, int *rd, int *wr, int *br,
 	}
 }
 
-/* Starts objdump -d of exe (*pid to reap): the end of the pipe its output
- * comes from, or -1 with why. */
-static int objdump(const char *exe, pid_t *pid, char *why, size_t len)
+/* Starts objdump -d of exe's addresses [lo, hi) (*pid to reap): the end
+ * of the pipe its output comes from, or -1 with why. */
+static int objdump(const char *exe, unsigned long lo, unsigned long hi, pid_t *pid, char *why, size_t len)
 {
+	char from[64], to[64];
 	int fds[2];
 
 	if (!find_in_path("objdump")) {
 		snprintf(why, len, "objdump not found (install binutils to see it)");
 		return -1;
 	}
+	snprintf(from, sizeof(from), "--start-address=0x%lx", lo);
+	snprintf(to, sizeof(to), "--stop-address=0x%lx", hi);
 	if (pipe(fds)) {
 		snprintf(why, len, "pipe: %s", strerror(errno));
 		return -1;
@@ -331,7 +335,7 @@ static int objdump(const char *exe, pid_t *pid, char *why, size_t len)
 		close(fds[0]);
 		close(fds[1]);
 		setenv("LC_ALL", "C", 1);
-		execlp("objdump", "objdump", "-d", "--no-show-raw-insn", exe, (char *)NULL);
+		execlp("objdump", "objdump", "-d", "--no-show-raw-insn", from, to, exe, (char *)NULL);
 		_exit(127);
 	}
 	close(fds[1]);
@@ -365,65 +369,72 @@ static int add_insn(struct fn *fn, unsigned long addr, char *t)
 	return 0;
 }
 
-/* The instructions of the first function of each name in fns[0..3). */
-static void read_functions(FILE *f, struct fn *fns)
+/* The instructions of fns[0..3), each in its extent [lo[i], hi[i]) (an
+ * empty one: not looked for).  By address, not by label: a stripped file
+ * has no labels. */
+static void read_functions(FILE *f, struct fn *fns, const unsigned long *lo, const unsigned long *hi)
 {
 	char line[1024];
-	struct fn *cur = NULL;
 
 	while (fgets(line, sizeof(line), f)) {
 		unsigned long addr;
-		char name[256];
-		if (sscanf(line, "%lx <%255[^>]>:", &addr, name) == 2) {
-			cur = NULL;
-			for (int i = 0; i < 3; i++)
-				if (!strcmp(name, fns[i].name) && !fns[i].n)
-					cur = &fns[i];
-			continue;
-		}
-		if (!cur)
-			continue;
+		struct fn *cur = NULL;
 		char *colon = strchr(line, ':');
-		if (!colon || sscanf(line, " %lx:", &addr) != 1)
+		/* "  1234:\tmov ..." (labels start in the first column) */
+		if (line[0] != ' ' || !colon || sscanf(line, " %lx:", &addr) != 1)
 			continue;
-		if (add_insn(cur, addr, colon + 1))
+		for (int i = 0; i < 3; i++)
+			if (addr >= lo[i] && addr < hi[i])
+				cur = &fns[i];
+		if (cur && add_insn(cur, addr, colon + 1))
 			break;
 	}
 }
 
-void bench_fastpath_probe(struct bench_fastpath *fp, const char *exe, const char *label)
+/* The file mpk_set, mpk_enter and mpk_leave were loaded from in this
+ * process (libmpkit.so.0, or the program linked with libmpkit.a), their
+ * extents in it (extent.c: stripped files too), and objdump -d of the
+ * part of the file that holds them. */
+void bench_fastpath_probe(struct bench_fastpath *fp, const char *label)
 {
 	static const char *names[3] = { "mpk_set", "mpk_enter", "mpk_leave" };
+	const void *addrs[3] = { (const void *)mpk_set, (const void *)mpk_enter, (const void *)mpk_leave };
 	struct fn fns[3] = { { names[0], 0, 0, 0 }, { names[1], 0, 0, 0 }, { names[2], 0, 0, 0 } };
-	char path[4096];
+	unsigned long lo[3] = { 0 }, hi[3] = { 0 }, first = ~0UL, last = 0;
+	char path[4096], other[4096];
+	int where = 0;
 	pid_t pid;
 
 	memset(fp, 0, sizeof(*fp));
-	for (int i = 0; i < 3; i++)
+	for (int i = 0; i < 3; i++) {
 		fp->fn[i].name = names[i];
-	if (!exe) {
-		ssize_t n = readlink("/proc/self/exe", path, sizeof(path) - 1);
-		if (n <= 0) {
-			snprintf(fp->why, sizeof(fp->why), "cannot read /proc/self/exe");
-			return;
+		if (bench_fn_extent(addrs[i], where ? other : path, sizeof(path), &lo[i], &hi[i]) ||
+		    (where && strcmp(path, other))) {
+			hi[i] = 0; /* not found, or in another file */
+			continue;
 		}
-		path[n] = 0;
-		exe = path;
+		where = 1;
+		first = lo[i] < first ? lo[i] : first;
+		last = hi[i] > last ? hi[i] : last;
 	}
-	snprintf(fp->file, sizeof(fp->file), "%.200s", label ? label : exe);
-	int fd = objdump(exe, &pid, fp->why, sizeof(fp->why));
+	if (!where) {
+		snprintf(fp->why, sizeof(fp->why), "neither the dynamic symbols nor the unwind table of "
+			 "this process say where mpk_set is");
+		return;
+	}
+	snprintf(fp->file, sizeof(fp->file), "%.200s", label ? label : path);
+	int fd = objdump(path, first, last, &pid, fp->why, sizeof(fp->why));
 	if (fd < 0)
 		return;
 	FILE *f = fdopen(fd, "r");
 	if (f) {
-		read_functions(f, fns);
+		read_functions(f, fns, lo, hi);
 		fclose(f);
 	} else {
 		close(fd);
 	}
 	int st;
 	waitpid(pid, &st, 0);
-
 	int found = 0;
 	for (int i = 0; i < 3; i++) {
 		if (!fns[i].n)
@@ -435,7 +446,7 @@ void bench_fastpath_probe(struct bench_fastpath *fp, const char *exe, const char
 		free(fns[i].v);
 	}
 	if (!found)
-		snprintf(fp->why, sizeof(fp->why), "objdump found no mpk_set/mpk_enter/mpk_leave in %.120s",
+		snprintf(fp->why, sizeof(fp->why), "objdump showed no instruction of mpk_set/mpk_enter/mpk_leave in %.120s",
 			 fp->file);
 	fp->ok = found > 0;
 }

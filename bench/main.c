@@ -13,6 +13,7 @@
 #include <string.h>
 
 #include "bench.h"
+#include "output.h"
 
 static const char *prog = "mpkit-bench";
 
@@ -125,7 +126,7 @@ static int parse_args(int argc, char **argv, struct opts *o)
 		const char *a = argv[i];
 		if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
 			usage(stdout);
-			return 0;
+			return bench_output_ok(prog) ? 0 : 1;
 		} else if (!strcmp(a, "--sizes")) {
 			int n = parse_list(need_arg(argc, argv, &i), "size", one_size, cfg->sizes, BENCH_MAX_SIZES);
 			if (n < 0)
@@ -289,7 +290,7 @@ int main(int argc, char **argv)
 		return rc;
 	if (o.cfg.smoke)
 		smoke_defaults(&o);
-	o.cfg.exe_label = NULL; /* the binary's own path */
+	o.cfg.exe_label = NULL; /* the path of the file that holds mpk_set */
 	if ((rc = open_outputs(&o, files, &table, &g)) >= 0)
 		return rc;
 

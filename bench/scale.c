@@ -23,6 +23,7 @@
 
 #include "bcast.h"
 #include "bench.h"
+#include "output.h"
 #include "mpkit.h"
 
 void *mpk__window_carve(size_t len, size_t align);
@@ -232,7 +233,7 @@ static int parse_args(int argc, char **argv)
 			smoke = true;
 		} else if (!strcmp(argv[i], "-h") || !strcmp(argv[i], "--help")) {
 			usage(stdout);
-			return 0;
+			return bench_output_ok(prog) ? 0 : 1;
 		} else {
 			fprintf(stderr, "%s: unknown argument '%s' (try --help)\n", prog, argv[i]);
 			return 2;
@@ -308,13 +309,13 @@ static void print_table(const struct figures *x)
 		printf("(broadcast: the protocol with its frame edit stubbed, no keys here)\n");
 }
 
-static void print_fastpath(const char *exe)
+static void print_fastpath(void)
 {
 	struct bench_fastpath fp;
 
 	memset(&fp, 0, sizeof(fp));
-	bench_fastpath_probe(&fp, exe, "mpkit-bench-scale");
-	printf("\nfast path (objdump of %s):\n", fp.ok ? fp.file : exe);
+	bench_fastpath_probe(&fp, NULL);
+	printf("\nfast path (objdump of %s):\n", fp.file[0] ? fp.file : "the file that holds mpk_set");
 	if (!fp.ok)
 		printf("  %s\n", fp.why);
 	for (int i = 0; fp.ok && i < 3; i++)
@@ -334,7 +335,7 @@ int main(int argc, char **argv)
 	if (measure(&x, &bulk))
 		return 1;
 	print_table(&x);
-	print_fastpath(argv[0]);
+	print_fastpath();
 	regions(bulk, 0, counts[2], false);
 	if (fflush(stdout) || ferror(stdout)) {
 		fprintf(stderr, "%s: writing the output failed\n", prog);

@@ -20,7 +20,7 @@ link_target() { sed -n '/^\.\\"/d; /^$/d; s/^\.so[ 	]\{1,\}\([^ 	]*\).*/\1/p; q'
 # The names a page's NAME section lists, one a line.
 names() {
 	sed -n '/^\.SH "\{0,1\}NAME/,/^\.SH/{/^\.SH/d;p;}' "$1" | tr '\n' ' ' |
-		sed 's/\\-.*//; s/\\&//g; s/\\f[BIRP]//g' | tr ', ' '\n\n' | sed '/^$/d'
+		sed 's/ \\-.*//; s/\\-/-/g; s/\\&//g; s/\\f[BIRP]//g' | tr ', ' '\n\n' | sed '/^$/d'
 }
 
 npages=0
@@ -83,6 +83,23 @@ else
 	echo "man: skipped (groff not found)"
 	lint=" (not linted)"
 fi
+
+# The pages with text as man-db and mandoc read them: `man --warnings -l`
+# and `mandoc -T lint` (warnings and worse) print nothing, lexgrog finds
+# the NAME line (whatis, apropos).  The `.so` links are checked above.
+for tool in man mandoc lexgrog; do
+	command -v $tool >/dev/null 2>&1 || { lint="$lint (no $tool)"; continue; }
+	for p in $pages; do
+		[ -z "$(link_target "$p")" ] || continue
+		case $tool in
+		man) out=$(MANWIDTH=80 man --warnings -l "$p" 2>&1 >/dev/null) ;;
+		mandoc) out=$(mandoc -T lint -W warning "$p" 2>&1) ;;
+		lexgrog) out=$(lexgrog "$p" 2>&1) && out= ;;
+		esac
+		[ -z "$out" ] || printf '%s\n' "$out" | sed "s|^|man/$p: $tool: |" |
+			while IFS= read -r l; do fail "$l"; done
+	done
+done
 
 if [ -s "$problems" ]; then
 	echo "man: FAIL"

@@ -3,15 +3,33 @@
 #ifndef MPK_CLI_H
 #define MPK_CLI_H
 
+#include <stddef.h>
+#include <stdio.h>
+
 /* --json and its aliases -J and -j. */
 int cli_is_json_flag(const char *arg);
 
-/* rc, or 1 when stdout could not be written (a full disk, /dev/full, a
- * closed pipe): a write error is a failure of the command. */
+/* Whether stdout reached its destination; when not (a full disk,
+ * /dev/full, a closed pipe) a message on stderr and 0. */
+int cli_output_ok(const char *cmd);
+
+/* rc, or 1 when stdout could not be written: a write error is a failure
+ * of the command. */
 int cli_finish_output(const char *cmd, int rc);
 
-/* s as a JSON string, quotes included, on stdout. */
+/* s as a JSON string, quotes included, on f (cli_json_str: stdout). */
+void cli_json_fstr(FILE *f, const char *s);
 void cli_json_str(const char *s);
+
+/* The helpers' directory, relative to the one that holds mpkit
+ * (tools/paths.c). */
+extern const char cli_libexec[];
+/* The documents' directory (tools/paths.c). */
+extern const char cli_docdir[];
+
+/* The path of the helper name (a benchmark, libmpkit-watch.so) in the
+ * helpers' directory, in path: 0, or -1 with a message on stderr. */
+int cli_helper(const char *cmd, const char *name, char *path, size_t size);
 
 int cmd_maps(int argc, char **argv);
 

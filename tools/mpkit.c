@@ -19,22 +19,21 @@ static void usage(FILE *f)
 	fprintf(f,
 		"usage: mpkit [--help] [--version] COMMAND [ARGS]\n"
 		"\n"
-		"commands:\n"
+		"commands (mpkit COMMAND --help; man mpkit-COMMAND):\n"
 		"  info [--json]   protection-key support of this CPU and kernel, the\n"
 		"                  backend mpkit would use, free keys, PKRU\n"
 		"  maps PID|self [--all] [--json]\n"
 		"                  a process's mpkit regions: domain, protection key,\n"
 		"                  permissions (--all: every mapping)\n"
+		"  scan [--json] FILE... | --pid PID\n"
+		"                  WRPKRU and XRSTOR sites in executable code, with their\n"
+		"                  symbols and classes; exit 1 if one is a gadget\n"
+		"  watch -- PROG [ARGS]  run PROG with watchpoints on what MPKIT_WATCH names\n"
+		"                  (SYMBOL[:LEN] or ADDR+LEN, comma-separated), each access\n"
+		"                  reported with its instruction and a backtrace\n"
 		"  bench [OPTIONS] what keys buy over mprotect(), measured: a table of\n"
 		"                  domain switch, mprotect, THP and libsodium costs by\n"
-		"                  region size and thread count (mpkit bench --help)\n"
-		"  scan [--json] FILE... | --pid PID\n"
-		"                  WRPKRU and XRSTOR gadgets in executable code, with\n"
-		"                  their symbols; exit 1 if one lies outside mpkit\n"
-		"  watch -- PROG [ARGS]  run PROG with watchpoints: MPKIT_WATCH=SYMBOL[:LEN]\n"
-		"                  or ADDR+LEN (comma-separated, /r to report reads too),\n"
-		"                  MPKIT_WATCH_OUT=FILE; each access is reported with its\n"
-		"                  instruction and a backtrace (docs/watch.md)\n"
+		"                  region size and thread count\n"
 		"  bench alloc     heaps against malloc, vaults against libsodium\n"
 		"  bench threads   rights changes for one thread and all, against mprotect\n"
 		"  bench --scale [--smoke]  lookups and faults at 10..100,000 regions, no-change\n"
@@ -45,7 +44,10 @@ static void usage(FILE *f)
 		"  MPKIT_BACKEND=hw|soft|auto   backend choice (default auto)\n"
 		"  MPKIT_KEYS=N                 most hardware keys mpkit takes (1-15)\n"
 		"  MPKIT_HEAP_META=open|closed|auto  heap metadata closed between calls\n"
-		"--json has the aliases -J and -j.\n");
+		"  MPKIT_WATCH, MPKIT_WATCH_OUT, MPKIT_WATCH_LIB: mpkit watch --help\n"
+		"--json has the aliases -J and -j.\n"
+		"documents: %s/ (guide.md first)\n",
+		cli_docdir);
 }
 
 static const char *yes(int v)
@@ -60,27 +62,61 @@ int cli_is_json_flag(const char *a)
 
 /* stdout reached its destination: a write error (a full disk, a closed
  * pipe, /dev/full) is a failure of the command. */
-int cli_finish_output(const char *cmd, int rc)
+int cli_output_ok(const char *cmd)
 {
 	if (fflush(stdout) || ferror(stdout)) {
-		fprintf(stderr, "mpkit %s: writing the output failed: %s\n", cmd, strerror(errno));
-		return 1;
+		fprintf(stderr, "mpkit%s%s: writing the output failed: %s\n", *cmd ? " " : "", cmd,
+			strerror(errno ? errno : EIO));
+		return 0;
 	}
-	return rc;
+	return 1;
+}
+
+int cli_finish_output(const char *cmd, int rc)
+{
+	return cli_output_ok(cmd) ? rc : 1;
+}
+
+void cli_json_fstr(FILE *f, const char *s)
+{
+	putc('"', f);
+	for (; s && *s; s++) {
+		if (*s == '"' || *s == '\\')
+			fprintf(f, "\\%c", *s);
+		else if ((unsigned char)*s < 0x20)
+			fprintf(f, "\\u%04x", *s);
+		else
+			putc(*s, f);
+	}
+	putc('"', f);
 }
 
 void cli_json_str(const char *s)
 {
-	putchar('"');
-	for (; s && *s; s++) {
-		if (*s == '"' || *s == '\\')
-			printf("\\%c", *s);
-		else if ((unsigned char)*s < 0x20)
-			printf("\\u%04x", *s);
-		else
-			putchar(*s);
+	cli_json_fstr(stdout, s);
+}
+
+int cli_helper(const char *cmd, const char *name, char *path, size_t size)
+{
+	char self[PATH_MAX];
+	ssize_t n = readlink("/proc/self/exe", self, sizeof(self) - 1);
+
+	if (n <= 0) {
+		fprintf(stderr, "mpkit %s: /proc/self/exe: %s\n", cmd, strerror(errno));
+		return -1;
 	}
-	putchar('"');
+	self[n] = 0;
+	*strrchr(self, '/') = 0; /* the kernel gives an absolute path */
+	if (!strcmp(cli_libexec, "."))
+		snprintf(path, size, "%s/%s", self, name);
+	else
+		snprintf(path, size, "%s/%s/%s", self, cli_libexec, name);
+	if (!access(path, F_OK))
+		return 0;
+	fprintf(stderr, "mpkit %s: %s not found (%s)\n", cmd, path,
+		strcmp(cli_libexec, ".") ? "install mpkit again"
+		: strncmp(name, "mpkit-bench", 11) ? "build it with `make`" : "build it with `make benchmarks`");
+	return -1;
 }
 
 /* Each variable: unset (the default), a good value, or a bad one. */
@@ -212,24 +248,13 @@ static int cmd_info(int argc, char **argv)
  * comparison rows, which the mpkit command and the library do not need,
  * and they fork a process per backend.  `mpkit bench [alloc|threads]`
  * runs mpkit-bench[-alloc|-threads] (`mpkit bench --scale`:
- * mpkit-bench-scale), found next to this binary (the build tree) or in
- * ../libexec/mpkit/ from it (an install).
+ * mpkit-bench-scale), found in the helpers' directory (tools/paths.c).
  */
 static int cmd_bench(char **argv)
 {
-	static const char *const where[] = { "", "/../libexec/mpkit" };
-	char self[PATH_MAX], path[PATH_MAX + 64];
+	char path[PATH_MAX + 64];
 	const char *prog = "mpkit-bench";
-	ssize_t n = readlink("/proc/self/exe", self, sizeof(self) - 1);
 
-	if (n <= 0) {
-		perror("mpkit bench: /proc/self/exe");
-		return 1;
-	}
-	self[n] = 0;
-	char *slash = strrchr(self, '/');
-	if (slash)
-		*slash = 0;
 	if (argv[1] && (!strcmp(argv[1], "alloc") || !strcmp(argv[1], "threads"))) {
 		prog = !strcmp(argv[1], "alloc") ? "mpkit-bench-alloc" : "mpkit-bench-threads";
 		argv++;
@@ -237,16 +262,8 @@ static int cmd_bench(char **argv)
 		prog = "mpkit-bench-scale"; /* the program behind make bench-scale */
 		argv++;
 	}
-	for (size_t i = 0; i < sizeof(where) / sizeof(*where); i++) {
-		snprintf(path, sizeof(path), "%s%s/%s", slash ? self : ".", where[i], prog);
-		if (!access(path, X_OK))
-			break;
-	}
-	if (access(path, X_OK)) {
-		fprintf(stderr, "mpkit bench: %s not found next to mpkit or in %s/../libexec/mpkit "
-			"(build it with `make benchmarks`, or install the mpkit package)\n", prog, self);
+	if (cli_helper("bench", prog, path, sizeof(path)))
 		return 1;
-	}
 	setenv("MPKIT_BENCH_PROG", "mpkit bench", 1);
 	argv[0] = path;
 	execv(path, argv);
@@ -254,41 +271,68 @@ static int cmd_bench(char **argv)
 	return 1;
 }
 
+/* mpkit watch's own failures (as env(1) and timeout(1) count): it could
+ * not set the watch up, PROG could not run, PROG was not found. */
+enum { WATCH_FAILED = 125, WATCH_CANNOT_RUN = 126, WATCH_NOT_FOUND = 127 };
+
+static void watch_usage(FILE *f)
+{
+	fprintf(f, "usage: MPKIT_WATCH=SPEC[,SPEC...] mpkit watch -- PROG [ARGS]\n"
+		   "  SPEC: SYMBOL[:LEN] (a global in PROG's dynamic symbol table; LEN\n"
+		   "        defaults to its size) or ADDR+LEN, either followed by /r to\n"
+		   "        report reads too\n"
+		   "  MPKIT_WATCH_OUT=FILE  reports go there (appended), not to stderr\n"
+		   "  MPKIT_WATCH_LIB=PATH  the helper to preload, instead of libmpkit-watch.so\n"
+		   "                        in mpkit's helpers' directory\n"
+		   "PROG alone is watched: the programs it starts are not.\n"
+		   "exit status: PROG's; %d no watch could be set as asked (a SPEC not\n"
+		   "found or not watchable, no helper), %d PROG cannot run, %d PROG not\n"
+		   "found, 2 usage\n",
+		WATCH_FAILED, WATCH_CANNOT_RUN, WATCH_NOT_FOUND);
+}
+
 /*
- * `mpkit watch -- PROG ARGS`: PROG with libmpkit-watch.so preloaded; the
- * helper is found from MPKIT_WATCH_LIB, else next to this binary, else in
- * ../lib (installed).
+ * `mpkit watch -- PROG ARGS`: PROG with libmpkit-watch.so preloaded
+ * (tools/watch_preload.c), which sets the watches before PROG's main(),
+ * ends PROG with WATCH_FAILED when one cannot be set, and takes itself out
+ * of the environment PROG's children get.
  */
 static int cmd_watch(char **argv)
 {
-	char self[PATH_MAX], path[PATH_MAX + 64];
-	const char *lib = getenv("MPKIT_WATCH_LIB");
+	char path[PATH_MAX + 64], *preload = NULL;
+	const char *lib = getenv("MPKIT_WATCH_LIB"), *old = getenv("LD_PRELOAD");
 
+	if (argv[1] && (!strcmp(argv[1], "--help") || !strcmp(argv[1], "-h"))) {
+		watch_usage(stdout);
+		return cli_finish_output("watch", 0);
+	}
 	if (!argv[1] || strcmp(argv[1], "--") || !argv[2]) {
-		fprintf(stderr, "usage: MPKIT_WATCH=SPEC mpkit watch -- PROG [ARGS]\n");
+		watch_usage(stderr);
 		return 2;
 	}
 	if (!lib || !*lib) {
-		ssize_t n = readlink("/proc/self/exe", self, sizeof(self) - 1);
-		self[n > 0 ? n : 0] = 0;
-		char *slash = strrchr(self, '/');
-		if (slash)
-			*slash = 0;
-		snprintf(path, sizeof(path), "%s/libmpkit-watch.so", slash ? self : ".");
-		if (access(path, R_OK))
-			snprintf(path, sizeof(path), "%s/../lib/libmpkit-watch.so", slash ? self : ".");
+		if (cli_helper("watch", "libmpkit-watch.so", path, sizeof(path)))
+			return WATCH_FAILED;
 		lib = path;
+	} else if (access(lib, R_OK)) {
+		fprintf(stderr, "mpkit watch: MPKIT_WATCH_LIB=%s: %s\n", lib, strerror(errno));
+		return WATCH_FAILED;
 	}
-	if (access(lib, R_OK)) {
-		fprintf(stderr, "mpkit watch: %s not found (build it with `make`)\n", lib);
-		return 1;
+	if (strpbrk(lib, " :")) { /* LD_PRELOAD's separators */
+		fprintf(stderr, "mpkit watch: %s: a path with a space or a colon cannot be preloaded\n", lib);
+		return WATCH_FAILED;
 	}
 	if (!getenv("MPKIT_WATCH"))
 		fprintf(stderr, "mpkit watch: MPKIT_WATCH is not set: nothing is watched\n");
-	setenv("LD_PRELOAD", lib, 1);
+	if ((old && *old ? asprintf(&preload, "%s %s", lib, old) : asprintf(&preload, "%s", lib)) < 0) {
+		fprintf(stderr, "mpkit watch: %s\n", strerror(ENOMEM));
+		return WATCH_FAILED;
+	}
+	setenv("LD_PRELOAD", preload, 1);
 	execvp(argv[2], argv + 2);
-	fprintf(stderr, "mpkit watch: cannot run %s: %s\n", argv[2], strerror(errno));
-	return 1;
+	int err = errno;
+	fprintf(stderr, "mpkit watch: cannot run %s: %s\n", argv[2], strerror(err));
+	return err == ENOENT || err == ENOTDIR ? WATCH_NOT_FOUND : WATCH_CANNOT_RUN;
 }
 
 int main(int argc, char **argv)
@@ -299,11 +343,11 @@ int main(int argc, char **argv)
 	}
 	if (!strcmp(argv[1], "--help") || !strcmp(argv[1], "-h") || !strcmp(argv[1], "help")) {
 		usage(stdout);
-		return 0;
+		return cli_finish_output("", 0);
 	}
 	if (!strcmp(argv[1], "--version")) {
 		printf("mpkit %s\n", mpk_version());
-		return 0;
+		return cli_finish_output("", 0);
 	}
 	if (!strcmp(argv[1], "info"))
 		return cmd_info(argc - 1, argv + 1);

@@ -10,6 +10,12 @@
  *                                LEN defaults to its size) or ADDR+LEN,
  *                                either followed by /r to report reads too
  *   MPKIT_WATCH_OUT=FILE         reports go there (default stderr)
+ *
+ * A watch that cannot be set as asked ends the program before its main()
+ * with WATCH_FAILED (mpkit watch's own failure, as env(1) counts): a
+ * program run unwatched would look watched and report nothing.  The
+ * helper then takes itself out of the environment, so that the programs
+ * this one starts run as they would (they may not have the symbols).
  */
 #define _GNU_SOURCE
 #include <dlfcn.h>
@@ -18,13 +24,16 @@
 #include <execinfo.h>
 #include <fcntl.h>
 #include <link.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "mpkit.h"
 
 #define SPECS 16
+#define WATCH_FAILED 125 /* tools/mpkit.c */
 
 struct spec {
 	char name[64];
@@ -86,21 +95,23 @@ static void on_hit(const struct mpk_watch_hit *h, void *arg)
 	backtrace_symbols_fd(h->frames, h->nframes, out);
 }
 
-static void fail(const char *what, const char *spec)
+/* A watch cannot be set as asked: say so on stderr, and end here. */
+static void fail(const char *what, const char *spec, const char *why)
 {
+	out = STDERR_FILENO;
 	put("mpkit watch: ");
 	put(what);
-	put(": ");
 	put(spec);
-	if (errno) {
+	if (why) {
 		put(" (");
-		put(strerror(errno));
+		put(why);
 		put(")");
 	}
-	put("\n");
+	put("; the program is not run\n");
+	_exit(WATCH_FAILED);
 }
 
-/* One SPEC into specs[nspecs]; 0 or -1. */
+/* One SPEC into specs[nspecs]; 0, or -1 for a bad SPEC. */
 static int parse(char *spec, unsigned *flags)
 {
 	struct spec *s = &specs[nspecs];
@@ -112,14 +123,13 @@ static int parse(char *spec, unsigned *flags)
 		*slash = 0;
 	}
 	char *plus = strchr(spec, '+'), *colon = strchr(spec, ':');
-	errno = 0;
 	if (plus) {
 		*plus = 0;
 		s->addr = (void *)strtoul(spec, &end, 0);
-		if (*end)
+		if (*end || end == spec)
 			return -1;
 		s->len = strtoul(plus + 1, &end, 0);
-		if (*end)
+		if (*end || end == plus + 1)
 			return -1;
 		strncpy(s->name, spec, sizeof(s->name) - 1);
 		return 0;
@@ -127,51 +137,125 @@ static int parse(char *spec, unsigned *flags)
 	if (colon) {
 		*colon = 0;
 		s->len = strtoul(colon + 1, &end, 0);
-		if (*end)
+		if (*end || end == colon + 1)
 			return -1;
 	}
-	strncpy(s->name, spec, sizeof(s->name) - 1);
-	s->addr = dlsym(RTLD_DEFAULT, spec);
-	if (!s->addr)
+	if (!*spec)
 		return -1;
-	if (!colon) {
+	strncpy(s->name, spec, sizeof(s->name) - 1);
+	return 0;
+}
+
+/* The symbol's address, and its size when no LEN was given. */
+static void find(struct spec *s, const char *copy)
+{
+	s->addr = dlsym(RTLD_DEFAULT, s->name);
+	if (!s->addr)
+		fail("cannot find ", copy, "no such global in the program's dynamic symbol table");
+	if (!s->len) {
 		Dl_info info;
 		const ElfW(Sym) *sym = NULL;
 		if (dladdr1(s->addr, &info, (void **)&sym, RTLD_DL_SYMENT) && sym)
 			s->len = sym->st_size;
+		if (!s->len)
+			fail("no size for ", copy, "give one: SYMBOL:LEN");
 	}
-	return s->len ? 0 : -1;
+}
+
+/* The environment is read and changed through environ itself, in place
+ * (main()'s envp is the same array): a program may interpose getenv()
+ * and unsetenv(), and bash's own know nothing before bash's main(). */
+extern char **environ;
+
+static char **env_find(const char *name)
+{
+	size_t n = strlen(name);
+	for (char **e = environ; e && *e; e++)
+		if (!strncmp(*e, name, n) && (*e)[n] == '=')
+			return e;
+	return NULL;
+}
+
+static const char *env_get(const char *name)
+{
+	char **e = env_find(name);
+	return e ? *e + strlen(name) + 1 : NULL;
+}
+
+static void env_drop(const char *name)
+{
+	for (char **e; (e = env_find(name));)
+		do
+			e[0] = e[1];
+		while (*e++);
+}
+
+/* This helper out of LD_PRELOAD (the same file, by device and inode), and
+ * the orders out of the environment: the program's children run as they
+ * would. */
+static void leave_environment(void)
+{
+	char **pre, *save = NULL;
+	Dl_info self;
+	struct stat me, st;
+
+	env_drop("MPKIT_WATCH");
+	env_drop("MPKIT_WATCH_OUT");
+	pre = env_find("LD_PRELOAD"); /* after the drops, which move entries */
+	if (!pre || !dladdr((void *)leave_environment, &self) || stat(self.dli_fname, &me))
+		return;
+	char *copy = strdup(*pre + strlen("LD_PRELOAD=")), *keep = malloc(strlen(*pre) + 1);
+	if (!copy || !keep) {
+		free(copy);
+		free(keep);
+		return;
+	}
+	strcpy(keep, "LD_PRELOAD=");
+	size_t empty = strlen(keep);
+	for (char *t = strtok_r(copy, " :", &save); t; t = strtok_r(NULL, " :", &save)) {
+		if (!stat(t, &st) && st.st_dev == me.st_dev && st.st_ino == me.st_ino)
+			continue;
+		if (strlen(keep) > empty)
+			strcat(keep, " ");
+		strcat(keep, t);
+	}
+	free(copy);
+	if (strlen(keep) > empty) {
+		*pre = keep; /* the process's for good, as putenv()'s strings are */
+	} else {
+		free(keep);
+		env_drop("LD_PRELOAD");
+	}
 }
 
 __attribute__((constructor)) static void start(void)
 {
-	const char *v = getenv("MPKIT_WATCH"), *o = getenv("MPKIT_WATCH_OUT");
+	const char *v = env_get("MPKIT_WATCH"), *o = env_get("MPKIT_WATCH_OUT");
 	char buf[1024], *save = NULL;
 
 	if (o && *o) {
 		int fd = open(o, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
-		if (fd >= 0)
-			out = fd;
+		if (fd < 0)
+			fail("cannot open MPKIT_WATCH_OUT=", o, strerror(errno));
+		out = fd;
 	}
-	if (!v || !*v)
-		return;
-	strncpy(buf, v, sizeof(buf) - 1);
-	buf[sizeof(buf) - 1] = 0;
-	for (char *spec = strtok_r(buf, ",", &save); spec && nspecs < SPECS;
-	     spec = strtok_r(NULL, ",", &save)) {
+	if (v && strlen(v) >= sizeof(buf))
+		fail("MPKIT_WATCH is too long: ", v, "at most 1023 bytes");
+	if (v)
+		strcpy(buf, v);
+	for (char *spec = v && *v ? strtok_r(buf, ",", &save) : NULL; spec; spec = strtok_r(NULL, ",", &save)) {
 		char copy[256];
 		unsigned flags;
-		strncpy(copy, spec, sizeof(copy) - 1);
-		copy[sizeof(copy) - 1] = 0;
-		if (parse(spec, &flags)) {
-			fail("cannot find", copy);
-			continue;
-		}
+		snprintf(copy, sizeof(copy), "%s", spec);
+		if (nspecs == SPECS)
+			fail("too many SPECs at ", copy, "at most 16");
+		if (parse(spec, &flags))
+			fail("bad SPEC ", copy, "SYMBOL[:LEN] or ADDR+LEN, then /r to report reads");
 		struct spec *s = &specs[nspecs];
-		if (mpk_watch(s->addr, s->len, flags, on_hit, s) < 0) {
-			fail("cannot watch", copy);
-			continue;
-		}
+		if (!strchr(copy, '+'))
+			find(s, copy);
+		if (mpk_watch(s->addr, s->len, flags, on_hit, s) < 0)
+			fail("cannot watch ", copy, strerror(errno));
 		nspecs++;
 		put("mpkit watch: watching ");
 		put(copy);
@@ -181,6 +265,7 @@ __attribute__((constructor)) static void start(void)
 		put_dec(s->len);
 		put(" bytes\n");
 	}
+	leave_environment();
 }
 
 __attribute__((destructor)) static void stop(void)

@@ -1,0 +1,101 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Every installed command works from where it is installed (issue 24,
+ * item 1): the staged install (STAGE, a DESTDIR whose programs were
+ * stripped as packages strip them), run with no LD_LIBRARY_PATH and no
+ * MPKIT_WATCH_LIB, from a directory that is not the build tree:
+ *   - bin/mpkit --version, info, maps self and scan of itself;
+ *   - mpkit watch finds libmpkit-watch.so in libexec/mpkit/ and watches a
+ *     global of this program (write reported, exit 0);
+ *   - mpkit bench [alloc|threads|--scale] --help reach the benchmarks in
+ *     libexec/mpkit/; mpkit bench --smoke and --scale --smoke read the hw
+ *     fast path's instructions from the stripped files;
+ *   - mpkit and the benchmarks that link libmpkit.so load the staged
+ *     libmpkit.so.0, not the build tree's.
+ * Skips where the stage is not (the VM).
+ */
+#include <fcntl.h>
+#include <limits.h>
+
+#include "t_exec.h"
+
+#ifndef STAGE
+#error "STAGE: the staged install's PREFIX under DESTDIR"
+#endif
+
+long installed_watched; /* watched by `mpkit watch` (linked -rdynamic) */
+
+static char out[1 << 17];
+
+/* bin/mpkit ARGS... from the stage, with env (see t_exec_capture); its
+ * stdout and stderr in out; the exit status, or 128 + signal. */
+static int mpkit(char *const env[], const char *const *args)
+{
+	char *argv[16] = { STAGE "/bin/mpkit" };
+	for (int i = 0; args[i] && i < 14; i++)
+		argv[i + 1] = (char *)args[i];
+	int st = t_exec_capture(argv[0], argv, env, 1, out, sizeof(out));
+	return WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
+}
+
+static void ok(const char *what, int status, const char *want)
+{
+	if (status != 0 || (want && !strstr(out, want)))
+		t_fail("%s: exit %d, want 0%s%s; output:\n%s", what, status, want ? " and " : "",
+		       want ? want : "", out);
+}
+
+int main(int argc, char **argv)
+{
+	static char self[PATH_MAX], env_watch[64] = "MPKIT_WATCH=installed_watched";
+	char *env[] = { "LD_LIBRARY_PATH", "MPKIT_WATCH_LIB", "MPKIT_WATCH", "MPKIT_WATCH_OUT", NULL };
+	ssize_t n = readlink("/proc/self/exe", self, sizeof(self) - 1);
+
+	/* Run by `mpkit watch` below: the write it must report. */
+	if (argc > 1 && !strcmp(argv[1], "--be-watched")) {
+		installed_watched = 42;
+		printf("wrote %ld\n", installed_watched);
+		return 0;
+	}
+	if (access(STAGE "/bin/mpkit", X_OK))
+		t_skip("no staged install at " STAGE " (make tests stages it; not in the VM)");
+	REQUIRE(n > 0 && !chdir("/"));
+	self[n] = 0;
+
+	ok("--version", mpkit(env, (const char *[]){ "--version", NULL }), "mpkit ");
+	ok("info", mpkit(env, (const char *[]){ "info", NULL }), "backend:");
+	ok("maps self", mpkit(env, (const char *[]){ "maps", "self", NULL }), NULL);
+	int st = mpkit(env, (const char *[]){ "scan", STAGE "/bin/mpkit", NULL });
+	if (st != 0 && st != 1)
+		t_fail("scan bin/mpkit: exit %d:\n%s", st, out);
+
+	/* The command's own libraries: the staged libmpkit.so.0. */
+	snprintf(out, sizeof(out), "ldd " STAGE "/bin/mpkit " STAGE "/libexec/mpkit/mpkit-bench "
+		 "| grep -c '=> " STAGE "/.*lib/libmpkit.so.0 ' | grep -qx 2");
+	if (system(out))
+		t_fail("bin/mpkit and libexec/mpkit/mpkit-bench do not both load " STAGE "/lib/libmpkit.so.0");
+
+	/* watch: the helper from libexec/mpkit/, nothing set by the caller. */
+	env[2] = env_watch;
+	st = mpkit(env, (const char *[]){ "watch", "--", self, "--be-watched", NULL });
+	ok("watch", st, "wrote 42");
+	ok("watch", st, "write of installed_watched+0");
+	env[2] = "MPKIT_WATCH";
+
+	static const char *const helps[][4] = {
+		{ "bench", "--help" }, { "bench", "alloc", "--help" },
+		{ "bench", "threads", "--help" }, { "bench", "--scale", "--help" },
+	};
+	for (size_t i = 0; i < sizeof(helps) / sizeof(*helps); i++)
+		ok(helps[i][1], mpkit(env, helps[i]), "usage");
+
+	/* The stripped benchmark and library still give the fast path. */
+	st = mpkit(env, (const char *[]){ "bench", "--smoke", "--quiet", "--json", "-", NULL });
+	ok("bench --smoke --json -", st, "\"hw_fast_path\": {\"ok\": true");
+	st = mpkit(env, (const char *[]){ "bench", "--scale", "--smoke", NULL });
+	ok("bench --scale --smoke", st, "fast path (objdump of ");
+	if (strstr(out, "objdump found no") || strstr(out, "objdump showed no") ||
+	    !strstr(out, "mpk_set"))
+		t_fail("bench --scale --smoke: no fast path from the stripped program:\n%s", out);
+	return t_done();
+}
