@@ -153,6 +153,10 @@ $(B)/pic/%.o: %.c $(B)/config
 	@mkdir -p $(@D)
 	$(CC) $(ALL_CFLAGS) -fPIC -fvisibility=hidden $(DEPFLAGS) -c $< -o $@
 
+# The library keeps its own NULL checks: include/mpkit.h's nonnull
+# attributes would let the compiler delete them (MPK_NO_NONNULL there).
+$(B)/obj/src/%.o $(B)/pic/src/%.o $(B)/preload/src/%.o: MPK_XCFLAGS += -DMPK_NO_NONNULL
+
 $(B)/libmpkit.a: $(LIB_OBJ)
 	@rm -f $@
 	$(AR) rcs $@ $^
