@@ -506,6 +506,7 @@ bench-sqlite: $(B)/mpkit-bench-sqlite
 check: all tests
 	@tests/check-exports.sh $(B)/libmpkit.so
 	@tests/check-man.sh $(B)/libmpkit.so
+	@tests/check-header.sh "$(CC)"
 	@rc=0; \
 	{ tests/run-tests.sh native $(B)/tests; echo $$? > $(B)/native.rc; } | tee $(B)/native.log; \
 	[ "$$(cat $(B)/native.rc)" = 0 ] || rc=1; \
@@ -520,6 +521,7 @@ check: all tests
 check-native: all tests
 	@tests/check-exports.sh $(B)/libmpkit.so
 	@tests/check-man.sh $(B)/libmpkit.so
+	@tests/check-header.sh "$(CC)"
 	@tests/run-tests.sh native $(B)/tests
 
 check-vm: all tests
