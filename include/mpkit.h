@@ -724,7 +724,9 @@ void *mpk_heap_realloc(mpk_heap *h, void *p, size_t size)
 	MPK__NODISCARD MPK__ALLOC_SIZE(3) MPK__DEALLOC(mpk_heap_free, 2) MPK__NONNULL(1);
 
 /* Bytes usable at p (at least the size asked for), or 0 with EINVAL (bad
- * heap, p NULL, misuse reported to a handler that returned). */
+ * heap, p NULL, misuse reported to a handler that returned).  The
+ * compiler knows the size asked for (alloc_size): with _FORTIFY_SOURCE a
+ * copy past it aborts, so realloc to use more. */
 size_t mpk_heap_usable_size(mpk_heap *h, const void *p) MPK__NONNULL(1) MPK__NONNULL(2);
 
 struct mpk_heap_stats {
