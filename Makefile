@@ -160,6 +160,10 @@ $(B)/pic/%.o: %.c $(B)/config
 	@mkdir -p $(@D)
 	$(CC) $(ALL_CFLAGS) -fPIC -fvisibility=hidden $(DEPFLAGS) -c $< -o $@
 
+# The library keeps its own NULL checks: include/mpkit.h's nonnull
+# attributes would let the compiler delete them (MPK_NO_NONNULL there).
+$(B)/obj/src/%.o $(B)/pic/src/%.o $(B)/preload/src/%.o: MPK_XCFLAGS += -DMPK_NO_NONNULL
+
 $(B)/libmpkit.a: $(LIB_OBJ)
 	@rm -f $@
 	$(AR) rcs $@ $^
@@ -605,6 +609,7 @@ check: all tests
 	@tests/check-layers.sh
 	@tests/check-exports.sh $(B)/libmpkit.so
 	@tests/check-man.sh $(B)/libmpkit.so
+	@tests/check-header.sh "$(CC)"
 	@rc=0; \
 	{ tests/run-tests.sh native $(B)/tests; echo $$? > $(B)/native.rc; } | tee $(B)/native.log; \
 	[ "$$(cat $(B)/native.rc)" = 0 ] || rc=1; \
@@ -620,6 +625,7 @@ check-native: all tests
 	@tests/check-layers.sh
 	@tests/check-exports.sh $(B)/libmpkit.so
 	@tests/check-man.sh $(B)/libmpkit.so
+	@tests/check-header.sh "$(CC)"
 	@tests/run-tests.sh native $(B)/tests
 
 check-vm: all tests

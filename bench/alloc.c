@@ -43,6 +43,13 @@
 static int runs = 7;
 static double scale = 1.0; /* --quick: a tenth of the work */
 
+/* A call the figures depend on failed: no figures. */
+static void die(const char *call)
+{
+	perror(call);
+	exit(1);
+}
+
 static long iters(long n)
 {
 	long k = (long)(n * scale);
@@ -202,8 +209,8 @@ struct thread_arg {
  * them on hw, not on soft). */
 static void thread_rights(struct alloc *a)
 {
-	if (a->kind == A_HEAP)
-		mpk_set(mpk_heap_domain(a->h), MPK_RW);
+	if (a->kind == A_HEAP && mpk_set(mpk_heap_domain(a->h), MPK_RW))
+		die("mpk_set");
 }
 
 static double cpu_now_ns(void)
@@ -347,9 +354,11 @@ static double v_open_close(mpk_domain *d, long n)
 	double t = now_ns();
 
 	for (long i = 0; i < n; i++) {
-		mpk_secret_readwrite(k);
+		if (mpk_secret_readwrite(k))
+			die("mpk_secret_readwrite");
 		k[0]++;
-		mpk_secret_noaccess(k);
+		if (mpk_secret_noaccess(k))
+			die("mpk_secret_noaccess");
 	}
 	t = (now_ns() - t) / n;
 	mpk_secret_free(k);

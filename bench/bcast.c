@@ -35,8 +35,8 @@ static int cmp(const void *a, const void *b)
 static void *blocked(void *arg)
 {
 	char c;
-	if (arg)
-		mpk_init(); /* known to mpkit */
+	if (arg && mpk_init()) /* known to mpkit */
+		return NULL;
 	while (read(fds[0], &c, 1) < 0)
 		;
 	return NULL;

@@ -108,7 +108,8 @@ static double lockdown_ns(int nd, int nr, unsigned flags)
 		for (int i = 0; i < nd; i++) {
 			mpk_domain *d = mpk_domain_create("bench", MPK_NONE, 0);
 			for (int j = 0; d && j < nr; j++)
-				mpk_alloc(d, 4096);
+				if (!mpk_alloc(d, 4096))
+					break;
 		}
 		double t0 = now_ns();
 		int rc = mpk_lockdown(flags);

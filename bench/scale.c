@@ -91,7 +91,8 @@ static int on_fault(const struct mpk_fault *f, void *arg)
 {
 	(void)arg;
 	nfaults++;
-	mpk_set(f->domain, MPK_RW);
+	if (mpk_set(f->domain, MPK_RW))
+		return MPK_FAULT_ABORT;
 	return MPK_FAULT_RETRY;
 }
 
@@ -101,7 +102,8 @@ static double fault_us(mpk_domain *d, volatile char *p)
 	long n0 = nfaults;
 	double t0 = now_ns();
 	for (int i = 0; i < ITER; i++) {
-		mpk_set(d, MPK_NONE);
+		if (mpk_set(d, MPK_NONE))
+			wrong("mpk_set", i);
 		p[0] = (char)i; /* faults; the callback opens; retried */
 	}
 	double us = (now_ns() - t0) / ITER / 1000;
@@ -117,8 +119,7 @@ static double nc_res[8];
 static void *nochange(void *arg)
 {
 	const int ITER = IT(2000000, 2000);
-	int id = (int)(long)arg, rc = 0;
-	mpk_set(nc_dom, MPK_RW);
+	int id = (int)(long)arg, rc = mpk_set(nc_dom, MPK_RW);
 	pthread_barrier_wait(&bar);
 	double t0 = now_ns();
 	for (int i = 0; i < ITER; i++)

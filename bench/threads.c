@@ -53,7 +53,10 @@ static double measure(int m, long iters)
 			switch (m) {
 			case M_ENTER: {
 				mpk_scope s = mpk_enter(d, MPK_NONE);
-				mpk_leave(&s);
+				if (mpk_leave(&s)) {
+					perror("mpk_leave");
+					exit(1);
+				}
 				break;
 			}
 			case M_MPROTECT:
@@ -62,7 +65,10 @@ static double measure(int m, long iters)
 				break;
 			case M_EVICT: {
 				mpk_scope s = mpk_enter(ev[i & 1], MPK_RW);
-				mpk_leave(&s);
+				if (mpk_leave(&s)) {
+					perror("mpk_leave");
+					exit(1);
+				}
 				break;
 			}
 			case M_SET_ALL:

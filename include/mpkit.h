@@ -22,6 +22,11 @@
  * where it cannot be undone; the calls say where (mpk_lockdown(),
  * mpk_domain_create()).
  *
+ * Sizes, in every call that allocates: a size no memory can hold (above
+ * PTRDIFF_MAX, or an n * size that overflows) is ENOMEM, as for malloc()
+ * and mmap(); a size of 0 is EINVAL where the call cannot give 0 bytes
+ * (pages, secrets), and a block of its own from a heap.
+ *
  * Stability (docs/abi.md): from 1.0 on, everything declared here without
  * a "mpk__" prefix is stable within a major version (soname libmpkit.so.N):
  * functions keep their behaviour, enum values their meaning, and structs
@@ -41,6 +46,89 @@
 
 #ifdef __cplusplus
 extern "C" {
+#endif
+
+/*
+ * What the compiler can check for the caller, with GCC 7+ and clang; the
+ * macros are empty elsewhere (and MPK__DEALLOC before GCC 11).  Only
+ * GNU __attribute__ spellings, so C++ and -std=c11 -pedantic take them.
+ *
+ * MPK__NODISCARD (warn_unused_result) marks the calls whose failure
+ * leaves memory more open than the program believes (mpk_set(),
+ * mpk_enter(), mpk_leave(), mpk_set_all(), rights save/restore, the
+ * secret rights calls, mpk_adopt(), mpk_exec_only(), mpk_lockdown(),
+ * mpk_init()), and those whose result is the only handle to what they
+ * made (domains, heaps, memory, watches, threads).  Frees and destroys
+ * are not marked (cleanup paths, like free()), nor are calls that only
+ * report (getters, mpk_info(), formats) or install handlers.
+ *
+ * Allocators: MPK__MALLOC (fresh memory no other pointer reaches: not
+ * mpk_map_file(), which can map a file twice, nor realloc), MPK__DEALLOC
+ * (GCC 11+: the call that frees it, for -Wmismatched-dealloc and
+ * -Wuse-after-free), MPK__ALLOC_SIZE (its size, for -Wstringop-overflow,
+ * -Warray-bounds and _FORTIFY_SOURCE) on heap blocks and secrets only:
+ * mpk_alloc(), mpk_code_alloc() and mpk_map_file() give whole pages,
+ * all usable.
+ *
+ * MPK__NONNULL(n): argument n must not be NULL.  Given where NULL is
+ * always an error (the call fails with EINVAL); not where NULL means
+ * something (a free of NULL, a handler NULL, mpk_domain_of()).  The
+ * compiler may then assume the argument is not NULL, in the caller and
+ * in the callee: the library is built with MPK_NO_NONNULL defined, so
+ * that its own checks stay and a NULL still fails with EINVAL.  Define
+ * MPK_NO_NONNULL before including mpkit.h to pass NULL on purpose
+ * (tests of bad arguments).
+ *
+ * MPK__ACCESS_*: what a call does with a buffer (GCC 10+): reads it,
+ * writes it, writes up to a size argument.  GCC takes the buffer to be
+ * there (not NULL) unless the size is 0, so MPK_NO_NONNULL drops these
+ * too.
+ */
+#if defined(__GNUC__) && defined(__has_attribute)
+#define MPK__HAS_ATTR(a) __has_attribute(a)
+#else
+#define MPK__HAS_ATTR(a) 0
+#endif
+#if MPK__HAS_ATTR(__warn_unused_result__)
+#define MPK__NODISCARD __attribute__((__warn_unused_result__))
+#else
+#define MPK__NODISCARD
+#endif
+#if MPK__HAS_ATTR(__malloc__)
+#define MPK__MALLOC __attribute__((__malloc__))
+#else
+#define MPK__MALLOC
+#endif
+#if defined(__GNUC__) && !defined(__clang__) && __GNUC__ >= 11
+#define MPK__DEALLOC(f, n) __attribute__((__malloc__(f, n)))
+#else
+#define MPK__DEALLOC(f, n)
+#endif
+#if MPK__HAS_ATTR(__alloc_size__)
+#define MPK__ALLOC_SIZE(n) __attribute__((__alloc_size__(n)))
+#define MPK__ALLOC_SIZE2(n, m) __attribute__((__alloc_size__(n, m)))
+#else
+#define MPK__ALLOC_SIZE(n)
+#define MPK__ALLOC_SIZE2(n, m)
+#endif
+#if MPK__HAS_ATTR(__alloc_align__)
+#define MPK__ALLOC_ALIGN(n) __attribute__((__alloc_align__(n)))
+#else
+#define MPK__ALLOC_ALIGN(n)
+#endif
+#if MPK__HAS_ATTR(__nonnull__) && !defined(MPK_NO_NONNULL)
+#define MPK__NONNULL(n) __attribute__((__nonnull__(n)))
+#else
+#define MPK__NONNULL(n)
+#endif
+#if MPK__HAS_ATTR(__access__) && !defined(MPK_NO_NONNULL)
+#define MPK__ACCESS_R(n) __attribute__((__access__(__read_only__, n)))
+#define MPK__ACCESS_W(n) __attribute__((__access__(__write_only__, n)))
+#define MPK__ACCESS_WS(n, size) __attribute__((__access__(__write_only__, n, size)))
+#else
+#define MPK__ACCESS_R(n)
+#define MPK__ACCESS_W(n)
+#define MPK__ACCESS_WS(n, size)
 #endif
 
 #define MPK_VERSION_MAJOR 0
@@ -77,7 +165,7 @@ enum mpk_backend {
  * MPKIT_KEYS holds an unknown value), ENOTSUP (hw asked for but not
  * available).  The outcome is sticky for the life of the process.
  */
-int mpk_init(void);
+int mpk_init(void) MPK__NODISCARD;
 
 /* The backend in use (MPK_BACKEND_HW or _SOFT), or -1 with errno as mpk_init. */
 int mpk_backend(void);
@@ -112,7 +200,7 @@ struct mpk_info {
  * mpkit cannot start (a bad MPKIT_BACKEND or MPKIT_KEYS: EINVAL;
  * MPKIT_BACKEND=hw without keys: ENOTSUP) it still fills the hardware
  * facts and returns -1 with that errno.  EINVAL for info NULL. */
-int mpk_info(struct mpk_info *info);
+int mpk_info(struct mpk_info *info) MPK__NONNULL(1) MPK__ACCESS_W(1);
 
 /* Counters for tests and tools; monotonic over the life of the process. */
 struct mpk_stats {
@@ -121,7 +209,7 @@ struct mpk_stats {
 	uint64_t faults_reported; /* domain faults seen by the fault handler */
 	uint64_t mpk__reserved[13]; /* for counters to come; zero */
 };
-int mpk_stats_get(struct mpk_stats *stats);
+int mpk_stats_get(struct mpk_stats *stats) MPK__NONNULL(1) MPK__ACCESS_W(1);
 
 /*
  * Most hardware keys mpkit takes (1..15).  Default 15, or MPKIT_KEYS from
@@ -163,7 +251,8 @@ enum {
  * again cannot reach a thread either: then mpkit keeps it, closed, until
  * it can), ENOTSUP / EINVAL from mpk_init.
  */
-mpk_domain *mpk_domain_create(const char *name, int rights, unsigned flags);
+mpk_domain *mpk_domain_create(const char *name, int rights, unsigned flags)
+	MPK__NODISCARD MPK__NONNULL(1) MPK__ACCESS_R(1);
 
 /*
  * Destroy a domain: free all its memory as mpk_free() does, revoke its key
@@ -172,26 +261,19 @@ mpk_domain *mpk_domain_create(const char *name, int rights, unsigned flags);
  * EBUSY and changes nothing.  Destroying a domain twice is detected
  * (EINVAL) for a while, but like free() it is a bug.
  */
-int mpk_domain_destroy(mpk_domain *d);
+int mpk_domain_destroy(mpk_domain *d) MPK__NONNULL(1);
 
 /* The domain's name, NULL/EINVAL for a bad domain. */
-const char *mpk_domain_name(const mpk_domain *d);
+const char *mpk_domain_name(const mpk_domain *d) MPK__NONNULL(1);
 
 /* The hardware key the domain holds now, or -1 with errno ENOENT (soft
  * backend, or a domain without a key at the moment: keys move). */
-int mpk_domain_key(const mpk_domain *d);
+int mpk_domain_key(const mpk_domain *d) MPK__NONNULL(1);
 
 /* The domain owning addr, or NULL with errno ENOENT. */
 mpk_domain *mpk_domain_of(const void *addr);
 
 /* ---- domain memory ----------------------------------------------------- */
-
-/*
- * Map len bytes (rounded up to pages) of zeroed memory in domain d.  The
- * memory is readable/writable as far as the domain's rights allow.
- * Errors: EINVAL (bad domain, len 0 or absurd), ENOMEM.
- */
-void *mpk_alloc(mpk_domain *d, size_t len);
 
 /* Free a region from mpk_alloc() or mpk_adopt() of domain d: its pages go
  * back to the kernel.  mpk_alloc() memory stays reserved (PROT_NONE, an
@@ -200,7 +282,16 @@ void *mpk_alloc(mpk_domain *d, size_t len);
  * region.  EINVAL if it is not one (a region a heap or vault of d made for
  * itself is not: mpk_heap_destroy() gives it back); EPERM if it is sealed
  * (MPK_LOCK_SEAL). */
-int mpk_free(mpk_domain *d, void *addr);
+int mpk_free(mpk_domain *d, void *addr) MPK__NONNULL(1) MPK__NONNULL(2);
+
+/*
+ * Map len bytes (rounded up to pages) of zeroed memory in domain d.  The
+ * memory is readable/writable as far as the domain's rights allow.
+ * Errors: EINVAL (bad domain, len 0), ENOMEM (out of memory, or a len no
+ * memory can hold: see "Sizes" at the top).
+ */
+void *mpk_alloc(mpk_domain *d, size_t len)
+	MPK__NODISCARD MPK__MALLOC MPK__DEALLOC(mpk_free, 2) MPK__NONNULL(1);
 
 /*
  * Put an existing private anonymous read/write mapping (page-aligned addr,
@@ -209,7 +300,7 @@ int mpk_free(mpk_domain *d, void *addr);
  * Contents are kept.  Errors: EINVAL (unaligned, zero length, not private
  * anonymous read/write, overlaps memory of a domain), ENOMEM.
  */
-int mpk_adopt(mpk_domain *d, void *addr, size_t len);
+int mpk_adopt(mpk_domain *d, void *addr, size_t len) MPK__NODISCARD MPK__NONNULL(1) MPK__NONNULL(2);
 
 /*
  * Map len bytes of the file open on fd, from offset (a multiple of the page
@@ -218,12 +309,13 @@ int mpk_adopt(mpk_domain *d, void *addr, size_t len);
  * durability.  The mapping belongs to d: mpk_free() or destroying the
  * domain unmaps it.  A regular file must hold offset + len bytes already
  * (ftruncate() first): pages past its end would raise SIGBUS.
- * Errors: EINVAL (bad domain, len 0 or absurd, offset negative or not
+ * Errors: EINVAL (bad domain, len 0, offset negative or not
  * aligned, the file too short), EBADF (fd not open), EACCES (fd not open
  * for reading and writing), ENODEV (a file that cannot be mapped), ENOMEM;
  * nothing is mapped then.
  */
-void *mpk_map_file(mpk_domain *d, int fd, off_t offset, size_t len);
+void *mpk_map_file(mpk_domain *d, int fd, off_t offset, size_t len)
+	MPK__NODISCARD MPK__DEALLOC(mpk_free, 2) MPK__NONNULL(1);
 
 /* ---- rights of the calling thread ---------------------------------------
  *
@@ -239,10 +331,10 @@ void *mpk_map_file(mpk_domain *d, int fd, off_t offset, size_t len);
  * rights); where rights take mprotect() (soft, or a domain without a key)
  * ENOMEM or another mprotect() error, and nothing changed.  The same holds
  * for mpk_enter() and mpk_leave(). */
-int mpk_set(mpk_domain *d, int rights);
+int mpk_set(mpk_domain *d, int rights) MPK__NODISCARD MPK__NONNULL(1);
 
 /* The calling thread's rights to d (MPK_NONE/READ/RW), or -1/EINVAL. */
-int mpk_get(const mpk_domain *d);
+int mpk_get(const mpk_domain *d) MPK__NONNULL(1);
 
 /* A saved right, from mpk_enter(), for mpk_leave(). */
 typedef struct mpk_scope {
@@ -255,8 +347,8 @@ typedef struct mpk_scope {
  * mpk_leave() restores exactly that, so scopes nest, also on one domain.
  * On failure scope.saved is -1 and errno is set; leaving it is a no-op.
  */
-mpk_scope mpk_enter(mpk_domain *d, int rights);
-int mpk_leave(mpk_scope *scope);
+mpk_scope mpk_enter(mpk_domain *d, int rights) MPK__NODISCARD MPK__NONNULL(1);
+int mpk_leave(mpk_scope *scope) MPK__NODISCARD MPK__NONNULL(1);
 
 /*
  * Block scopes: rights to d inside the block, restored on every way out of
@@ -293,10 +385,12 @@ int mpk_leave(mpk_scope *scope);
 #else
 #define MPK__WITH_OK(s) ((s).domain)
 #endif
+/* The leave at the end has no one to report to: where it fails (soft, an
+ * mprotect() error) the thread keeps the block's rights. */
 #define MPK__WITH(d, rights, s)                                              \
 	for (mpk_scope s __attribute__((cleanup(mpk__scope_end))) =          \
 		     mpk_enter((d), (rights));                                \
-	     MPK__WITH_OK(s); mpk_leave(&s), s.domain = NULL)
+	     MPK__WITH_OK(s); (void)!mpk_leave(&s), s.domain = NULL)
 #define MPK_WITH_ELSE(d, rights)                                             \
 	MPK__WITH_ELSE(d, rights, MPK__CAT(mpk__scope_, __LINE__),            \
 		       MPK__CAT(mpk__once_, __LINE__))
@@ -345,7 +439,7 @@ mpk__scope_end(mpk_scope *scope)
  * 100 ms or did not answer within 5 s; the threads reached, and the caller,
  * are given back what they held, so nothing changed; call again).
  */
-int mpk_set_all(mpk_domain *d, int rights);
+int mpk_set_all(mpk_domain *d, int rights) MPK__NODISCARD MPK__NONNULL(1);
 
 /* ---- saving and restoring a thread's rights ------------------------------
  *
@@ -379,12 +473,12 @@ typedef struct mpk_rights {
 
 /* Save the calling thread's rights into *r (overwrites it: dispose of an
  * earlier save first).  Errors: EINVAL (r NULL), ENOMEM (soft). */
-int mpk_rights_save(mpk_rights_t *r);
+int mpk_rights_save(mpk_rights_t *r) MPK__NODISCARD MPK__NONNULL(1) MPK__ACCESS_W(1);
 
 /* Make the calling thread's rights those saved in *r (which stays valid:
  * restore it as often as wanted).  Errors: EINVAL (r NULL or not a save),
  * ENOMEM and mprotect() errors (soft; nothing changed). */
-int mpk_rights_restore(const mpk_rights_t *r);
+int mpk_rights_restore(const mpk_rights_t *r) MPK__NODISCARD MPK__NONNULL(1) MPK__ACCESS_R(1);
 
 /* Free what a save holds (soft) and invalidate *r; NULL or an invalid *r
  * is a no-op.  Always 0. */
@@ -438,7 +532,8 @@ int mpk_fault_handler_remove(void);
  * snprintf(): it returns the length of the whole report, writes at most
  * size bytes, NUL included.  0 with EINVAL for fault NULL, or buf NULL with
  * size not 0. */
-size_t mpk_fault_format(const struct mpk_fault *fault, char *buf, size_t size);
+size_t mpk_fault_format(const struct mpk_fault *fault, char *buf, size_t size)
+	MPK__NONNULL(1) MPK__ACCESS_R(1) MPK__ACCESS_WS(2, 3);
 
 /* ---- code: JIT (W^X) and execute-only memory ---------------------------
  *
@@ -466,10 +561,11 @@ size_t mpk_fault_format(const struct mpk_fault *fault, char *buf, size_t size);
  * with MPK_NONE held by every thread the code cannot run at all.  Free it
  * with mpk_free().  x86 keeps instruction caches coherent; a thread that
  * runs code another thread just wrote needs no more than the release and
- * acquire that told it to.  Errors: EINVAL (bad domain, len 0 or absurd),
- * ENOMEM, sigaction() errors.
+ * acquire that told it to.  Errors: EINVAL (bad domain, len 0), ENOMEM
+ * (also a len no memory can hold), sigaction() errors.
  */
-void *mpk_code_alloc(mpk_domain *d, size_t len);
+void *mpk_code_alloc(mpk_domain *d, size_t len)
+	MPK__NODISCARD MPK__MALLOC MPK__DEALLOC(mpk_free, 2) MPK__NONNULL(1);
 
 /*
  * Make [addr, addr+len) execute-only: it can be run, not read or written
@@ -485,7 +581,7 @@ void *mpk_code_alloc(mpk_domain *d, size_t len);
  * readable on x86), ENOSPC (no key could be given to the kernel; the
  * range is as it was), mprotect() errors.
  */
-int mpk_exec_only(void *addr, size_t len);
+int mpk_exec_only(void *addr, size_t len) MPK__NODISCARD MPK__NONNULL(1);
 
 /* The kernel's execute-only key in this process (after a successful
  * mpk_exec_only()), or -1 with ENOENT. */
@@ -535,7 +631,8 @@ typedef void (*mpk_watch_fn)(const struct mpk_watch_hit *hit, void *arg);
  * (64 watches, or 256 pages, at once), EAGAIN (hw: a thread could not be
  * reached), mprotect() errors.
  */
-int mpk_watch(void *addr, size_t len, unsigned flags, mpk_watch_fn fn, void *arg);
+int mpk_watch(void *addr, size_t len, unsigned flags, mpk_watch_fn fn, void *arg)
+	MPK__NODISCARD MPK__NONNULL(1) MPK__NONNULL(4);
 
 /* Stop watch id; its pages are given back as they were once no watch
  * covers them.  Errors: EINVAL (not a live watch), mprotect() errors. */
@@ -590,15 +687,19 @@ enum {
  * first heap) is virtual like any other: with no key free it is protected
  * with mprotect() until it wins one back, never an error.
  */
-mpk_heap *mpk_heap_create(mpk_domain *d, unsigned flags);
+mpk_heap *mpk_heap_create(mpk_domain *d, unsigned flags) MPK__NODISCARD MPK__NONNULL(1);
 
 /* Destroy h: every block and all its metadata go; the domain stays.  A
  * destroyed heap is detected (EINVAL) for a while, but like free() it is a
  * bug to use it.  Errors: EINVAL (and see above). */
-int mpk_heap_destroy(mpk_heap *h);
+int mpk_heap_destroy(mpk_heap *h) MPK__NONNULL(1);
 
 /* The domain of h, or NULL with EINVAL. */
-mpk_domain *mpk_heap_domain(const mpk_heap *h);
+mpk_domain *mpk_heap_domain(const mpk_heap *h) MPK__NONNULL(1);
+
+/* free(): NULL is a no-op.  Errors: EINVAL (bad heap, or misuse reported
+ * to a handler that returned). */
+int mpk_heap_free(mpk_heap *h, void *p) MPK__NONNULL(1);
 
 /*
  * malloc(), calloc(), aligned_alloc() and realloc() for heap h.  Size 0
@@ -610,18 +711,23 @@ mpk_domain *mpk_heap_domain(const mpk_heap *h);
  * an alignment that is not a power of two up to 2 MiB), ENOMEM (out of
  * memory, or a size no memory can hold).
  */
-void *mpk_heap_malloc(mpk_heap *h, size_t size);
-void *mpk_heap_calloc(mpk_heap *h, size_t n, size_t size);
-void *mpk_heap_aligned_alloc(mpk_heap *h, size_t align, size_t size);
-void *mpk_heap_realloc(mpk_heap *h, void *p, size_t size);
-
-/* free(): NULL is a no-op.  Errors: EINVAL (bad heap, or misuse reported
- * to a handler that returned). */
-int mpk_heap_free(mpk_heap *h, void *p);
+void *mpk_heap_malloc(mpk_heap *h, size_t size)
+	MPK__NODISCARD MPK__MALLOC MPK__ALLOC_SIZE(2) MPK__DEALLOC(mpk_heap_free, 2)
+	MPK__NONNULL(1);
+void *mpk_heap_calloc(mpk_heap *h, size_t n, size_t size)
+	MPK__NODISCARD MPK__MALLOC MPK__ALLOC_SIZE2(2, 3) MPK__DEALLOC(mpk_heap_free, 2)
+	MPK__NONNULL(1);
+void *mpk_heap_aligned_alloc(mpk_heap *h, size_t align, size_t size)
+	MPK__NODISCARD MPK__MALLOC MPK__ALLOC_SIZE(3) MPK__ALLOC_ALIGN(2)
+	MPK__DEALLOC(mpk_heap_free, 2) MPK__NONNULL(1);
+void *mpk_heap_realloc(mpk_heap *h, void *p, size_t size)
+	MPK__NODISCARD MPK__ALLOC_SIZE(3) MPK__DEALLOC(mpk_heap_free, 2) MPK__NONNULL(1);
 
 /* Bytes usable at p (at least the size asked for), or 0 with EINVAL (bad
- * heap, p NULL, misuse reported to a handler that returned). */
-size_t mpk_heap_usable_size(mpk_heap *h, const void *p);
+ * heap, p NULL, misuse reported to a handler that returned).  The
+ * compiler knows the size asked for (alloc_size): with _FORTIFY_SOURCE a
+ * copy past it aborts, so realloc to use more. */
+size_t mpk_heap_usable_size(mpk_heap *h, const void *p) MPK__NONNULL(1) MPK__NONNULL(2);
 
 struct mpk_heap_stats {
 	size_t blocks;   /* live blocks */
@@ -634,7 +740,8 @@ struct mpk_heap_stats {
 	uint64_t mpk__reserved[3]; /* for members to come; zero */
 };
 /* Fill *stats.  Errors: EINVAL (bad heap, stats NULL). */
-int mpk_heap_stats_get(mpk_heap *h, struct mpk_heap_stats *stats);
+int mpk_heap_stats_get(mpk_heap *h, struct mpk_heap_stats *stats)
+	MPK__NONNULL(1) MPK__NONNULL(2) MPK__ACCESS_W(2);
 
 /* ---- secrets --------------------------------------------------------------
  *
@@ -652,27 +759,37 @@ int mpk_heap_stats_get(mpk_heap *h, struct mpk_heap_stats *stats);
  * destroyed (EBUSY); its vault goes with it.
  */
 
-/*
- * A zeroed secret of len bytes in d's vault, 16-byte aligned.  Errors:
- * EINVAL (bad domain, len 0, bad MPKIT_HEAP_META), ENOMEM (out of memory,
- * or a len no memory can hold), EPERM (mlock() refused the
- * pages: RLIMIT_MEMLOCK without CAP_IPC_LOCK, as a rule), or an error of
- * madvise() (EINVAL before Linux 4.14, which lacks MADV_WIPEONFORK).
- * Nothing is allocated when it fails.
- */
-void *mpk_secret_alloc(mpk_domain *d, size_t len);
-
 /* Wipe and free a secret; NULL is a no-op.  Misuse (double free, not a
  * secret) goes to the misuse handler.  Errors: EINVAL (after a handler
  * returned). */
 int mpk_secret_free(void *p);
 
+/*
+ * A zeroed secret of len bytes in d's vault, 16-byte aligned.  Errors:
+ * EINVAL (bad domain, len 0, bad MPKIT_HEAP_META), ENOMEM (out of memory,
+ * a len no memory can hold, or locking the pages would pass
+ * RLIMIT_MEMLOCK, the most memory a process without CAP_IPC_LOCK may
+ * lock), EPERM (mlock() refused: RLIMIT_MEMLOCK is 0 and the process
+ * lacks CAP_IPC_LOCK), EAGAIN (mlock() could not lock every page), or
+ * an error of madvise() (EINVAL before Linux 4.14, which lacks
+ * MADV_WIPEONFORK).  Nothing is allocated when it fails.
+ */
+void *mpk_secret_alloc(mpk_domain *d, size_t len)
+	MPK__NODISCARD MPK__MALLOC MPK__ALLOC_SIZE(2) MPK__DEALLOC(mpk_secret_free, 1) MPK__NONNULL(1);
+
+/* An array of n secrets of size bytes each, as one zeroed secret of
+ * n * size bytes (libsodium's sodium_allocarray()): ENOMEM when n * size
+ * overflows, EINVAL when n or size is 0, else as mpk_secret_alloc(). */
+void *mpk_secret_allocarray(mpk_domain *d, size_t n, size_t size)
+	MPK__NODISCARD MPK__MALLOC MPK__ALLOC_SIZE2(2, 3) MPK__DEALLOC(mpk_secret_free, 1)
+	MPK__NONNULL(1);
+
 /* The calling thread's rights to the domain of secret p (every secret in
  * it): none, read-only, read-write.  mpk_set() on mpk_domain_of(p), for a
  * live secret only.  Errors: EINVAL (p is not a live secret). */
-int mpk_secret_noaccess(void *p);
-int mpk_secret_readonly(void *p);
-int mpk_secret_readwrite(void *p);
+int mpk_secret_noaccess(void *p) MPK__NODISCARD MPK__NONNULL(1);
+int mpk_secret_readonly(void *p) MPK__NODISCARD MPK__NONNULL(1);
+int mpk_secret_readwrite(void *p) MPK__NODISCARD MPK__NONNULL(1);
 
 /* ---- misuse of heaps and vaults ------------------------------------------ */
 
@@ -708,7 +825,8 @@ int mpk_misuse_handler_set(mpk_misuse_fn fn, void *arg);
 
 /* Format the report for misuse into buf; returns its length (as snprintf),
  * or 0 with EINVAL. */
-size_t mpk_misuse_format(const struct mpk_misuse *misuse, char *buf, size_t size);
+size_t mpk_misuse_format(const struct mpk_misuse *misuse, char *buf, size_t size)
+	MPK__NONNULL(1) MPK__ACCESS_R(1) MPK__ACCESS_WS(2, 3);
 
 /*
  * Lockdown: freeze the process so that a closed domain stays closed against
@@ -744,7 +862,7 @@ size_t mpk_misuse_format(const struct mpk_misuse *misuse, char *buf, size_t size
  * caller's but no more of them, ENOMEM for the filters' total length)
  * leaves it set.
  */
-int mpk_lockdown(unsigned flags);
+int mpk_lockdown(unsigned flags) MPK__NODISCARD;
 
 /* The flags of the lockdown in force, or -1 if there is none. */
 int mpk_lockdown_flags(void);
@@ -756,7 +874,8 @@ int mpk_lockdown_flags(void);
  * Returns 0, or -1 with errno: EINVAL (thread or fn NULL), ENOMEM, or
  * pthread_create()'s error (EAGAIN, EPERM...); nothing started then.
  */
-int mpk_thread_create(pthread_t *thread, const pthread_attr_t *attr, void *(*fn)(void *), void *arg);
+int mpk_thread_create(pthread_t *thread, const pthread_attr_t *attr, void *(*fn)(void *), void *arg)
+	MPK__NODISCARD MPK__NONNULL(1) MPK__NONNULL(3);
 
 #ifdef __cplusplus
 }

@@ -47,7 +47,7 @@ int main(void)
 	CHECK_ERR(mpk_map_file(NULL, fd, 0, page), EINVAL);
 	CHECK_ERR(mpk_map_file(gone, fd, 0, page), EINVAL);
 	CHECK_ERR(mpk_map_file(d, fd, 0, 0), EINVAL);
-	CHECK_ERR(mpk_map_file(d, fd, 0, SIZE_MAX), EINVAL);
+	CHECK_ERR(mpk_map_file(d, fd, 0, SIZE_MAX), ENOMEM); /* no memory holds it */
 	CHECK_ERR(mpk_map_file(d, fd, -(off_t)page, page), EINVAL);
 	CHECK_ERR(mpk_map_file(d, fd, 1, page), EINVAL);
 	CHECK_ERR(mpk_map_file(d, fd, (off_t)page / 2, page), EINVAL);

@@ -4,7 +4,10 @@
  * and exits 1 (before: "invalid MPKIT_BACKEND or MPKIT_KEYS", a backend
  * printed all the same, and MPKIT_HEAP_META=bogus passed); -J and -j are
  * --json; it says whether the kernel names regions; a write error (stdout
- * on /dev/full) is a failure, not exit 0.
+ * on /dev/full) is a failure, not exit 0.  Without pkey_alloc() it says
+ * why, as mpk_info() sees this machine: the CPU lacks PKU, the kernel
+ * lacks support, or keys are switched off (before: "no", whatever the
+ * cause).
  */
 
 #include "t_cli.h"
@@ -32,6 +35,16 @@ int main(void)
 	CHECK(r.status == 0);
 	CHECK(strstr(r.out, "region names in maps:") != NULL);
 	CHECK(strstr(r.out, "MPKIT_HEAP_META") != NULL);
+	struct mpk_info in;
+	(void)mpk_info(&in);
+	const char *why = in.kernel_pkeys ? "kernel pkey_alloc():         yes\n"
+			  : !in.cpu_pku ? "kernel pkey_alloc():         no: this CPU has no protection keys (PKU)\n"
+			  : in.cpu_ospke ? "kernel pkey_alloc():         no: the kernel lacks the pkey system calls"
+					 : "kernel pkey_alloc():         no: ";
+	if (!strstr(r.out, why))
+		t_fail("mpkit info does not say \"%s\":\n%s", why, r.out);
+	t_cli_run(&r, NULL, json);
+	CHECK(strstr(r.out, in.kernel_pkeys ? "\"kernel_pkeys_why\": \"yes\"" : "\"kernel_pkeys_why\": \"no: ") != NULL);
 
 	with_env(&r, "MPKIT_KEYS", "99", text);
 	CHECK(r.status == 1);

@@ -14,7 +14,7 @@ static void scenario(void)
 	REQUIRE(d);
 	CHECK_ERR(mpk_code_alloc(NULL, 4096), EINVAL);
 	CHECK_ERR(mpk_code_alloc(d, 0), EINVAL);
-	CHECK_ERR(mpk_code_alloc(d, SIZE_MAX), EINVAL);
+	CHECK_ERR(mpk_code_alloc(d, SIZE_MAX), ENOMEM);
 	uint8_t *p = mmap(NULL, 3 * 4096, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
 	REQUIRE(p != MAP_FAILED);
 	CHECK_ERR(mpk_domain_of(p), ENOENT);

@@ -171,7 +171,7 @@ static void scenario(void)
 	FAILS_CLEANLY(EINVAL, mpk_alloc(NULL, page));
 	FAILS_CLEANLY(EINVAL, mpk_alloc(dead, page));
 	FAILS_CLEANLY(EINVAL, mpk_alloc(d, 0));
-	FAILS_CLEANLY(EINVAL, mpk_alloc(d, SIZE_MAX));
+	FAILS_CLEANLY(ENOMEM, mpk_alloc(d, SIZE_MAX));
 	FAILS_CLEANLY(EINVAL, mpk_free(d, NULL));
 	FAILS_CLEANLY(EINVAL, mpk_free(d, plain));
 	FAILS_CLEANLY(EINVAL, mpk_free(d, m + page));
@@ -226,7 +226,7 @@ static void scenario(void)
 	FAILS_CLEANLY(EINVAL, mpk_code_alloc(NULL, page));
 	FAILS_CLEANLY(EINVAL, mpk_code_alloc(dead, page));
 	FAILS_CLEANLY(EINVAL, mpk_code_alloc(d, 0));
-	FAILS_CLEANLY(EINVAL, mpk_code_alloc(d, SIZE_MAX));
+	FAILS_CLEANLY(ENOMEM, mpk_code_alloc(d, SIZE_MAX));
 	FAILS_CLEANLY(EINVAL, mpk_exec_only(NULL, page));
 	FAILS_CLEANLY(EINVAL, mpk_exec_only(plain + 1, page));
 	FAILS_CLEANLY(EINVAL, mpk_exec_only(plain, 0));
@@ -271,6 +271,9 @@ static void scenario(void)
 	FAILS_CLEANLY(EINVAL, mpk_secret_alloc(dead, 32));
 	FAILS_CLEANLY(EINVAL, mpk_secret_alloc(d, 0));
 	FAILS_CLEANLY(ENOMEM, mpk_secret_alloc(d, SIZE_MAX));
+	FAILS_CLEANLY(ENOMEM, mpk_secret_allocarray(d, SIZE_MAX / 2, 3));
+	FAILS_CLEANLY(EINVAL, mpk_secret_allocarray(d, 0, 32));
+	FAILS_CLEANLY(EINVAL, mpk_secret_allocarray(NULL, 1, 32));
 	FAILS_CLEANLY(EINVAL, mpk_secret_free(plain));
 	FAILS_CLEANLY(EINVAL, mpk_secret_free(gone));
 	FAILS_CLEANLY(EINVAL, mpk_secret_free(blk));

@@ -33,7 +33,8 @@ static int on_fault(const struct mpk_fault *f, void *arg)
 	(void)arg;
 	if (mpk_calls++ > 3)
 		return MPK_FAULT_ABORT; /* retrying does not help: stop */
-	mpk_set(f->domain, MPK_RW);
+	if (mpk_set(f->domain, MPK_RW))
+		return MPK_FAULT_ABORT;
 	return MPK_FAULT_RETRY;
 }
 

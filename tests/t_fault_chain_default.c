@@ -32,7 +32,8 @@ static int run(int what, char *err, size_t size)
 		case 1: t_touch_read(near_null); break;
 		case 2: raise(SIGSEGV); break;
 		case 3:
-			mpk_set(d, MPK_NONE);
+			if (mpk_set(d, MPK_NONE))
+				_exit(5);
 			t_touch_read(dp);
 			break;
 		}

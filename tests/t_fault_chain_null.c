@@ -29,7 +29,8 @@ static int on_fault(const struct mpk_fault *f, void *arg)
 {
 	(void)arg;
 	mpk_calls++;
-	mpk_set(f->domain, MPK_RW);
+	if (mpk_set(f->domain, MPK_RW))
+		return MPK_FAULT_ABORT;
 	return MPK_FAULT_RETRY;
 }
 

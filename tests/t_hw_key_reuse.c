@@ -37,7 +37,8 @@ static int on_fault(const struct mpk_fault *f, void *arg)
 	seen.write = f->write;
 	seen.addr = f->addr;
 	seen.domain = f->domain;
-	mpk_set(f->domain, MPK_READ); /* let the access finish */
+	if (mpk_set(f->domain, MPK_READ)) /* let the access finish */
+		return MPK_FAULT_ABORT;
 	return MPK_FAULT_RETRY;
 }
 

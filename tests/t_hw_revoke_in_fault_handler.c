@@ -20,7 +20,8 @@ static int on_fault(const struct mpk_fault *f, void *arg)
 	(void)arg;
 	if (f->domain != x)
 		return MPK_FAULT_ABORT;
-	mpk_set(x, MPK_READ);
+	if (mpk_set(x, MPK_READ))
+		return MPK_FAULT_ABORT;
 	return MPK_FAULT_RETRY;
 }
 

@@ -28,8 +28,8 @@ static void *thread_t(void *arg)
 	REQUIRE(write(to_parent[1], &tid, sizeof(tid)) == (ssize_t)sizeof(tid));
 	/* No system calls from here on: only rights changes. */
 	while (!__atomic_load_n(&go_check, __ATOMIC_SEQ_CST)) {
-		mpk_set(other, MPK_RW);
-		mpk_set(other, MPK_NONE);
+		CHECK(mpk_set(other, MPK_RW) == 0);
+		CHECK(mpk_set(other, MPK_NONE) == 0);
 	}
 	CHECK_NO_STALE_RIGHTS(d2, p2);
 	return NULL;

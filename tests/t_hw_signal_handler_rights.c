@@ -33,7 +33,8 @@ static int on_fault(const struct mpk_fault *f, void *arg)
 	seen.code = f->si_code;
 	seen.write = f->write;
 	seen.addr = f->addr;
-	mpk_set(f->domain, MPK_READ);
+	if (mpk_set(f->domain, MPK_READ))
+		return MPK_FAULT_ABORT;
 	return MPK_FAULT_RETRY;
 }
 

@@ -321,7 +321,7 @@ static int open_in_handler(int t, int i, int r, const char *what)
 	m->own[t] = r; /* for the model, while in here */
 	note_keys();
 	probe_as(i, t, allowed(i, t), what);
-	mpk_leave(&s);
+	CHECK(mpk_leave(&s) == 0);
 	m->own[t] = outer;
 	return want;
 }

@@ -43,7 +43,8 @@ static int on_fault(const struct mpk_fault *f, void *arg)
 	}
 	if (i >= 3)
 		return MPK_FAULT_ABORT; /* a loop: give up loudly */
-	mpk_set(f->domain, f->write ? MPK_RW : MPK_READ);
+	if (mpk_set(f->domain, f->write ? MPK_RW : MPK_READ))
+		return MPK_FAULT_ABORT;
 	return MPK_FAULT_RETRY;
 }
 

@@ -1,10 +1,11 @@
 /*
  * When the kernel will not lock more memory (RLIMIT_MEMLOCK, in a child
  * that dropped CAP_IPC_LOCK, which root has and which ignores the limit),
- * mpk_secret_alloc() fails clearly with EPERM and locks and maps nothing
- * more; every secret allocated before is intact and still closed to the
- * thread; secrets that fit in pages already locked still come; freeing
- * makes room again.
+ * mpk_secret_alloc() fails with the kernel's errno: ENOMEM past the limit
+ * (before: EPERM for every mlock() failure), EPERM only with a limit of 0.
+ * It locks and maps nothing more; every secret allocated before is intact
+ * and still closed to the thread; secrets that fit in pages already locked
+ * still come; freeing makes room again.
  */
 #include "t_heap.h"
 
@@ -26,15 +27,15 @@ static void limited(void)
 	while (n < MAXS && (s[n] = mpk_secret_alloc(d, 3000)))
 		n++;
 	CHECK(n > 0 && n < MAXS);
-	CHECK(errno == EPERM);
+	CHECK(errno == ENOMEM);
 	long lck = t_locked_kib();
 	size_t vs = t_vsize();
 	CHECK(lck > 0 && lck <= 64);
 
 	/* At the limit: anything needing new pages fails the same way. */
-	CHECK_ERR(mpk_secret_alloc(d, 3000), EPERM);
-	CHECK_ERR(mpk_secret_alloc(d, 20000), EPERM);
-	CHECK_ERR(mpk_secret_alloc(d, 700000), EPERM);
+	CHECK_ERR(mpk_secret_alloc(d, 3000), ENOMEM);
+	CHECK_ERR(mpk_secret_alloc(d, 20000), ENOMEM);
+	CHECK_ERR(mpk_secret_alloc(d, 700000), ENOMEM);
 	CHECK(t_locked_kib() == lck && t_vsize() == vs);
 	CHECK(mpk_get(d) == MPK_NONE);
 
@@ -65,9 +66,27 @@ static void limited(void)
 	CHECK(mpk_domain_destroy(d) == 0);
 }
 
+/* No locking at all: the kernel says EPERM (it needs CAP_IPC_LOCK), and
+ * so does the call; nothing is left locked or mapped. */
+static void unlockable(void)
+{
+	t_drop_ipc_lock();
+	t_limit(RLIMIT_MEMLOCK, 0);
+	mpk_domain *d = mpk_domain_create("vault-nolock", MPK_NONE, 0);
+	REQUIRE(d);
+	CHECK_ERR(mpk_secret_alloc(d, 32), EPERM);
+	size_t vs = t_vsize(); /* what mpkit reserved for itself may stay */
+	CHECK_ERR(mpk_secret_allocarray(d, 100, 700), EPERM);
+	CHECK_ERR(mpk_secret_alloc(d, 32), EPERM);
+	CHECK(t_locked_kib() == 0 && t_vsize() == vs);
+	CHECK(mpk_get(d) == MPK_NONE);
+	CHECK(mpk_domain_destroy(d) == 0);
+}
+
 int main(void)
 {
 	t_backend();
 	t_in_child(limited, "limited child");
+	t_in_child(unlockable, "child without locking");
 	return t_done();
 }

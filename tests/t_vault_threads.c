@@ -29,7 +29,8 @@ static int on_fault(const struct mpk_fault *f, void *arg)
 	fault_write = f->write;
 	if (f->domain != d || f->rights != MPK_NONE)
 		return MPK_FAULT_ABORT;
-	mpk_set(d, MPK_READ); /* this thread only, then try again */
+	if (mpk_set(d, MPK_READ)) /* this thread only, then try again */
+		return MPK_FAULT_ABORT;
 	return MPK_FAULT_RETRY;
 }
 

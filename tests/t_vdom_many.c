@@ -54,7 +54,8 @@ static void *run(void *arg)
 			shadow[i][off] = v;
 			if (!same(i))
 				errors[t]++;
-			mpk_leave(&sc);
+			if (mpk_leave(&sc))
+				errors[t]++;
 		} else if (op < 6) {
 			MPK_WITH(d[i], MPK_READ) {
 				if (!same(i))
@@ -84,8 +85,8 @@ static void *run(void *arg)
 		if (held >= 0 && mpk_get(d[held]) != MPK_READ)
 			errors[t]++;
 	}
-	if (held >= 0)
-		mpk_set(d[held], MPK_NONE);
+	if (held >= 0 && mpk_set(d[held], MPK_NONE))
+		errors[t]++;
 	return NULL;
 }
 

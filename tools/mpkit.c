@@ -159,6 +159,29 @@ static const char *naming_why(const struct mpk_info *in)
 	return strerror(in->region_names_errno);
 }
 
+/* Why pkey_alloc() is missing: the CPU, the kernel, or switched off. */
+static const char *pkeys_why(const struct mpk_info *in)
+{
+	char cmd[4096] = "";
+	FILE *f;
+
+	if (in->kernel_pkeys)
+		return "yes";
+	if (!in->cpu_pku)
+		return "no: this CPU has no protection keys (PKU)";
+	if (in->cpu_ospke)
+		return "no: the kernel lacks the pkey system calls (needs Linux 4.9+)";
+	if ((f = fopen("/proc/cmdline", "r"))) {
+		if (!fgets(cmd, sizeof(cmd), f))
+			cmd[0] = 0;
+		fclose(f);
+	}
+	if (strstr(cmd, "nopku"))
+		return "no: disabled (nopku on the kernel command line)";
+	return "no: the kernel does not enable keys (built without "
+	       "CONFIG_X86_INTEL_MEMORY_PROTECTION_KEYS, or older than 4.9)";
+}
+
 static int cmd_info(int argc, char **argv)
 {
 	struct mpk_info in;
@@ -189,6 +212,9 @@ static int cmd_info(int argc, char **argv)
 		printf("  \"cpu_pku\": %s,\n", in.cpu_pku ? "true" : "false");
 		printf("  \"cpu_ospke\": %s,\n", in.cpu_ospke ? "true" : "false");
 		printf("  \"kernel_pkeys\": %s,\n", in.kernel_pkeys ? "true" : "false");
+		printf("  \"kernel_pkeys_why\": ");
+		cli_json_str(pkeys_why(&in));
+		printf(",\n");
 		if (backend)
 			printf("  \"backend\": \"%s\",\n", backend);
 		else
@@ -219,7 +245,7 @@ static int cmd_info(int argc, char **argv)
 		printf("mpkit %s on Linux %s\n", mpk_version(), u.release);
 		printf("  CPU protection keys (PKU):   %s\n", yes(in.cpu_pku));
 		printf("  enabled by the OS (OSPKE):   %s\n", yes(in.cpu_ospke));
-		printf("  kernel pkey_alloc():         %s\n", yes(in.kernel_pkeys));
+		printf("  kernel pkey_alloc():         %s\n", pkeys_why(&in));
 		if (backend)
 			printf("  backend:                     %s%s\n", backend,
 			       in.backend_forced ? " (MPKIT_BACKEND)" : " (auto)");

@@ -85,6 +85,15 @@ static mpk_scope keys_open(void)
 	return plain ? (mpk_scope){ NULL, -1 } : mpk_enter(key_dom, MPK_READ);
 }
 
+/* Close them again: a failed close would leave the keys open, so stop. */
+static void keys_close(mpk_scope *s)
+{
+	if (mpk_leave(s)) {
+		perror("keyd: mpk_leave");
+		abort();
+	}
+}
+
 /* Start of the mapping holding p, from /proc/self/maps, or 0; *end and
  * perms ("rw-p"...) of it too. */
 static uintptr_t mapping_of(const void *p, uintptr_t *end, char perms[5])
@@ -190,7 +199,7 @@ static int setup_keys(const char *file)
 	/* The public half of the key is public: copy it out once. */
 	mpk_scope s = keys_open();
 	memcpy(pubkey, keys->sign_sk + 32, 32);
-	mpk_leave(&s);
+	keys_close(&s);
 	return 0;
 }
 
@@ -263,14 +272,14 @@ static long handle(struct conn *c, int op, unsigned len)
 	case 'S':
 		s = keys_open();
 		crypto_sign_detached(out, NULL, in, len, keys->sign_sk);
-		mpk_leave(&s);
+		keys_close(&s);
 		return 64;
 	case 'X':
 		randombytes_buf(out, crypto_secretbox_NONCEBYTES);
 		s = keys_open();
 		crypto_secretbox_easy(out + crypto_secretbox_NONCEBYTES, in, len, out,
 				      keys->box_key);
-		mpk_leave(&s);
+		keys_close(&s);
 		return crypto_secretbox_NONCEBYTES + crypto_secretbox_MACBYTES + len;
 	case 'E':
 		if (len < 2)

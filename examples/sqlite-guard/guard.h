@@ -10,6 +10,7 @@
 
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdlib.h>
 #include <sqlite3.h>
 
 #include "mpkit.h"
@@ -28,13 +29,15 @@ int guard_setup(enum guard_mode mode);
 extern mpk_domain *guard_domain;
 
 /* Make an sqlite3_* call with SQLite's memory writable, for this thread:
- *	rc = SQ(sqlite3_step(stmt));  */
+ *	rc = SQ(sqlite3_step(stmt));
+ * If closing it again fails, it would stay writable: stop. */
 #define SQ(call)                                                            \
 	({                                                                  \
 		mpk_scope sq_s_ = guard_domain ? mpk_enter(guard_domain, MPK_RW) \
 					       : (mpk_scope){ NULL, -1 };   \
 		__typeof__(call) sq_r_ = (call);                            \
-		mpk_leave(&sq_s_);                                          \
+		if (mpk_leave(&sq_s_))                                      \
+			abort();                                            \
 		sq_r_;                                                      \
 	})
 

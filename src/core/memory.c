@@ -35,8 +35,12 @@ void *mpk__alloc_region(struct mpk_domain *d, size_t len, unsigned flags)
 
 	if (mpk__ensure_init())
 		return NULL;
-	if (!mpk__domain_ok(d) || len == 0 || len > PTRDIFF_MAX - page) {
+	if (!mpk__domain_ok(d) || len == 0) {
 		errno = EINVAL;
+		return NULL;
+	}
+	if (len > PTRDIFF_MAX - page) {
+		errno = ENOMEM; /* no memory holds it: as malloc() and mmap() say */
 		return NULL;
 	}
 	len = (len + page - 1) & ~(page - 1);
@@ -225,9 +229,12 @@ MPK_EXPORT void *mpk_map_file(mpk_domain *d, int fd, off_t offset, size_t len)
 
 	if (mpk__ensure_init())
 		return NULL;
-	if (!mpk__domain_ok(d) || len == 0 || len > PTRDIFF_MAX - page || offset < 0 ||
-	    (offset & (off_t)(page - 1))) {
+	if (!mpk__domain_ok(d) || len == 0 || offset < 0 || (offset & (off_t)(page - 1))) {
 		errno = EINVAL;
+		return NULL;
+	}
+	if (len > PTRDIFF_MAX - page) {
+		errno = ENOMEM;
 		return NULL;
 	}
 	if (fd < 0 || fstat(fd, &st)) {

@@ -237,7 +237,7 @@ static inline void mpk__meta_close(mpk_scope *s)
 {
 	if (s->domain) {
 		int err = errno;
-		mpk_leave(s);
+		(void)!mpk_leave(s); /* failing, it stays open: the caller reports its own error */
 		errno = err;
 	}
 }
@@ -304,7 +304,7 @@ void mpk__run_free(struct arena *a, struct chunk *c, struct run *r);
 /* Grow r to pages in place, from the free run after it: whether it did. */
 bool mpk__run_grow(struct arena *a, struct chunk *c, struct run *r, size_t pages);
 void mpk__chunks_release(struct arena *a); /* all of them, on destroy */
-/* Lock vault pages in memory: 0, or -1 with EPERM. */
+/* Lock vault pages in memory: 0, or -1 with the errno of mlock(). */
 int mpk__heap_lock_pages(struct heap *h, void *addr, size_t len);
 /* Nothing in use but empty slabs kept by bins: the chunk could go. */
 static inline bool mpk__chunk_idle(const struct chunk *c)
@@ -429,7 +429,7 @@ static inline void mpk__heap_leave(mpk_scope *s)
 {
 	if (s->domain) {
 		int err = errno;
-		mpk_leave(s);
+		(void)!mpk_leave(s); /* failing, it stays open: the caller reports its own error */
 		errno = err;
 	}
 }
@@ -486,7 +486,7 @@ void mpk__tc_flush(struct tcache *tc, unsigned cls, unsigned k);
 extern unsigned mpk__fork_gen;
 void mpk__heap_atfork(void); /* registers the handlers, once */
 /* Lock a vault's runs in use and its big blocks again (in a child), under
- * arena 0's lock: 0, or -1 with EPERM.  run.c and big.c. */
+ * arena 0's lock: 0, or -1 with the errno of mlock().  run.c and big.c. */
 int mpk__vault_relock(struct heap *h);
 int mpk__bigs_relock(struct heap *h);
 

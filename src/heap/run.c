@@ -279,9 +279,9 @@ int mpk__heap_lock_pages(struct heap *h, void *addr, size_t len)
 	 * PROT_NONE, and on hw under a closed key). */
 	if (mpk__heap_reach(h->domain, MPK_RW, &s))
 		return -1;
+	/* mlock()'s errno as it is: ENOMEM past RLIMIT_MEMLOCK, EPERM only
+	 * when the limit is 0 without CAP_IPC_LOCK, EAGAIN. */
 	rc = mpk_os_mlock(addr, len);
-	if (rc)
-		errno = EPERM; /* documented: locking was refused */
 	mpk__heap_leave(&s);
 	return rc;
 }

@@ -128,6 +128,17 @@ MPK_EXPORT void *mpk_secret_alloc(mpk_domain *d, size_t len)
 	return p;
 }
 
+/* An overflowing n * size goes on as SIZE_MAX: a bad domain is still
+ * EINVAL first, then the size is ENOMEM, as for any secret too big. */
+MPK_EXPORT void *mpk_secret_allocarray(mpk_domain *d, size_t n, size_t size)
+{
+	size_t len;
+
+	if (__builtin_mul_overflow(n, size, &len))
+		len = SIZE_MAX;
+	return mpk_secret_alloc(d, len);
+}
+
 MPK_EXPORT int mpk_secret_free(void *p)
 {
 	struct mpk_misuse m;
