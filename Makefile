@@ -76,7 +76,8 @@ LIB_SRC := src/init.c src/os.c src/os_signal.c src/domain.c src/region.c src/mem
            src/layer.c src/heap/meta.c src/heap/map.c src/heap/run.c src/heap/big.c \
            src/heap/heap.c src/heap/misuse.c src/heap/cache.c src/heap/fork.c src/heap/vault.c \
            src/scan.c src/scan_class.c src/insn.c src/lockdown.c src/lockdown_bpf.c src/landlock.c src/code.c src/watch.c src/window.c \
-           src/env.c src/registry.c src/backtrace.c src/thread_start.c src/shared/procmaps.c
+           src/env.c src/registry.c src/backtrace.c src/thread_start.c src/shared/procmaps.c \
+           src/shared/mapcheck.c src/audit.c
 LIB_OBJ := $(LIB_SRC:%.c=$(B)/obj/%.o)
 PIC_OBJ := $(LIB_SRC:%.c=$(B)/pic/%.o)
 
@@ -130,7 +131,7 @@ $(shell mkdir -p $(B) && [ "$$(cat $(B)/config 2>/dev/null)" = '$(CONFIG)' ] || 
 # The formats the library shares with the tools (src/shared/): the mpkit
 # command and the benchmarks link these objects of their own, never the
 # library's internals.
-SHARED_OBJ := $(B)/obj/src/shared/procmaps.o
+SHARED_OBJ := $(B)/obj/src/shared/procmaps.o $(B)/obj/src/shared/mapcheck.o
 BENCH_SRC := bench/engine.c bench/group.c bench/methods.c bench/sample.c bench/probe.c \
              bench/machine.c bench/report.c bench/plot.c
 BENCH_OBJ := $(BENCH_SRC:%.c=$(B)/obj/%.o) $(SHARED_OBJ)
@@ -165,7 +166,7 @@ $(B)/libmpkit.so: $(PIC_OBJ) src/libmpkit.map
 
 # The scan command uses the library's scanner (src/scan.h, internal).
 $(B)/obj/tools/scan.o $(B)/obj/tests/t_scan_%.o $(B)/obj/tests/t_soft_domain_lock.o: MPK_XCFLAGS += -Isrc
-$(B)/mpkit: $(B)/obj/tools/mpkit.o $(B)/obj/tools/scan.o $(B)/obj/tools/maps.o $(SHARED_OBJ) $(B)/libmpkit.a
+$(B)/mpkit: $(B)/obj/tools/mpkit.o $(B)/obj/tools/scan.o $(B)/obj/tools/maps.o $(B)/obj/tools/maps_check.o $(SHARED_OBJ) $(B)/libmpkit.a
 	$(CC) $(ALL_LDFLAGS) $^ -o $@
 
 $(B)/obj/tools/%.o $(B)/obj/tests/%.o $(B)/obj/examples/%.o $(B)/obj/bench/%.o: MPK_XCFLAGS += -Itests

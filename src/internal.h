@@ -30,6 +30,7 @@ struct mpk_region {
 	bool owned;              /* a heap's or vault's: mpk_free() refuses it */
 	bool sealed;             /* mseal()ed by mpk_lockdown(): never unmapped */
 	bool exec;               /* code (mpk_code_alloc): see mpk__region_prot() */
+	uint32_t reg;            /* its registry entry + 1, 0 none (registry.c) */
 };
 
 struct mpk_domain {
@@ -147,6 +148,10 @@ void *mpk__alloc_region(struct mpk_domain *d, size_t len, unsigned flags);
  * region is executable too, but without a key never while writable (W^X
  * by mprotect flipping). */
 int mpk__region_prot(const struct mpk_region *r, int prot, int key);
+/* audit.c: the key (0: none) and protection r's pages have now if nothing
+ * touched them behind mpkit's back (d->lock or mpk_g.lock held, or a
+ * snapshot that may race). */
+void mpk__region_expect(const struct mpk_region *r, int *key, int *prot);
 /* Fault hooks, called first by the SIGSEGV handler (fault.c): true when
  * the fault was theirs and the access is to be retried. */
 bool mpk__code_fault(siginfo_t *si, void *uc);

@@ -11,12 +11,17 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#define MPK_REG_MAGIC "mpkit-registry-1"  /* 16 bytes, NUL included */
+#define MPK_REG_MAGIC "mpkit-registry-2"  /* 16 bytes, NUL included */
 #define MPK_REG_SIZE (64u * 1024)         /* one mapping of exactly this size */
 #define MPK_REG_NAME 64
 
+/* One region, with the state its pages should have now (mpk_audit()'s
+ * expectation, kept as keys move and soft rights change): `mpkit maps
+ * --check` compares it with the process's smaps. */
 struct mpk_reg_entry {
 	uint64_t start, len;
+	int32_t key;  /* the protection key its pages carry (0: none) */
+	int32_t prot; /* PROT_* its pages have */
 	char name[MPK_REG_NAME]; /* the domain's name */
 };
 
@@ -30,8 +35,14 @@ struct mpk_reg_header {
 	struct mpk_reg_entry entry[];
 };
 
-/* Called with mpk_g.lock held; best effort (no memory: not recorded). */
-void mpk__registry_add(uintptr_t start, size_t len, const char *name);
-void mpk__registry_del(uintptr_t start);
+/* Called with the region's domain's lock held (and mpk_g.lock for add
+ * and del); best effort (no memory: not recorded).  _sync: d's regions'
+ * key and protection changed: their entries follow; _set: r's kind did. */
+struct mpk_region;
+struct mpk_domain;
+void mpk__registry_add(struct mpk_region *r);
+void mpk__registry_del(struct mpk_region *r);
+void mpk__registry_sync(struct mpk_domain *d);
+void mpk__registry_set(struct mpk_region *r);
 
 #endif

@@ -15,4 +15,9 @@ void cli_json_str(const char *s);
 
 int cmd_maps(int argc, char **argv);
 
+struct mpk_reg_header;
+/* mpkit maps PID --check (maps_check.c): registry(pid) reads the
+ * process's registry (NULL/errno, ENOENT: none). */
+int maps_check(const char *pid, struct mpk_reg_header *(*registry)(const char *pid));
+
 #endif

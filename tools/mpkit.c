@@ -22,7 +22,7 @@ static void usage(FILE *f)
 		"commands:\n"
 		"  info [--json]   protection-key support of this CPU and kernel, the\n"
 		"                  backend mpkit would use, free keys, PKRU\n"
-		"  maps PID|self [--all] [--json]\n"
+		"  maps PID|self [--all] [--json] | --check\n"
 		"                  a process's mpkit regions: domain, protection key,\n"
 		"                  permissions (--all: every mapping)\n"
 		"  bench [OPTIONS] what keys buy over mprotect(), measured: a table of\n"
