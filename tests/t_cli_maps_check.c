@@ -2,8 +2,10 @@
 /*
  * `mpkit maps PID --check` finds in another process what mpk_audit() finds
  * in its own: a child with two domains is checked untouched (exit 0, no
- * mismatch), then after it mapped over a closed region (MAP_FIXED), moved
- * one away (mremap), made a page read-only (mprotect) and, on hw, gave a
+ * mismatch, also after it made one domain read-only: on soft the expected
+ * protection follows), then after it mapped over a closed region
+ * (MAP_FIXED), moved one away (mremap), made a page inaccessible
+ * (mprotect) and, on hw, gave a
  * page key 0 (pkey_mprotect): exit 1, one line per range naming it, its
  * domain, what was expected and what was found.  Bad arguments exit 2.
  */
@@ -43,6 +45,8 @@ static void child(void)
 	w.m = mpk_alloc(shut, 2 * pg);
 	w.ko = hw ? mpk_domain_key(open) : 0;
 	w.ks = hw ? mpk_domain_key(shut) : 0;
+	if (mpk_set(open, MPK_READ))
+		_exit(3);
 	if (!w.a || !w.s || !w.m || write(from_child[1], &w, sizeof(w)) != sizeof(w))
 		_exit(3);
 	if (read(to_child[0], &c, 1) != 1) /* checked untouched */
@@ -50,7 +54,7 @@ static void child(void)
 	char *to = mmap(NULL, 2 * pg, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
 	if (mmap(w.s + pg, pg, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED, -1, 0) != w.s + pg ||
 	    to == MAP_FAILED || mremap(w.m, 2 * pg, 2 * pg, MREMAP_MAYMOVE | MREMAP_FIXED, to) != to ||
-	    mprotect(w.a + 2 * pg, pg, PROT_READ) ||
+	    mprotect(w.a + 2 * pg, pg, PROT_NONE) ||
 	    (hw && syscall(SYS_pkey_mprotect, w.a, pg, PROT_READ | PROT_WRITE, 0)))
 		_exit(4);
 	if (write(from_child[1], "t", 1) != 1)
@@ -111,7 +115,7 @@ static void scenario(void)
 	check_line(&r, w.s + pg, pg, "\"check-shut\"", "found rw-");
 	check_line(&r, w.m, 2 * pg, "\"check-shut\"", "found nothing mapped");
 	char found[32];
-	snprintf(found, sizeof(found), hw ? "found r-- key %d" : "found r--", w.ko);
+	snprintf(found, sizeof(found), hw ? "found --- key %d" : "found ---", w.ko);
 	check_line(&r, w.a + 2 * pg, pg, "\"check-open\"", found);
 	if (hw) {
 		char want[64];
