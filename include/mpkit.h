@@ -587,6 +587,58 @@ int mpk_exec_only(void *addr, size_t len) MPK__NODISCARD MPK__NONNULL(1);
  * mpk_exec_only()), or -1 with ENOENT. */
 int mpk_exec_only_key(void);
 
+/* ---- audit ---------------------------------------------------------------
+ *
+ * A page keeps its key only as long as nobody maps over it: mmap(MAP_FIXED),
+ * mremap(), mprotect() or pkey_mprotect() by the program (or a library in
+ * it) silently replaces the key or the protection mpkit gave domain memory.
+ * mpk_audit() compares what mpkit expects with what the kernel reports in
+ * /proc/self/smaps (ProtectionKey and the permissions); `mpkit maps PID
+ * --check` does the same for another process.  See mpk_audit(3).
+ */
+
+/* One range whose pages are not as mpkit expects. */
+struct mpk_audit_entry {
+	void *start, *end;          /* [start, end), within one mapping */
+	const mpk_domain *domain;   /* the domain, NULL: memory mpkit keeps
+				       reserved (freed, between regions) */
+	char domain_name[64];       /* its name ("" reserved memory) */
+	int expected_key;           /* the key the pages should carry (0:
+				       none), -1 any (reserved memory) */
+	int found_key;              /* ProtectionKey, -1: the kernel does not
+				       report keys here, or nothing is mapped */
+	int expected_prot;          /* PROT_READ/WRITE/EXEC they should have */
+	int found_prot;             /* what they have, -1: nothing is mapped */
+	uint64_t mpk__reserved[4];  /* for members to come; zero */
+};
+
+/*
+ * Check every region of every domain, and the address space mpkit keeps
+ * reserved for them, against /proc/self/smaps.  A region should carry its
+ * domain's key and be readable and writable (executable too for code);
+ * a domain without a key (soft backend, or a virtual domain) should carry
+ * no key (key 0 where the kernel reports keys) and the protection its
+ * rights give now: on soft the union of what every thread holds at the
+ * moment of the call (mpk_set_all() included), which changes as threads
+ * change rights.  Reserved memory should be PROT_NONE, any key.  The
+ * first max mismatches are stored in out[], in address order; returns how
+ * many there are in all (0: none), or -1 with errno: EINVAL (out NULL and
+ * max not 0), an error opening or reading /proc/self/smaps (ENOENT
+ * without /proc, EPERM after MPK_LOCK_NO_OPEN), ENOMEM, EAGAIN (regions
+ * or rights changed throughout 100 attempts), or mpk_init()'s.  The maps
+ * are read while no rights change that takes mprotect() and no key move
+ * can run (those wait); an allocation half done in another thread can
+ * still look wrong, so a mismatch is looked at again (three looks at
+ * most) before it is reported.  Without keys (soft), a mapping put over a
+ * region with the very protection its rights give cannot be told from
+ * the region.  Changes nothing.
+ */
+int mpk_audit(struct mpk_audit_entry *out, size_t max);
+
+/* One line (no newline) describing e into buf, as snprintf(): its
+ * length, or 0 with EINVAL (e NULL, or buf NULL with size not 0). */
+size_t mpk_audit_format(const struct mpk_audit_entry *e, char *buf, size_t size);
+
 /* ---- watchpoints ----------------------------------------------------------
  *
  * Report every write (and optionally read) to a range, with the faulting

@@ -33,4 +33,9 @@ int cli_helper(const char *cmd, const char *name, char *path, size_t size);
 
 int cmd_maps(int argc, char **argv);
 
+struct mpk_reg_header;
+/* mpkit maps PID --check (maps_check.c): registry(pid) reads the
+ * process's registry (NULL/errno, ENOENT: none). */
+int maps_check(const char *pid, struct mpk_reg_header *(*registry)(const char *pid));
+
 #endif

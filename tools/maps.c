@@ -197,18 +197,36 @@ static void print_text(const char *pid, const struct maps *m, const struct mpk_r
 		printf("  (the registry was full: %u regions unnamed)\n", r->dropped);
 }
 
+/* The registry of pid as it is now, for each of maps_check()'s looks. */
+static struct mpk_reg_header *registry_now(const char *pid)
+{
+	struct maps m = { 0 };
+	struct mpk_reg_header *r = NULL;
+	int err = 0;
+	if (read_smaps(pid, &m))
+		err = errno == ENOENT ? ESRCH : errno; /* ENOENT: no registry */
+	else if (!(r = read_registry(pid, &m)))
+		err = errno;
+	free(m.v);
+	errno = err;
+	return r;
+}
+
 int cmd_maps(int argc, char **argv)
 {
 	const char *pid = NULL;
-	int json = 0, all = 0;
+	int json = 0, all = 0, check = 0;
 
 	for (int i = 1; i < argc; i++) {
 		if (cli_is_json_flag(argv[i])) {
 			json = 1;
 		} else if (!strcmp(argv[i], "--all") || !strcmp(argv[i], "-a")) {
 			all = 1;
+		} else if (!strcmp(argv[i], "--check")) {
+			check = 1;
 		} else if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) {
-			printf("usage: mpkit maps PID|self [--all|-a] [--json|-J|-j]\n");
+			printf("usage: mpkit maps PID|self [--all|-a] [--json|-J|-j]\n"
+			       "       mpkit maps PID|self --check\n");
 			return cli_finish_output("maps", 0);
 		} else if (!pid && (!strcmp(argv[i], "self") || strspn(argv[i], "0123456789") == strlen(argv[i]))) {
 			pid = argv[i];
@@ -217,10 +235,13 @@ int cmd_maps(int argc, char **argv)
 			return 2;
 		}
 	}
-	if (!pid || !*pid) {
-		fprintf(stderr, "usage: mpkit maps PID|self [--all] [--json]\n");
+	if (!pid || !*pid || (check && (json || all))) {
+		fprintf(stderr, "usage: mpkit maps PID|self [--all] [--json]\n"
+				"       mpkit maps PID|self --check\n");
 		return 2;
 	}
+	if (check)
+		return maps_check(pid, registry_now);
 	struct maps m = { 0 };
 	if (read_smaps(pid, &m)) {
 		fprintf(stderr, "mpkit maps: /proc/%s/smaps: %s\n", pid, strerror(errno));

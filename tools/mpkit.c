@@ -22,7 +22,7 @@ static void usage(FILE *f)
 		"commands (mpkit COMMAND --help; man mpkit-COMMAND):\n"
 		"  info [--json]   protection-key support of this CPU and kernel, the\n"
 		"                  backend mpkit would use, free keys, PKRU\n"
-		"  maps PID|self [--all] [--json]\n"
+		"  maps PID|self [--all] [--json] | --check\n"
 		"                  a process's mpkit regions: domain, protection key,\n"
 		"                  permissions (--all: every mapping)\n"
 		"  scan [--json] FILE... | --pid PID\n"

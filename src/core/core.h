@@ -248,6 +248,9 @@ void *mpk__covered_map(size_t len, int prot, int flags, int fd, off_t off);
 void mpk__covered_unmap(void *p, size_t len);
 /* Bytes so kept reserved now (tests). */
 size_t mpk__window_kept(void);
+/* The ranges so kept, one fn(lo, hi, arg) each (fn must not call into
+ * mpkit; NULL counts them); returns how many there are. */
+size_t mpk__kept_each(void (*fn)(uintptr_t lo, uintptr_t hi, void *arg), void *arg);
 /* Put fresh memory mpkit just mapped (private anonymous, any protection)
  * into d, owned; on failure it is left PROT_NONE with no key, for the
  * caller to unmap. */

@@ -8,6 +8,7 @@
 
 #include "internal.h"
 #include "os.h"
+#include "registry.h"
 
 /* Destroyed domains stay readable (magic DEAD) for this many later
  * destructions, so a double destroy is caught rather than corrupting. */
@@ -188,6 +189,7 @@ static int evict(struct mpk_domain *a)
 		if (mpk_os_pkey_mprotect((void *)r->start, r->len, mpk__region_prot(r, prot, 0), 0))
 			goto undo;
 	mpk__soft_evicted(a, rights);
+	mpk__registry_sync(a);
 	mpk_g.key_owner[k] = NULL;
 	/* Closing k, every thread records that it holds rights to a now,
 	 * so that the protection follows their later changes exactly. */
@@ -242,6 +244,7 @@ static int rekey(struct mpk_domain *d, int k)
 	mpk__soft_keyed(d);
 	mpk_g.key_owner[k] = d;
 	mpk__fast_publish(d, k);
+	mpk__registry_sync(d);
 	return 0;
 undo:
 	for (done = d->regions; done != r; done = done->next)

@@ -29,6 +29,7 @@ struct mpk_region {
 	bool owned;              /* a heap's or vault's: mpk_free() refuses it */
 	bool sealed;             /* mseal()ed by mpk_lockdown(): never unmapped */
 	bool exec;               /* code (mpk_code_alloc): see mpk__region_prot() */
+	uint32_t reg;            /* its registry entry + 1, 0 none (registry.c) */
 };
 
 struct mpk_domain {
@@ -132,9 +133,13 @@ void mpk__region_release(void *start, size_t len);
 /* The services for layers above (hold, detach, owned regions): core.h. */
 
 /* registry.c: the page `mpkit maps` reads (src/shared/registry.h).
- * Called with mpk_g.lock held; best effort (no memory: not recorded). */
-void mpk__registry_add(uintptr_t start, size_t len, const char *name);
-void mpk__registry_del(uintptr_t start);
+ * Called with the region's domain's lock held (and mpk_g.lock for add
+ * and del); best effort (no memory: not recorded).  _sync: d's regions'
+ * key and protection changed: their entries follow; _set: r's kind did. */
+void mpk__registry_add(struct mpk_region *r);
+void mpk__registry_del(struct mpk_region *r);
+void mpk__registry_sync(struct mpk_domain *d);
+void mpk__registry_set(struct mpk_region *r);
 
 
 /* code_region.c: the page protection region r gets where data would get
@@ -142,6 +147,10 @@ void mpk__registry_del(uintptr_t start);
  * code region is executable too, but without a key never while writable
  * (W^X by mprotect flipping). */
 int mpk__region_prot(const struct mpk_region *r, int prot, int key);
+/* audit.c: the key (0: none) and protection r's pages have now if nothing
+ * touched them behind mpkit's back (d->lock or mpk_g.lock held, or a
+ * snapshot that may race). */
+void mpk__region_expect(const struct mpk_region *r, int *key, int *prot);
 /* Its fault hook, called first by the SIGSEGV handler (fault.c), as
  * features' hooks are (core.h): true when the fault was a fetch from code
  * whose write window was open, and the access is to be retried. */

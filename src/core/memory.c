@@ -8,6 +8,7 @@
 
 #include "internal.h"
 #include "os.h"
+#include "registry.h"
 #include "window.h"
 
 /* Give a fresh mapping the domain's protection: its key (hw), or the
@@ -60,6 +61,8 @@ void *mpk__alloc_region(struct mpk_domain *d, size_t len, unsigned flags)
 	}
 	r->owned = flags & MPK__REGION_OWNED;
 	r->exec = flags & MPK__REGION_EXEC;
+	if (r->exec)
+		mpk__registry_set(r);
 	mpk_os_name_region(p, len, d->name);
 fail:
 	if (ok)

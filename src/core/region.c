@@ -226,7 +226,7 @@ struct mpk_region *mpk__region_add(struct mpk_domain *d, void *start, size_t len
 	if (r->next)
 		r->next->pprev = &r->next;
 	d->regions = r;
-	mpk__registry_add(s, len, d->name);
+	mpk__registry_add(r);
 	return r;
 }
 
@@ -238,7 +238,7 @@ void mpk__region_del(struct mpk_region *r)
 	*r->pprev = r->next;
 	if (r->next)
 		r->next->pprev = r->pprev;
-	mpk__registry_del(r->start);
+	mpk__registry_del(r);
 	__atomic_store_n(&r->start, 0, __ATOMIC_RELEASE);
 	if (w >= 0) {
 		uintptr_t *t = mpk__window_table(w, &base, &size);

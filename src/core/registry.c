@@ -17,6 +17,22 @@
 #include "../shared/registry.h"
 
 static struct mpk_reg_header *reg;
+/* Which region each entry is (entry i: owner[i]), for the swap in del. */
+static struct mpk_region **owner;
+/* Writers: region changes hold mpk_g.lock, but a soft rights change holds
+ * only its domain's lock, and entries of two domains share the seqlock.
+ * Never held across fork(): its writers hold locks fork() waits for. */
+static pthread_mutex_t busy = PTHREAD_MUTEX_INITIALIZER;
+
+static void reg_lock(void)
+{
+	pthread_mutex_lock(&busy);
+}
+
+static void reg_unlock(void)
+{
+	pthread_mutex_unlock(&busy);
+}
 
 static struct mpk_reg_header *registry(void)
 {
@@ -29,12 +45,17 @@ static struct mpk_reg_header *registry(void)
 	if (g == MAP_FAILED)
 		return NULL;
 	void *p = g + page;
-	if (mprotect(p, MPK_REG_SIZE, PROT_READ | PROT_WRITE)) {
+	uint32_t cap = (MPK_REG_SIZE - sizeof(*reg)) / sizeof(reg->entry[0]);
+	void *o = mmap(NULL, cap * sizeof(*owner), PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	if (o == MAP_FAILED || mprotect(p, MPK_REG_SIZE, PROT_READ | PROT_WRITE)) {
+		if (o != MAP_FAILED)
+			munmap(o, cap * sizeof(*owner));
 		munmap(g, MPK_REG_SIZE + 2 * page);
 		return NULL;
 	}
+	owner = o;
 	reg = p;
-	reg->cap = (MPK_REG_SIZE - sizeof(*reg)) / sizeof(reg->entry[0]);
+	reg->cap = cap;
 	memcpy(reg->magic, MPK_REG_MAGIC, sizeof(reg->magic));
 	mpk_os_name_region(p, MPK_REG_SIZE, "registry");
 	return reg;
@@ -52,37 +73,79 @@ static void end(struct mpk_reg_header *r)
 	__atomic_store_n(&r->seq, r->seq + 1, __ATOMIC_RELEASE);
 }
 
-void mpk__registry_add(uintptr_t start, size_t len, const char *name)
+static void expect(struct mpk_reg_entry *e, const struct mpk_region *r)
+{
+	int key, prot;
+
+	mpk__region_expect(r, &key, &prot);
+	e->key = key;
+	e->prot = prot;
+}
+
+void mpk__registry_add(struct mpk_region *rg)
 {
 	struct mpk_reg_header *r = registry();
 
+	rg->reg = 0;
 	if (!r)
 		return;
+	reg_lock();
 	begin(r);
 	if (r->count < r->cap) {
+		owner[r->count] = rg;
 		struct mpk_reg_entry *e = &r->entry[r->count++];
-		e->start = start;
-		e->len = len;
-		strncpy(e->name, name, sizeof(e->name) - 1);
-		e->name[sizeof(e->name) - 1] = 0;
+		e->start = rg->start;
+		e->len = rg->len;
+		expect(e, rg);
+		_Static_assert(sizeof(e->name) == sizeof(rg->domain->name), "a domain's name fits whole");
+		memcpy(e->name, rg->domain->name, sizeof(e->name));
+		rg->reg = r->count;
 	} else {
 		r->dropped++;
 	}
 	end(r);
+	reg_unlock();
 }
 
-void mpk__registry_del(uintptr_t start)
+void mpk__registry_del(struct mpk_region *rg)
+{
+	struct mpk_reg_header *r = reg;
+
+	if (!r || !rg->reg)
+		return;
+	reg_lock();
+	uint32_t i = rg->reg - 1;
+	begin(r);
+	r->entry[i] = r->entry[--r->count];
+	owner[i] = owner[r->count];
+	owner[i]->reg = i + 1;
+	end(r);
+	reg_unlock();
+	rg->reg = 0;
+}
+
+/* The entries of the regions from first on (one, or the whole list). */
+static void sync_entries(struct mpk_region *first, bool all)
 {
 	struct mpk_reg_header *r = reg;
 
 	if (!r)
 		return;
-	for (uint32_t i = 0; i < r->count; i++) {
-		if (r->entry[i].start != start)
-			continue;
-		begin(r);
-		r->entry[i] = r->entry[--r->count];
-		end(r);
-		return;
-	}
+	reg_lock();
+	begin(r);
+	for (struct mpk_region *rg = first; rg; rg = all ? rg->next : NULL)
+		if (rg->reg)
+			expect(&r->entry[rg->reg - 1], rg);
+	end(r);
+	reg_unlock();
+}
+
+void mpk__registry_sync(struct mpk_domain *d)
+{
+	sync_entries(d->regions, true);
+}
+
+void mpk__registry_set(struct mpk_region *r)
+{
+	sync_entries(r, false);
 }

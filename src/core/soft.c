@@ -37,6 +37,7 @@
 
 #include "internal.h"
 #include "os.h"
+#include "registry.h"
 
 
 /* The fault handler reads this in signal context.  Tables are mmap()ed, so
@@ -183,6 +184,7 @@ static int apply(struct mpk_domain *d, int prot)
 		if (mpk_os_mprotect((void *)r->start, r->len, mpk__region_prot(r, prot, 0)))
 			goto undo;
 	__atomic_store_n(&d->prot, prot, __ATOMIC_RELEASE); /* code_region.c reads it in its fault hook */
+	mpk__registry_sync(d);
 	return 0;
 undo:;
 	int err = errno;

@@ -420,6 +420,16 @@ static void kept_push(uintptr_t lo, uintptr_t hi)
 	}
 }
 
+size_t mpk__kept_each(void (*fn)(uintptr_t lo, uintptr_t hi, void *arg), void *arg)
+{
+	pthread_mutex_lock(&lock);
+	size_t n = nkept;
+	for (size_t i = 0; fn && i < n; i++)
+		fn(kept[i].lo, kept[i].hi, arg);
+	pthread_mutex_unlock(&lock);
+	return n;
+}
+
 size_t mpk__window_kept(void)
 {
 	pthread_mutex_lock(&lock);

@@ -12,12 +12,17 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#define MPK_REG_MAGIC "mpkit-registry-1"  /* 16 bytes, NUL included */
+#define MPK_REG_MAGIC "mpkit-registry-2"  /* 16 bytes, NUL included */
 #define MPK_REG_SIZE (64u * 1024)         /* one mapping of exactly this size */
 #define MPK_REG_NAME 64
 
+/* One region, with the state its pages should have now (mpk_audit()'s
+ * expectation, kept as keys move and soft rights change): `mpkit maps
+ * --check` compares it with the process's smaps. */
 struct mpk_reg_entry {
 	uint64_t start, len;
+	int32_t key;  /* the protection key its pages carry (0: none) */
+	int32_t prot; /* PROT_* its pages have */
 	char name[MPK_REG_NAME]; /* the domain's name */
 };
 
