@@ -138,7 +138,7 @@ $(shell mkdir -p $(B) && [ "$$(cat $(B)/config 2>/dev/null)" = '$(CONFIG)' ] || 
 # The formats the library shares with the tools (src/shared/): the mpkit
 # command and the benchmarks link these objects of their own, never the
 # library's internals.
-SHARED_OBJ := $(B)/obj/src/shared/procmaps.o $(B)/obj/src/shared/mapcheck.o $(B)/obj/src/shared/mapcheck.o
+SHARED_OBJ := $(B)/obj/src/shared/procmaps.o $(B)/obj/src/shared/mapcheck.o
 BENCH_SRC := bench/engine.c bench/group.c bench/methods.c bench/sample.c bench/probe.c \
              bench/machine.c bench/extent.c bench/report.c bench/plot.c
 BENCH_OBJ := $(BENCH_SRC:%.c=$(B)/obj/%.o) $(SHARED_OBJ)
@@ -193,7 +193,8 @@ SO_RPATH = -Wl,-rpath,$(abspath $(B))
 # library.  tools/paths.c says where the helpers are (INST compiles it for
 # the installed layout).
 CLI_LIB_SRC := src/shared/scan.c src/shared/scan_class.c src/shared/insn.c src/shared/insn_0f.c src/core/env.c
-CLI_OBJ := $(addprefix $(B)/obj/tools/,mpkit.o scan.o maps.o maps_check.o) $(CLI_LIB_SRC:%.c=$(B)/obj/%.o) $(SHARED_OBJ)
+CLI_OBJ := $(addprefix $(B)/obj/tools/,mpkit.o scan.o maps.o maps_check.o) $(CLI_LIB_SRC:%.c=$(B)/obj/%.o) \
+           $(SHARED_OBJ)
 $(B)/mpkit: $(CLI_OBJ) $(B)/obj/tools/paths.o $(B)/libmpkit.so
 	$(CC) $(ALL_LDFLAGS) $^ $(SO_RPATH) -o $@
 

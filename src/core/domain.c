@@ -8,7 +8,6 @@
 
 #include "internal.h"
 #include "os.h"
-#include "registry.h"
 
 /* Destroyed domains stay readable (magic DEAD) for this many later
  * destructions, so a double destroy is caught rather than corrupting. */

@@ -8,7 +8,6 @@
 
 #include "internal.h"
 #include "os.h"
-#include "registry.h"
 #include "window.h"
 
 /* Give a fresh mapping the domain's protection: its key (hw), or the

@@ -37,7 +37,6 @@
 
 #include "internal.h"
 #include "os.h"
-#include "registry.h"
 
 
 /* The fault handler reads this in signal context.  Tables are mmap()ed, so
