@@ -82,6 +82,10 @@ PIC_OBJ := $(LIB_SRC:%.c=$(B)/pic/%.o)
 
 TEST_SRC := $(sort $(wildcard tests/t_*.c))
 TEST_BIN := $(TEST_SRC:tests/%.c=$(B)/tests/%)
+# The test kit (tests/t.c, tests/kit/*.c), compiled once per build
+# directory into a static library every test program links.
+KIT_SRC  := tests/t.c $(sort $(wildcard tests/kit/*.c))
+KIT_LIB  := $(B)/obj/tests/libt.a
 EX_SRC   := $(wildcard examples/*.c)
 EX_BIN   := $(EX_SRC:examples/%.c=$(B)/examples/%)
 
@@ -169,6 +173,9 @@ $(B)/mpkit: $(B)/obj/tools/mpkit.o $(B)/obj/tools/scan.o $(B)/obj/tools/maps.o $
 	$(CC) $(ALL_LDFLAGS) $^ -o $@
 
 $(B)/obj/tools/%.o $(B)/obj/tests/%.o $(B)/obj/examples/%.o $(B)/obj/bench/%.o: MPK_XCFLAGS += -Itests
+$(KIT_LIB): $(KIT_SRC:%.c=$(B)/obj/%.o)
+	@rm -f $@
+	$(AR) rcs $@ $^
 $(B)/obj/bench/%.o $(B)/obj/tests/t_bench_smoke.o: MPK_XCFLAGS += -Ibench $(BENCH_CPPFLAGS)
 $(B)/obj/bench/%.o $(B)/obj/tools/%.o: MPK_XCFLAGS += -Isrc/shared
 # The command reads the environment through the library's own parser.
@@ -199,11 +206,11 @@ $(B)/mpkit-bench-broadcast: $(B)/obj/bench/broadcast.o $(B)/obj/bench/bcast.o $(
 	$(CC) $(ALL_LDFLAGS) $^ -pthread -o $@
 
 # The VM smoke test of the benchmark engine: tiny sizes, both backends.
-$(B)/tests/t_bench_smoke: $(B)/obj/tests/t_bench_smoke.o $(BENCH_OBJ) $(B)/libmpkit.a
+$(B)/tests/t_bench_smoke: $(B)/obj/tests/t_bench_smoke.o $(BENCH_OBJ) $(KIT_LIB) $(B)/libmpkit.a
 	@mkdir -p $(@D)
 	$(CC) $(ALL_LDFLAGS) $^ $(BENCH_LIBS) -lm -o $@
 
-$(B)/tests/%: $(B)/obj/tests/%.o $(B)/libmpkit.a
+$(B)/tests/%: $(B)/obj/tests/%.o $(KIT_LIB) $(B)/libmpkit.a
 	@mkdir -p $(@D)
 	$(CC) $(ALL_LDFLAGS) $^ -o $@
 
@@ -248,8 +255,13 @@ $(B)/tests/libmpkit-watch.so: $(B)/libmpkit-watch.so
 $(B)/tests/watch-target: tests/helpers/watch_target.c
 	@mkdir -p $(@D)
 	$(CC) $(PRELOAD_CFLAGS) -rdynamic $< -o $@
-$(B)/preload/tests/t_scan_lockdown.o: MPK_XCFLAGS += -Isrc -Itests
-$(B)/tests/t_scan_lockdown_static: $(B)/preload/tests/t_scan_lockdown.o $(LIB_SRC:%.c=$(B)/preload/%.o)
+$(B)/preload/tests/%.o: MPK_XCFLAGS += -Itests
+$(B)/preload/tests/t_scan_lockdown.o: MPK_XCFLAGS += -Isrc
+$(B)/preload/tests/libt.a: $(KIT_SRC:%.c=$(B)/preload/%.o)
+	@rm -f $@
+	$(AR) rcs $@ $^
+$(B)/tests/t_scan_lockdown_static: $(B)/preload/tests/t_scan_lockdown.o $(B)/preload/tests/libt.a \
+				   $(LIB_SRC:%.c=$(B)/preload/%.o)
 	@mkdir -p $(@D)
 	$(CC) -static -pthread $^ -o $@
 $(B)/tests/scan-libmpkit.so: $(B)/libmpkit.so
@@ -269,7 +281,7 @@ $(B)/examples/keyd/%: $(B)/obj/examples/keyd/%.o $(B)/libmpkit.a
 	@mkdir -p $(@D)
 	$(CC) $(ALL_LDFLAGS) -rdynamic $^ $(SODIUM_LIBS) -o $@
 ifeq ($(SODIUM_OK),yes)
-$(B)/tests/t_ex_keyd: $(B)/obj/tests/t_ex_keyd.o $(B)/libmpkit.a
+$(B)/tests/t_ex_keyd: $(B)/obj/tests/t_ex_keyd.o $(KIT_LIB) $(B)/libmpkit.a
 	@mkdir -p $(@D)
 	$(CC) $(ALL_LDFLAGS) $^ $(SODIUM_LIBS) -o $@
 else
