@@ -209,10 +209,11 @@ void t_exec_main(void *exec)
 		if (fd < 0 || dup2(fd, STDOUT_FILENO) < 0)
 			_exit(126);
 	}
-	if (strchr(x->argv[0], '/'))
-		execv(x->argv[0], x->argv);
+	const char *path = x->path ? x->path : x->argv[0];
+	if (strchr(path, '/'))
+		execv(path, x->argv);
 	else
-		execvp(x->argv[0], x->argv);
+		execvp(path, x->argv);
 	_exit(127);
 }
 

@@ -149,12 +149,14 @@ struct t_child t_child(void (*fn)(void *), void *arg, unsigned flags);
 void t_child_free(struct t_child *c);
 
 /* The child's part of an exec: set env's "NAME=VALUE" entries ("NAME"
- * alone: unset; env may be NULL), then execv(argv[0], argv) (execvp if it
- * has no '/'); exit 127 if it cannot.  As t_child()'s fn, for a program. */
+ * alone: unset; env may be NULL), then execv(path, argv) (path: argv[0]
+ * if NULL; execvp if it has no '/'); exit 127 if it cannot (126 if
+ * out_path cannot be opened).  As t_child()'s fn, to run a program. */
 struct t_exec {
 	char *const *argv;
 	char *const *env;
 	const char *out_path; /* if not NULL: stdout to this file */
+	const char *path;     /* the program, if not argv[0] */
 };
 void t_exec_main(void *exec);
 

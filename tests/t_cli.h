@@ -14,9 +14,6 @@ struct t_cli {
 	char err[4096];  /* stderr */
 };
 
-/* Read fd to EOF into buf (NUL-terminated, truncated to size). */
-void t_slurp(int fd, char *buf, size_t size);
-
 /*
  * Run `mpkit ARGS...` (NULL-terminated): the build tree's ../mpkit (tests
  * run from inside their directory), else mpkit from PATH (the VM).  stdout

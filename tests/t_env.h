@@ -20,25 +20,8 @@ int t_machine_has_keys(void);
  * (NULL: unset).  The child's CHECK failures make it exit 1; the parent
  * records a failure naming the case.
  */
-#define T_IN_CHILD(fn, arg, backend, keys)                                   \
-	do {                                                                 \
-		int t_st_;                                                   \
-		fflush(NULL);                                                \
-		pid_t t_pid_ = fork();                                       \
-		REQUIRE(t_pid_ >= 0);                                        \
-		if (t_pid_ == 0) {                                           \
-			t_setenv("MPKIT_BACKEND", backend);                  \
-			t_setenv("MPKIT_KEYS", keys);                        \
-			fn(arg);                                             \
-			fflush(NULL);                                        \
-			_exit(t_failures ? 1 : 0);                           \
-		}                                                            \
-		REQUIRE(waitpid(t_pid_, &t_st_, 0) == t_pid_);               \
-		if (!WIFEXITED(t_st_) || WEXITSTATUS(t_st_))                 \
-			t_fail("case MPKIT_BACKEND=%s MPKIT_KEYS=%s failed "  \
-			       "(status %#x)", t_show(backend), t_show(keys), \
-			       t_st_);                                       \
-	} while (0)
+void t_env_child(void (*fn)(void *), void *arg, const char *backend, const char *keys);
+#define T_IN_CHILD(fn, arg, backend, keys) t_env_child((fn), (void *)(arg), (backend), (keys))
 
 /*
  * Initialisation failed with errno e, and every call that initialises

@@ -10,7 +10,7 @@
  * ("NAME" alone: unset); its stdout, and stderr too if with_stderr, into
  * out (NUL-terminated).  Returns the wait status.
  */
-int t_exec_capture(const char *path, char *const argv[], char *const env[],
-				 int with_stderr, char *out, size_t cap);
+int t_exec_capture(const char *path, char *const argv[], char *const env[], int with_stderr,
+		   char *out, size_t cap);
 
 #endif

@@ -1,6 +1,29 @@
 /* SPDX-License-Identifier: MIT */
 #include "t_env.h"
 
+struct t_env_case {
+	void (*fn)(void *);
+	void *arg;
+	const char *backend, *keys;
+};
+
+static void t_env_case_main(void *arg)
+{
+	const struct t_env_case *c = arg;
+	t_setenv("MPKIT_BACKEND", c->backend);
+	t_setenv("MPKIT_KEYS", c->keys);
+	c->fn(c->arg);
+}
+
+void t_env_child(void (*fn)(void *), void *arg, const char *backend, const char *keys)
+{
+	struct t_env_case c = { fn, arg, backend, keys };
+	struct t_child r = t_child(t_env_case_main, &c, T_CHILD_CHECKS);
+	if (r.exit_code)
+		t_fail("case MPKIT_BACKEND=%s MPKIT_KEYS=%s failed (status %#x)", t_show(backend),
+		       t_show(keys), r.status);
+}
+
 int t_cpu_flag(const char *word)
 {
 	char line[4096];

@@ -93,20 +93,16 @@ void t_ex_show(const char *who, const char *text)
 
 int t_ex_run(char *const argv[], char **out, char **err)
 {
-	char *f = t_ex_tmp("out"), *g = err ? t_ex_tmp("err") : NULL;
 	const char *who = strrchr(argv[0], '/') + 1;
-	int rc = t_ex_wait(t_ex_spawn(argv, f, g));
+	struct t_exec x = { argv, NULL, NULL, NULL };
+	struct t_child c = t_child(t_exec_main, &x, T_CHILD_STDOUT | (err ? T_CHILD_STDERR : 0));
 
-	*out = t_ex_slurp(f, NULL);
-	unlink(f);
-	free(f);
+	*out = c.out;
 	t_ex_show(who, *out);
-	if (g) {
-		*err = t_ex_slurp(g, NULL);
-		unlink(g);
-		free(g);
+	if (err) {
+		*err = c.err;
 		printf("  %s stderr:\n", who);
 		t_ex_show_some(who, *err, 20);
 	}
-	return rc;
+	return t_child_shell_status(&c);
 }

@@ -1,20 +1,22 @@
 /* SPDX-License-Identifier: MIT */
 #include "t_kernel.h"
 
-const char *t_lockdown_absent(unsigned flags)
+/* A child's try at a seccomp filter: exits with its errno, 0 if it took. */
+static void t_try_seccomp(void *arg)
 {
 	struct sock_filter allow = BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW);
 	struct sock_fprog prog = { 1, &allow };
-	int status;
 
-	fflush(NULL);
-	pid_t pid = fork();
-	REQUIRE(pid >= 0);
-	if (pid == 0)
-		_exit(prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) ||
-		      syscall(SYS_seccomp, SECCOMP_SET_MODE_FILTER, 0, &prog) ? errno : 0);
-	REQUIRE(waitpid(pid, &status, 0) == pid && WIFEXITED(status));
-	int e = WEXITSTATUS(status);
+	(void)arg;
+	_exit(prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) ||
+	      syscall(SYS_seccomp, SECCOMP_SET_MODE_FILTER, 0, &prog) ? errno : 0);
+}
+
+const char *t_lockdown_absent(unsigned flags)
+{
+	struct t_child c = t_child(t_try_seccomp, NULL, 0);
+	REQUIRE(!c.signal);
+	int e = c.exit_code;
 	if (e == EINVAL || e == ENOSYS)
 		return "this kernel has no seccomp filters, which mpk_lockdown() needs";
 	if ((flags & MPK_LOCK_PROC_MEM) &&

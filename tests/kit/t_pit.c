@@ -52,28 +52,34 @@ static int pit_child(const struct pit *p, bool locked)
 	return p->attempt();
 }
 
+/* The child of pit_run_one(). */
+struct pit_case {
+	const struct pit *p;
+	bool locked;
+};
+
+static void pit_case_main(void *arg)
+{
+	const struct pit_case *c = arg;
+	_exit(pit_child(c->p, c->locked));
+}
+
 static int pit_run_one(const struct pit *p, bool locked)
 {
-	int status;
+	struct pit_case pc = { p, locked };
+	struct t_child c = t_child(pit_case_main, &pc, 0);
 
-	fflush(NULL);
-	pid_t pid = fork();
-	REQUIRE(pid >= 0);
-	if (pid == 0)
-		_exit(pit_child(p, locked));
-	REQUIRE(waitpid(pid, &status, 0) == pid);
-	if (WIFSIGNALED(status))
-		switch (WTERMSIG(status)) {
-		case SIGSYS: return O_KILLED;
-		case SIGSEGV: return O_FAULT;
-		case SIGILL: return O_SIGILL;
-		case SIGTRAP: return O_TRAPPED;
-		default: return O_ERROR;
-		}
-	int c = WEXITSTATUS(status);
-	if (c == 134)
+	switch (c.signal) {
+	case 0: break;
+	case SIGSYS: return O_KILLED;
+	case SIGSEGV: return O_FAULT;
+	case SIGILL: return O_SIGILL;
+	case SIGTRAP: return O_TRAPPED;
+	default: return O_ERROR;
+	}
+	if (c.exit_code == 134)
 		return O_CHECK;
-	return c >= O_LEAKED && c <= O_ERROR ? c : O_ERROR;
+	return c.exit_code >= O_LEAKED && c.exit_code <= O_ERROR ? c.exit_code : O_ERROR;
 }
 
 void *pit_plant(const void *code, size_t len)
