@@ -90,6 +90,10 @@ PIC_OBJ := $(LIB_SRC:%.c=$(B)/pic/%.o)
 
 TEST_SRC := $(sort $(wildcard tests/t_*.c))
 TEST_BIN := $(TEST_SRC:tests/%.c=$(B)/tests/%)
+# The test kit (tests/t.c, tests/kit/*.c), compiled once per build
+# directory into a static library every test program links.
+KIT_SRC  := tests/t.c $(sort $(wildcard tests/kit/*.c))
+KIT_LIB  := $(KIT_LIB)
 EX_SRC   := $(wildcard examples/*.c)
 EX_BIN   := $(EX_SRC:examples/%.c=$(B)/examples/%)
 
@@ -199,6 +203,9 @@ $(B)/mpkit: $(CLI_OBJ) $(B)/obj/tools/paths.o $(B)/libmpkit.so
 	$(CC) $(ALL_LDFLAGS) $^ $(SO_RPATH) -o $@
 
 $(B)/obj/tools/%.o $(B)/obj/tests/%.o $(B)/obj/examples/%.o $(B)/obj/bench/%.o: MPK_XCFLAGS += -Itests
+$(KIT_LIB): $(KIT_SRC:%.c=$(B)/obj/%.o)
+	@rm -f $@
+	$(AR) rcs $@ $^
 $(B)/obj/bench/%.o $(B)/obj/tests/t_bench_smoke.o: MPK_XCFLAGS += -Ibench $(BENCH_CPPFLAGS)
 # Tools and benchmarks see the public header and src/shared/ only: the
 # command reads the environment through the library's own parser
@@ -243,11 +250,11 @@ $(B)/mpkit-bench-broadcast: $(B)/obj/bench/broadcast.o $(B)/obj/bench/bcast.o $(
 	$(CC) $(ALL_LDFLAGS) $^ -pthread -o $@
 
 # The VM smoke test of the benchmark engine: tiny sizes, both backends.
-$(B)/tests/t_bench_smoke: $(B)/obj/tests/t_bench_smoke.o $(BENCH_OBJ) $(B)/libmpkit.a
+$(B)/tests/t_bench_smoke: $(B)/obj/tests/t_bench_smoke.o $(BENCH_OBJ) $(KIT_LIB) $(B)/libmpkit.a
 	@mkdir -p $(@D)
 	$(CC) $(ALL_LDFLAGS) $^ $(BENCH_LIBS) -lm -o $@
 
-$(B)/tests/%: $(B)/obj/tests/%.o $(B)/libmpkit.a
+$(B)/tests/%: $(B)/obj/tests/%.o $(KIT_LIB) $(B)/libmpkit.a
 	@mkdir -p $(@D)
 	$(CC) $(ALL_LDFLAGS) $^ -o $@
 
@@ -299,8 +306,13 @@ $(B)/tests/libmpkit-watch.so: $(B)/libmpkit-watch.so
 $(B)/tests/watch-target: tests/helpers/watch_target.c
 	@mkdir -p $(@D)
 	$(CC) $(PRELOAD_CFLAGS) -rdynamic $< -o $@
-$(B)/preload/tests/t_scan_lockdown.o: MPK_XCFLAGS += -Isrc/shared -Itests
-$(B)/tests/t_scan_lockdown_static: $(B)/preload/tests/t_scan_lockdown.o $(LIB_SRC:%.c=$(B)/preload/%.o)
+$(B)/preload/tests/%.o: MPK_XCFLAGS += -Itests
+$(B)/preload/tests/t_scan_lockdown.o: MPK_XCFLAGS += -Isrc/shared
+$(B)/preload/tests/libt.a: $(KIT_SRC:%.c=$(B)/preload/%.o)
+	@rm -f $@
+	$(AR) rcs $@ $^
+$(B)/tests/t_scan_lockdown_static: $(B)/preload/tests/t_scan_lockdown.o $(B)/preload/tests/libt.a \
+				   $(LIB_SRC:%.c=$(B)/preload/%.o)
 	@mkdir -p $(@D)
 	$(CC) -static -pthread $^ -o $@
 $(B)/tests/scan-libmpkit.so: $(B)/libmpkit.so
@@ -320,7 +332,7 @@ $(B)/examples/keyd/%: $(B)/obj/examples/keyd/%.o $(B)/libmpkit.a
 	@mkdir -p $(@D)
 	$(CC) $(ALL_LDFLAGS) -rdynamic $^ $(SODIUM_LIBS) -o $@
 ifeq ($(SODIUM_OK),yes)
-$(B)/tests/t_ex_keyd: $(B)/obj/tests/t_ex_keyd.o $(B)/libmpkit.a
+$(B)/tests/t_ex_keyd: $(B)/obj/tests/t_ex_keyd.o $(KIT_LIB) $(B)/libmpkit.a
 	@mkdir -p $(@D)
 	$(CC) $(ALL_LDFLAGS) $^ $(SODIUM_LIBS) -o $@
 else
@@ -479,8 +491,8 @@ $(B)/stage.done: $(ALL_BIN) $(HELPERS) $(CLI_OBJ) $(BENCH_MAIN_OBJ) $(BENCH_ALLO
 STAGE_PC = $$(PKG_CONFIG_PATH=$(SP)/lib/pkgconfig pkg-config --define-prefix --cflags --libs mpkit) -Wl,-rpath,$(SP)/lib
 $(B)/tests/t_installed: tests/installed/t_installed.c $(B)/stage.done
 	$(CC) $(ALL_CFLAGS) $< -o $@ $(STAGE_PC) $(ALL_LDFLAGS)
-$(B)/tests/t_installed_cmds: tests/installed/cmds.c tests/t.h tests/t_exec.h $(B)/stage.done
-	$(CC) $(ALL_CFLAGS) -Itests -DSTAGE='"$(SP)"' -rdynamic $< -o $@ $(STAGE_PC) $(ALL_LDFLAGS)
+$(B)/tests/t_installed_cmds: tests/installed/cmds.c tests/t.h tests/t_exec.h $(KIT_LIB) $(B)/stage.done
+	$(CC) $(ALL_CFLAGS) -Itests -DSTAGE='"$(SP)"' -rdynamic $< $(KIT_LIB) -o $@ $(STAGE_PC) $(ALL_LDFLAGS)
 
 # find_package(mpkit) from a CMake project, against the staged install that
 # t_installed made: shared and static targets, both run.

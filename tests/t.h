@@ -43,7 +43,7 @@
 
 #define T_SKIP 77
 
-static int t_failures;
+extern int t_failures;
 
 #define t_fail(...)                                                         \
 	do {                                                                \
@@ -81,42 +81,27 @@ static int t_failures;
 			       #expr, #E, t_rv_, t_e_, strerror(t_e_));     \
 	} while (0)
 
-static inline void t_skip(const char *why)
-{
-	printf("skip: %s\n", why);
-	exit(T_SKIP);
-}
+/* CHECK_HAS(text, what): the string what occurs in text. */
+#define CHECK_HAS(text, what)                                                  \
+	do {                                                                   \
+		if (!strstr((text), (what)))                                   \
+			t_fail("want \"%s\" in:\n%s", (what), (text));         \
+	} while (0)
 
-static inline int t_done(void)
-{
-	if (t_failures) {
-		fprintf(stderr, "%d check(s) failed\n", t_failures);
-		return 1;
-	}
-	return 0;
-}
+/* Print "skip: why" and end the test with T_SKIP. */
+__attribute__((noreturn)) void t_skip(const char *why);
+
+/* This test's exit status: 1 (saying how many checks failed) or 0. */
+int t_done(void);
 
 /* The backend mpkit chose; the test fails if it could not initialise. */
-static inline int t_backend(void)
-{
-	int b = mpk_backend();
-	REQUIRE(b == MPK_BACKEND_HW || b == MPK_BACKEND_SOFT);
-	return b;
-}
+int t_backend(void);
 
 /* Run this test on hw only (skip elsewhere). */
-static inline void t_need_hw(void)
-{
-	if (t_backend() != MPK_BACKEND_HW)
-		t_skip("needs hardware protection keys (runs in the VM suite)");
-}
+void t_need_hw(void);
 
 /* Force the soft backend (call before any other mpkit call). */
-static inline void t_force_soft(void)
-{
-	setenv("MPKIT_BACKEND", "soft", 1);
-	REQUIRE(mpk_backend() == MPK_BACKEND_SOFT);
-}
+void t_force_soft(void);
 
 /*
  * Virtual domains: with no key left (budget or kernel), a create still
@@ -138,47 +123,7 @@ static inline void t_force_soft(void)
 		CHECK(mpk_domain_destroy(t_d_) == 0);                        \
 	} while (0)
 
-/* Run fn in a forked child whose checks count as this test's: for limits
- * (rlimits, capabilities) or a backend choice that must not last. */
-static inline void t_in_child(void (*fn)(void), const char *what)
-{
-	int status;
-
-	fflush(NULL);
-	pid_t pid = fork();
-	REQUIRE(pid >= 0);
-	if (pid == 0) {
-		fn();
-		exit(t_done());
-	}
-	REQUIRE(waitpid(pid, &status, 0) == pid);
-	if (!WIFEXITED(status) || WEXITSTATUS(status))
-		t_fail("%s: status 0x%x", what, status);
-}
-
-static void (*t_soft_scenario)(void);
-
-static inline void t_soft_variant(void)
-{
-	t_force_soft();
-	t_soft_scenario();
-}
-
-/*
- * Run scenario on the soft backend (in a child, before this process picks
- * a backend) and then, where the machine has keys, on hw here: one program
- * proves a behaviour that both backends must have.
- */
-static inline int t_both_backends(void (*scenario)(void))
-{
-	t_soft_scenario = scenario;
-	t_in_child(t_soft_variant, "soft variant");
-	if (t_backend() == MPK_BACKEND_HW)
-		scenario();
-	return t_done();
-}
-
-/* ---- provoking faults ---- */
+/* ---- running a child: the one runner ---- */
 
 /* What a child saw when it touched memory it should not have. */
 struct t_fault {
@@ -189,81 +134,94 @@ struct t_fault {
 	int exit_code; /* the child's exit code, or -signal */
 };
 
-static volatile sig_atomic_t t_pipe_fd = -1;
+/* What t_child() does besides running fn (flags, or-ed). */
+enum {
+	T_CHILD_FAULT = 1 << 0,  /* record a SIGSEGV's siginfo in .fault; the
+				    recorder then ends the child (exit 42) */
+	T_CHILD_STDOUT = 1 << 1, /* capture its stdout into .out */
+	T_CHILD_STDERR = 1 << 2, /* capture its stderr into .err */
+	T_CHILD_MERGED = 1 << 3, /* with T_CHILD_STDOUT: its stderr into .out too */
+	T_CHILD_CHECKS = 1 << 4, /* fn's CHECKs count: the child starts with
+				    none failed and exits with t_done() */
+	T_CHILD_EXIT = 1 << 5,   /* end it by exit() (atexit handlers run, the
+				    leak checker too), not _exit() */
+};
 
-static void t_segv_recorder(int sig, siginfo_t *si, void *uc)
-{
-	(void)sig;
-	(void)uc;
-	struct t_fault f = { 1, si->si_code, (int)si->si_pkey, si->si_addr, 0 };
-	if (write(t_pipe_fd, &f, sizeof(f)) < 0)
-		_exit(3);
-	_exit(42);
-}
+/* What became of a child. */
+struct t_child {
+	int status;           /* the wait status */
+	int exit_code;        /* its exit code, or -signal */
+	int signal;           /* the signal that ended it, or 0 */
+	struct t_fault fault; /* T_CHILD_FAULT: faulted=1 and the siginfo */
+	char *out, *err;      /* captured (malloc()ed, NUL-terminated) or NULL */
+};
 
-static inline void t_touch_read(void *p)
-{
-	(void)*(volatile unsigned char *)p;
-}
+/*
+ * Run fn(arg) in a forked child (fn returning: exit 0, or t_done() with
+ * T_CHILD_CHECKS) and wait for it.  t_child_free() frees the captures.
+ */
+struct t_child t_child(void (*fn)(void *), void *arg, unsigned flags);
+void t_child_free(struct t_child *c);
 
-static inline void t_touch_write(void *p)
-{
-	*(volatile unsigned char *)p = 0x5a;
-}
+/* The child's part of an exec: set env's "NAME=VALUE" entries ("NAME"
+ * alone: unset; env may be NULL), then execv(path, argv) (path: argv[0]
+ * if NULL; execvp if it has no '/'); exit 127 if it cannot (126 if
+ * out_path cannot be opened).  As t_child()'s fn, to run a program. */
+struct t_exec {
+	char *const *argv;
+	char *const *env;
+	const char *out_path; /* if not NULL: stdout to this file */
+	const char *path;     /* the program, if not argv[0] */
+};
+void t_exec_main(void *exec);
+
+/* The status as a shell gives it: the exit code, or 128 + signal. */
+int t_child_shell_status(const struct t_child *c);
+
+/* Run fn in a forked child whose checks count as this test's: for limits
+ * (rlimits, capabilities) or a backend choice that must not last. */
+void t_in_child(void (*fn)(void), const char *what);
+
+/* The soft variant of t_both_backends(): forces soft, runs t_soft_scenario. */
+extern void (*t_soft_scenario)(void);
+void t_soft_variant(void);
+
+/*
+ * Run scenario on the soft backend (in a child, before this process picks
+ * a backend) and then, where the machine has keys, on hw here: one program
+ * proves a behaviour that both backends must have.
+ */
+int t_both_backends(void (*scenario)(void));
+
+/* ---- provoking faults ---- */
+
+void t_touch_read(void *p);
+void t_touch_write(void *p);
 
 /* The SIGSEGV recorder as this process's handler (children inherit it).
  * After mpk_lockdown() no new SIGSEGV handler can be installed: a test
  * that runs t_run_child() after its lockdown calls this before. */
-static inline void t_segv_recorder_install(void)
-{
-	struct sigaction sa, cur;
-	if (!sigaction(SIGSEGV, NULL, &cur) && cur.sa_sigaction == t_segv_recorder)
-		return;
-	memset(&sa, 0, sizeof(sa));
-	sa.sa_sigaction = t_segv_recorder;
-	sa.sa_flags = SA_SIGINFO;
-	sigaction(SIGSEGV, &sa, NULL);
-}
+void t_segv_recorder_install(void);
 
 /*
  * Run fn(arg) in a forked child with a SIGSEGV recorder installed.  Returns
  * what happened: faulted=1 with the siginfo fields if fn faulted, else
  * faulted=0 and the child's exit code (fn returning means exit 0).
  */
-static inline struct t_fault t_run_child(void (*fn)(void *), void *arg)
-{
-	struct t_fault f = { 0 };
-	int fds[2], status;
+struct t_fault t_run_child(void (*fn)(void *), void *arg);
 
-	REQUIRE(pipe(fds) == 0);
-	fflush(NULL);
-	pid_t pid = fork();
-	REQUIRE(pid >= 0);
-	if (pid == 0) {
-		t_pipe_fd = fds[1];
-		t_segv_recorder_install();
-		fn(arg);
-		_exit(0);
-	}
-	close(fds[1]);
-	ssize_t n = read(fds[0], &f, sizeof(f));
-	close(fds[0]);
-	REQUIRE(waitpid(pid, &status, 0) == pid);
-	if (n != (ssize_t)sizeof(f))
-		memset(&f, 0, sizeof(f));
-	f.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -WTERMSIG(status);
-	return f;
-}
+/* In a T_CHILD_FAULT child, from a fault handler of its own: hand f to
+ * the runner as the recorder would (then the handler ends the child). */
+void t_fault_record(const struct t_fault *f);
 
-static inline struct t_fault t_read_in_child(void *p)
-{
-	return t_run_child(t_touch_read, p);
-}
+struct t_fault t_read_in_child(void *p);
+struct t_fault t_write_in_child(void *p);
 
-static inline struct t_fault t_write_in_child(void *p)
-{
-	return t_run_child(t_touch_write, p);
-}
+/*
+ * Run fn(arg) in a child with stderr captured into buf (NUL-terminated).
+ * Returns the child's wait status.
+ */
+int t_child_stderr(void (*fn)(void *), void *arg, char *buf, size_t size);
 
 /*
  * Check a fault the way the backend raises it: SEGV_PKUERR with the
@@ -295,27 +253,18 @@ static inline struct t_fault t_write_in_child(void *p)
 			       t_f_.exit_code);                              \
 	} while (0)
 
+/* ---- files and the environment ---- */
+
 /* The start of a file as a string in buf; 0 if it cannot be read. */
-static inline int t_read_file(const char *path, char *buf, size_t size)
-{
-	FILE *f = fopen(path, "r");
-	if (!f)
-		return 0;
-	size_t n = fread(buf, 1, size - 1, f);
-	fclose(f);
-	buf[n] = 0;
-	return 1;
-}
+int t_read_file(const char *path, char *buf, size_t size);
 
 /* Whether thread tid is asleep (state S in /proc): blocked in a call. */
-static inline int t_thread_sleeping(pid_t tid)
-{
-	char path[64], buf[256];
-	snprintf(path, sizeof(path), "/proc/self/task/%d/stat", (int)tid);
-	if (!t_read_file(path, buf, sizeof(buf)))
-		return 0;
-	char *e = strrchr(buf, ')');
-	return e && e[1] == ' ' && e[2] == 'S';
-}
+int t_thread_sleeping(pid_t tid);
+
+/* setenv(name, value), or unsetenv(name) if value is NULL. */
+void t_setenv(const char *name, const char *value);
+
+/* v, or "(unset)" if NULL. */
+const char *t_show(const char *v);
 
 #endif

@@ -3,9 +3,9 @@
  * the rest fail, nothing is set up, and it stays so. */
 #include "t_env.h"
 
-static void bogus(const char *v)
+static void bogus(void *arg)
 {
-	(void)v;
+	(void)arg;
 	t_check_init_fails(EINVAL);
 }
 

@@ -2,9 +2,9 @@
  * junk make mpkit fail to initialise with EINVAL, whatever the backend. */
 #include "t_env.h"
 
-static void bad(const char *v)
+static void bad(void *arg)
 {
-	(void)v;
+	(void)arg;
 	t_check_init_fails(EINVAL);
 }
 

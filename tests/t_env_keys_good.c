@@ -4,8 +4,9 @@
  * the default, 15.  On soft the budget binds nothing. */
 #include "t_env.h"
 
-static void budget(const char *v)
+static void budget(void *arg)
 {
+	const char *v = arg;
 	struct mpk_info i;
 	int n = v && *v ? atoi(v) : 15;
 	mpk_domain *d[16];

@@ -16,23 +16,11 @@
 
 /* ---- misuse, recorded ---- */
 
-static struct mpk_misuse t_misuse;
-static int t_misuses;
-
-static void t_misuse_record(const struct mpk_misuse *m, void *arg)
-{
-	(void)arg;
-	t_misuse = *m;
-	t_misuses++;
-}
+extern struct mpk_misuse t_misuse;
+extern int t_misuses;
 
 /* Record misuse from now on (the call then fails with EINVAL). */
-static inline void t_misuse_catch(void)
-{
-	REQUIRE(mpk_misuse_handler_set(t_misuse_record, NULL) == 0);
-	t_misuses = 0;
-	memset(&t_misuse, 0, sizeof(t_misuse));
-}
+void t_misuse_catch(void);
 
 /* Exactly one misuse of this kind at addr was reported since the last
  * check. */
@@ -46,44 +34,6 @@ static inline void t_misuse_catch(void)
 		t_misuses = 0;                                                \
 	} while (0)
 
-/* ---- a child's stderr ---- */
-
-/*
- * Run fn(arg) in a child with stderr captured into buf (NUL-terminated).
- * Returns the child's wait status.
- */
-static inline int t_child_stderr(void (*fn)(void *), void *arg, char *buf, size_t size)
-{
-	int fds[2], status;
-	size_t len = 0;
-	ssize_t n;
-
-	REQUIRE(pipe(fds) == 0);
-	fflush(NULL);
-	pid_t pid = fork();
-	REQUIRE(pid >= 0);
-	if (pid == 0) {
-		close(fds[0]);
-		dup2(fds[1], STDERR_FILENO);
-		close(fds[1]);
-		fn(arg);
-		_exit(0);
-	}
-	close(fds[1]);
-	while (len + 1 < size && (n = read(fds[0], buf + len, size - 1 - len)) > 0)
-		len += (size_t)n;
-	buf[len] = 0;
-	close(fds[0]);
-	REQUIRE(waitpid(pid, &status, 0) == pid);
-	return status;
-}
-
-#define CHECK_HAS(text, what)                                                  \
-	do {                                                                   \
-		if (!strstr((text), (what)))                                   \
-			t_fail("want \"%s\" in:\n%s", (what), (text));         \
-	} while (0)
-
 /* ---- overflows on purpose ---- */
 
 /* memset() that sanitizers do not stop: a misuse test overflows a block
@@ -92,218 +42,63 @@ static inline int t_child_stderr(void (*fn)(void *), void *arg, char *buf, size_
 #if defined(__SANITIZE_ADDRESS__)
 __attribute__((no_sanitize_address))
 #endif
-static inline void t_overflow(void *p, int c, size_t n)
-{
-	for (size_t i = 0; i < n; i++)
-		((volatile unsigned char *)p)[i] = (unsigned char)c;
-}
+void t_overflow(void *p, int c, size_t n);
 
 /* Flip bits of a byte the same way (a header, say). */
 #if defined(__SANITIZE_ADDRESS__)
 __attribute__((no_sanitize_address))
 #endif
-static inline void t_flip(void *p, unsigned char bits)
-{
-	*(volatile unsigned char *)p ^= bits;
-}
+void t_flip(void *p, unsigned char bits);
 
 /* ---- cookies: a block says where it is and how long it is ---- */
 
-static inline uint64_t t_cookie(const void *p, size_t n)
-{
-	uint64_t x = (uint64_t)(uintptr_t)p * 0x9e3779b97f4a7c15ull ^ n;
-	return x ^ (x >> 31);
-}
+uint64_t t_cookie(const void *p, size_t n);
 
 /* Write the cookie at the start and the end of [p, p+n), n >= 16. */
-static inline void t_cookie_put(void *p, size_t n)
-{
-	uint64_t c = t_cookie(p, n);
-	memcpy(p, &c, 8);
-	memcpy((char *)p + n - 8, &c, 8);
-}
+void t_cookie_put(void *p, size_t n);
 
-static inline int t_cookie_ok(const void *p, size_t n)
-{
-	uint64_t c = t_cookie(p, n), a, b;
-	memcpy(&a, p, 8);
-	memcpy(&b, (const char *)p + n - 8, 8);
-	return a == c && b == c;
-}
+int t_cookie_ok(const void *p, size_t n);
 
 /* ---- what the kernel says ---- */
 
 /* Resident bytes of the process (/proc/self/statm). */
-static inline size_t t_rss(void)
-{
-	unsigned long size, res;
-	FILE *f = fopen("/proc/self/statm", "r");
-	REQUIRE(f);
-	REQUIRE(fscanf(f, "%lu %lu", &size, &res) == 2);
-	fclose(f);
-	return res * t_page();
-}
+size_t t_rss(void);
 
 /* The rest of the line starting with field (e.g. "VmFlags:") in the smaps
  * entry covering addr ("" if none). */
-static inline void t_smaps_field(const void *addr, const char *field, char *out, size_t size)
-{
-	unsigned long a = (unsigned long)addr, lo, hi;
-	char line[512];
-	size_t flen = strlen(field);
-	int in = 0;
-	FILE *f = fopen("/proc/self/smaps", "r");
+void t_smaps_field(const void *addr, const char *field, char *out, size_t size);
 
-	REQUIRE(f);
-	out[0] = 0;
-	while (fgets(line, sizeof(line), f)) {
-		if (sscanf(line, "%lx-%lx", &lo, &hi) == 2) { /* a mapping's first line */
-			in = a >= lo && a < hi;
-			continue;
-		}
-		if (in && !strncmp(line, field, flen)) {
-			size_t n = strlen(line + flen);
-			if (n >= size)
-				n = size - 1;
-			memcpy(out, line + flen, n);
-			out[n] = 0;
-			break;
-		}
-	}
-	fclose(f);
-}
-
-static inline void t_vmflags(const void *addr, char *out, size_t size)
-{
-	t_smaps_field(addr, "VmFlags:", out, size);
-}
+void t_vmflags(const void *addr, char *out, size_t size);
 
 /* Locked kB of the mapping covering addr (-1: no such mapping). */
-static inline long t_locked_kb(const void *addr)
-{
-	char v[64];
-	long kb = -1;
-
-	t_smaps_field(addr, "Locked:", v, sizeof(v));
-	if (sscanf(v, "%ld", &kb) != 1)
-		return -1;
-	return kb;
-}
+long t_locked_kb(const void *addr);
 
 /* VmLck of this process, in KiB. */
-static inline long t_locked_kib(void)
-{
-	char line[256];
-	long v = -1;
-	FILE *f = fopen("/proc/self/status", "r");
-
-	REQUIRE(f);
-	while (fgets(line, sizeof(line), f))
-		if (sscanf(line, "VmLck: %ld kB", &v) == 1)
-			break;
-	fclose(f);
-	return v;
-}
+long t_locked_kib(void);
 
 /* Whether the VmFlags of addr's mapping include the two-letter flag. */
-static inline int t_vmflag(const void *addr, const char *flag)
-{
-	char flags[256], pad[8];
-	t_vmflags(addr, flags, sizeof(flags));
-	snprintf(pad, sizeof(pad), " %s", flag);
-	return strstr(flags, pad) != NULL;
-}
+int t_vmflag(const void *addr, const char *flag);
 
 /* Lower the soft limit (in a child); t_unlimit() puts back the hard one,
  * e.g. before forking a checker that needs memory (sanitizers do). */
-static inline void t_limit(int resource, rlim_t value)
-{
-	struct rlimit r;
-	REQUIRE(getrlimit(resource, &r) == 0);
-	r.rlim_cur = value;
-	REQUIRE(setrlimit(resource, &r) == 0);
-}
+void t_limit(int resource, rlim_t value);
 
-static inline void t_unlimit(int resource)
-{
-	struct rlimit r;
-	REQUIRE(getrlimit(resource, &r) == 0);
-	r.rlim_cur = r.rlim_max;
-	REQUIRE(setrlimit(resource, &r) == 0);
-}
+void t_unlimit(int resource);
 
 /* Pages of [p, p+len) resident now (unmapped ones are not). */
-static inline size_t t_resident(const void *p, size_t len)
-{
-	size_t page = t_page(), n = 0;
-	uintptr_t a = (uintptr_t)p & ~(page - 1), end = (uintptr_t)p + len;
-	unsigned char v;
-
-	for (; a < end; a += page)
-		if (!mincore((void *)a, page, &v) && (v & 1))
-			n++;
-	return n;
-}
+size_t t_resident(const void *p, size_t len);
 
 /* Whether this process may lock memory beyond RLIMIT_MEMLOCK. */
-static inline int t_cap_ipc_lock(void)
-{
-	char line[256];
-	unsigned long long eff = 0;
-	FILE *f = fopen("/proc/self/status", "r");
-
-	REQUIRE(f);
-	while (fgets(line, sizeof(line), f))
-		if (sscanf(line, "CapEff: %llx", &eff) == 1)
-			break;
-	fclose(f);
-	return (eff >> 14) & 1; /* CAP_IPC_LOCK */
-}
+int t_cap_ipc_lock(void);
 
 /* Give up CAP_IPC_LOCK (root has it, and it ignores RLIMIT_MEMLOCK). */
-static inline void t_drop_ipc_lock(void)
-{
-	struct __user_cap_header_struct hdr = { _LINUX_CAPABILITY_VERSION_3, 0 };
-	struct __user_cap_data_struct data[2];
-
-	REQUIRE(syscall(SYS_capget, &hdr, data) == 0);
-	for (int i = 0; i < 2; i++) {
-		unsigned bit = CAP_IPC_LOCK / 32 == i ? 1u << (CAP_IPC_LOCK % 32) : 0;
-		data[i].effective &= ~bit;
-		data[i].permitted &= ~bit;
-		data[i].inheritable &= ~bit;
-	}
-	REQUIRE(syscall(SYS_capset, &hdr, data) == 0);
-}
+void t_drop_ipc_lock(void);
 
 /* Vault tests lock what their secrets take: skip where that much cannot be
  * locked (RLIMIT_MEMLOCK, not raisable, without CAP_IPC_LOCK). */
-static inline void t_need_memlock(size_t bytes)
-{
-	struct rlimit r;
-
-	REQUIRE(getrlimit(RLIMIT_MEMLOCK, &r) == 0);
-	if (r.rlim_cur == RLIM_INFINITY || r.rlim_cur >= bytes || t_cap_ipc_lock())
-		return;
-	if (r.rlim_max == RLIM_INFINITY || r.rlim_max >= bytes) {
-		r.rlim_cur = r.rlim_max;
-		REQUIRE(setrlimit(RLIMIT_MEMLOCK, &r) == 0);
-		return;
-	}
-	printf("skip: needs to lock %zu KiB; RLIMIT_MEMLOCK is %llu KiB (ulimit -l)\n",
-	       bytes >> 10, (unsigned long long)r.rlim_cur >> 10);
-	exit(T_SKIP);
-}
+void t_need_memlock(size_t bytes);
 
 /* The address space in use now, from /proc/self/statm (bytes). */
-static inline size_t t_vsize(void)
-{
-	unsigned long size;
-	FILE *f = fopen("/proc/self/statm", "r");
-	REQUIRE(f);
-	REQUIRE(fscanf(f, "%lu", &size) == 1);
-	fclose(f);
-	return size * t_page();
-}
+size_t t_vsize(void);
 
 #endif

@@ -12,9 +12,6 @@
  * space mpkit keeps reserved must not grow round after round but by what
  * was adopted meanwhile: the metadata area and files reuse it.
  */
-#ifndef T_GIVEBACK_RUN_H
-#define T_GIVEBACK_RUN_H
-
 #include "t_giveback.h"
 #include "t_window.h"
 
@@ -234,7 +231,7 @@ static void window_round(void)
 		mpk__window_unmap(got[n], big);
 }
 
-static void t_giveback_run(unsigned flags, const char *meta)
+void t_giveback_run(unsigned flags, const char *meta)
 {
 	page = (size_t)sysconf(_SC_PAGESIZE);
 	REQUIRE((dom = mpk_domain_create("giveback", MPK_RW, 0)));
@@ -320,4 +317,33 @@ static void t_giveback_run(unsigned flags, const char *meta)
 	CHECK(kept <= kept0 + late_adopts * 4 * page);
 }
 
-#endif
+/* The child of t_giveback_child(): its metadata choice, then the scenario. */
+struct t_giveback_case {
+	void (*scenario)(unsigned flags, const char *meta);
+	unsigned flags;
+	const char *meta;
+};
+
+static void t_giveback_main(void *arg)
+{
+	const struct t_giveback_case *c = arg;
+	if (c->meta)
+		setenv("MPKIT_HEAP_META", c->meta, 1);
+	c->scenario(c->flags, c->meta);
+}
+
+bool t_giveback_child(void (*scenario)(unsigned flags, const char *meta), unsigned flags,
+		      const char *meta)
+{
+	const char *mode = flags & MPK_LOCK_ERRNO ? "MPK_LOCK_ERRNO" : "default (SIGSYS)";
+	const char *how = meta ? meta : "as chosen";
+	struct t_giveback_case c = { scenario, flags, meta };
+	struct t_child r = t_child(t_giveback_main, &c, T_CHILD_CHECKS);
+
+	if (r.signal)
+		t_fail("%s, metadata %s: killed by signal %d%s", mode, how, r.signal,
+		       r.signal == SIGSYS ? " (SIGSYS: the filter)" : "");
+	else if (r.exit_code)
+		t_fail("%s, metadata %s: exit %d", mode, how, r.exit_code);
+	return !r.exit_code;
+}
