@@ -93,7 +93,7 @@ TEST_BIN := $(TEST_SRC:tests/%.c=$(B)/tests/%)
 # The test kit (tests/t.c, tests/kit/*.c), compiled once per build
 # directory into a static library every test program links.
 KIT_SRC  := tests/t.c $(sort $(wildcard tests/kit/*.c))
-KIT_LIB  := $(KIT_LIB)
+KIT_LIB  := $(B)/obj/tests/libt.a
 EX_SRC   := $(wildcard examples/*.c)
 EX_BIN   := $(EX_SRC:examples/%.c=$(B)/examples/%)
 

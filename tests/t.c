@@ -87,6 +87,7 @@ static int t_buf_read(struct t_buf *b, int fd)
 	if (b->cap - b->len < 4096) {
 		b->cap = b->cap ? 2 * b->cap : 8192;
 		REQUIRE((b->s = realloc(b->s, b->cap)));
+		b->s[b->len] = 0; /* an empty capture reads "", not old heap bytes */
 	}
 	ssize_t n = read(fd, b->s + b->len, b->cap - 1 - b->len);
 	if (n < 0 && errno == EINTR)
