@@ -75,6 +75,26 @@ void t_segv_recorder_install(void)
 	sigaction(SIGSEGV, &sa, NULL);
 }
 
+void t_segv_handler_install(void (*fn)(int, siginfo_t *, void *))
+{
+	struct sigaction sa;
+
+	memset(&sa, 0, sizeof(sa));
+	sa.sa_sigaction = fn;
+	sa.sa_flags = SA_SIGINFO;
+	REQUIRE(sigaction(SIGSEGV, &sa, NULL) == 0);
+}
+
+mpk_domain *t_hw_domain(const char *name, int *key)
+{
+	t_need_hw();
+	mpk_domain *d = mpk_domain_create(name, MPK_RW, 0);
+	REQUIRE(d);
+	*key = mpk_domain_key(d);
+	CHECK(*key > 0 && *key < 16);
+	return d;
+}
+
 /* A growing NUL-terminated capture. */
 struct t_buf {
 	char *s;

@@ -99,6 +99,8 @@ int t_backend(void);
 
 /* Run this test on hw only (skip elsewhere). */
 void t_need_hw(void);
+/* On hw: a new RW domain name, which must hold a hardware key (1..15): *key. */
+mpk_domain *t_hw_domain(const char *name, int *key);
 
 /* Force the soft backend (call before any other mpkit call). */
 void t_force_soft(void);
@@ -197,6 +199,9 @@ int t_both_backends(void (*scenario)(void));
 
 void t_touch_read(void *p);
 void t_touch_write(void *p);
+
+/* The program's own SIGSEGV handler, as a program installs it (SA_SIGINFO). */
+void t_segv_handler_install(void (*fn)(int, siginfo_t *, void *));
 
 /* The SIGSEGV recorder as this process's handler (children inherit it).
  * After mpk_lockdown() no new SIGSEGV handler can be installed: a test

@@ -60,14 +60,10 @@ static void plain_handler(int sig)
 
 int main(void)
 {
-	struct sigaction sa;
 	struct mpk_stats s0, s1;
 	int hw = t_backend() == MPK_BACKEND_HW;
 
-	memset(&sa, 0, sizeof(sa));
-	sa.sa_sigaction = app_handler;
-	sa.sa_flags = SA_SIGINFO;
-	REQUIRE(sigaction(SIGSEGV, &sa, NULL) == 0);
+	t_segv_handler_install(app_handler);
 
 	mpk_domain *d = mpk_domain_create("chain", MPK_RW, 0);
 	REQUIRE(d);

@@ -37,7 +37,6 @@ static int on_fault(const struct mpk_fault *f, void *arg)
 int main(void)
 {
 	size_t page = t_page();
-	struct sigaction sa = { 0 };
 
 	t_backend();
 	static void *bulk_p[N];
@@ -55,10 +54,7 @@ int main(void)
 	unsigned char *q = mpk_alloc(d, page);
 	REQUIRE(q);
 
-	sa.sa_sigaction = app_handler;
-	sa.sa_flags = SA_SIGINFO;
-	sigemptyset(&sa.sa_mask);
-	REQUIRE(sigaction(SIGSEGV, &sa, NULL) == 0);
+	t_segv_handler_install(app_handler);
 	REQUIRE(mpk_fault_handler_install(on_fault, NULL) == 0);
 
 	for (int i = 0; i < 1000; i++) {

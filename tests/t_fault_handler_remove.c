@@ -33,13 +33,10 @@ static int never(const struct mpk_fault *f, void *arg)
 
 int main(void)
 {
-	struct sigaction sa, cur;
+	struct sigaction cur;
 	int hw = t_backend() == MPK_BACKEND_HW;
 
-	memset(&sa, 0, sizeof(sa));
-	sa.sa_sigaction = app_handler;
-	sa.sa_flags = SA_SIGINFO;
-	REQUIRE(sigaction(SIGSEGV, &sa, NULL) == 0);
+	t_segv_handler_install(app_handler);
 
 	mpk_domain *d = mpk_domain_create("remove", MPK_NONE, 0);
 	REQUIRE(d);

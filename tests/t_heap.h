@@ -98,6 +98,9 @@ void t_drop_ipc_lock(void);
  * locked (RLIMIT_MEMLOCK, not raisable, without CAP_IPC_LOCK). */
 void t_need_memlock(size_t bytes);
 
+/* Every heap call refuses h (not a heap, or a destroyed one): EINVAL. */
+void t_heap_refused(mpk_heap *h);
+
 /* The address space in use now, from /proc/self/statm (bytes). */
 size_t t_vsize(void);
 

@@ -7,21 +7,6 @@
  */
 #include "t_heap.h"
 
-static void not_a_heap(mpk_heap *x)
-{
-	struct mpk_heap_stats st;
-
-	CHECK_ERR(mpk_heap_malloc(x, 8), EINVAL);
-	CHECK_ERR(mpk_heap_calloc(x, 1, 8), EINVAL);
-	CHECK_ERR(mpk_heap_aligned_alloc(x, 64, 8), EINVAL);
-	CHECK_ERR(mpk_heap_realloc(x, NULL, 8), EINVAL);
-	CHECK_ERR(mpk_heap_free(x, NULL), EINVAL);
-	CHECK_ERR(mpk_heap_usable_size(x, &st), EINVAL);
-	CHECK_ERR(mpk_heap_stats_get(x, &st), EINVAL);
-	CHECK_ERR(mpk_heap_domain(x), EINVAL);
-	CHECK_ERR(mpk_heap_destroy(x), EINVAL);
-}
-
 static void bad_env(void)
 {
 	setenv("MPKIT_HEAP_META", "sometimes", 1);
@@ -67,8 +52,8 @@ int main(void)
 	REQUIRE(d = mpk_domain_create("heap-bad", MPK_RW, 0));
 
 	/* handles that are no heap: before any heap exists, and after */
-	not_a_heap(NULL);
-	not_a_heap((mpk_heap *)&local);
+	t_heap_refused(NULL);
+	t_heap_refused((mpk_heap *)&local);
 	mpk_heap *h = mpk_heap_create(d, 0);
 	REQUIRE(h);
 	void *p = mpk_heap_malloc(h, 100);
@@ -77,11 +62,11 @@ int main(void)
 	t_fill(p, 100, 5);
 	REQUIRE(mpk_heap_stats_get(h, &a) == 0);
 	unsigned long long mp = t_mprotects();
-	not_a_heap(NULL);
-	not_a_heap((mpk_heap *)&local);
-	not_a_heap((mpk_heap *)mem);
-	not_a_heap((mpk_heap *)p);
-	not_a_heap((mpk_heap *)((char *)h + 64));
+	t_heap_refused(NULL);
+	t_heap_refused((mpk_heap *)&local);
+	t_heap_refused((mpk_heap *)mem);
+	t_heap_refused((mpk_heap *)p);
+	t_heap_refused((mpk_heap *)((char *)h + 64));
 
 	/* bad arguments to a good heap */
 	const size_t aligns[] = { 0, 3, 48, 4 << 20, SIZE_MAX };

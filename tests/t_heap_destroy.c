@@ -7,21 +7,6 @@
  */
 #include "t_heap.h"
 
-static void refused(mpk_heap *h)
-{
-	struct mpk_heap_stats st;
-
-	CHECK_ERR(mpk_heap_malloc(h, 1), EINVAL);
-	CHECK_ERR(mpk_heap_calloc(h, 1, 1), EINVAL);
-	CHECK_ERR(mpk_heap_aligned_alloc(h, 64, 1), EINVAL);
-	CHECK_ERR(mpk_heap_realloc(h, NULL, 1), EINVAL);
-	CHECK_ERR(mpk_heap_free(h, NULL), EINVAL);
-	CHECK_ERR(mpk_heap_usable_size(h, &st), EINVAL);
-	CHECK_ERR(mpk_heap_stats_get(h, &st), EINVAL);
-	CHECK_ERR(mpk_heap_domain(h), EINVAL);
-	CHECK_ERR(mpk_heap_destroy(h), EINVAL);
-}
-
 int main(void)
 {
 	size_t page = t_page();
@@ -57,14 +42,14 @@ int main(void)
 	CHECK(!t_any_usable(big, 3 << 20));
 	CHECK(!t_any_usable(gbase, gend + page - gbase));
 	CHECK(t_intact(kept, 32, 4));
-	refused(h);
-	refused(g);
+	t_heap_refused(h);
+	t_heap_refused(g);
 
 	CHECK_ERR(mpk_domain_destroy(d), EBUSY); /* other still uses it */
 	CHECK(mpk_heap_free(other, kept) == 0);
 	CHECK(mpk_heap_destroy(other) == 0);
-	refused(other); /* the metadata area went with the last heap */
-	refused(h);
+	t_heap_refused(other); /* the metadata area went with the last heap */
+	t_heap_refused(h);
 	CHECK(mpk_domain_destroy(d) == 0);
 	return t_done();
 }

@@ -169,6 +169,26 @@ out:
 	return p;
 }
 
+/* The end of an adopt or own: both locks go, errno says why it failed. */
+static int unlock_both(struct mpk_domain *d, int rc, int err)
+{
+	pthread_mutex_unlock(&d->lock);
+	pthread_mutex_unlock(&mpk_g.lock);
+	if (rc)
+		errno = err;
+	return rc;
+}
+
+/* A failed adopt or own: d's key (or its protection) off [addr, len),
+ * which gets prot. */
+static void untag(const struct mpk_domain *d, void *addr, size_t len, int prot)
+{
+	if (d->key >= 0)
+		mpk_os_pkey_mprotect(addr, len, prot, 0);
+	else
+		mpk_os_mprotect(addr, len, prot);
+}
+
 MPK_EXPORT int mpk_adopt(mpk_domain *d, void *addr, size_t len)
 {
 	size_t page = mpk_os_page_size();
@@ -205,20 +225,13 @@ MPK_EXPORT int mpk_adopt(mpk_domain *d, void *addr, size_t len)
 		if (r)
 			mpk__region_del(r);
 		/* Undo: give the caller its memory back as it was. */
-		if (d->key >= 0)
-			mpk_os_pkey_mprotect(addr, len, PROT_READ | PROT_WRITE, 0);
-		else
-			mpk_os_mprotect(addr, len, PROT_READ | PROT_WRITE);
+		untag(d, addr, len, PROT_READ | PROT_WRITE);
 		goto out;
 	}
 	mpk_os_name_region(addr, len, d->name);
 	rc = 0;
 out:
-	pthread_mutex_unlock(&d->lock);
-	pthread_mutex_unlock(&mpk_g.lock);
-	if (rc)
-		errno = err;
-	return rc;
+	return unlock_both(d, rc, err);
 }
 
 MPK_EXPORT void *mpk_map_file(mpk_domain *d, int fd, off_t offset, size_t len)
@@ -300,19 +313,12 @@ int mpk__adopt_fresh(struct mpk_domain *d, void *addr, size_t len)
 	if (!r) {
 		err = errno;
 		/* PROT_NONE and no key: the caller unmaps it. */
-		if (d->key >= 0)
-			mpk_os_pkey_mprotect(addr, len, PROT_NONE, 0);
-		else
-			mpk_os_mprotect(addr, len, PROT_NONE);
+		untag(d, addr, len, PROT_NONE);
 		goto out;
 	}
 	r->owned = true; /* only the heap maps fresh memory */
 	mpk_os_name_region(addr, len, d->name);
 	rc = 0;
 out:
-	pthread_mutex_unlock(&d->lock);
-	pthread_mutex_unlock(&mpk_g.lock);
-	if (rc)
-		errno = err;
-	return rc;
+	return unlock_both(d, rc, err);
 }

@@ -209,3 +209,18 @@ size_t t_vsize(void)
 	fclose(f);
 	return size * t_page();
 }
+
+void t_heap_refused(mpk_heap *h)
+{
+	struct mpk_heap_stats st;
+
+	CHECK_ERR(mpk_heap_malloc(h, 8), EINVAL);
+	CHECK_ERR(mpk_heap_calloc(h, 1, 8), EINVAL);
+	CHECK_ERR(mpk_heap_aligned_alloc(h, 64, 8), EINVAL);
+	CHECK_ERR(mpk_heap_realloc(h, NULL, 8), EINVAL);
+	CHECK_ERR(mpk_heap_free(h, NULL), EINVAL);
+	CHECK_ERR(mpk_heap_usable_size(h, &st), EINVAL);
+	CHECK_ERR(mpk_heap_stats_get(h, &st), EINVAL);
+	CHECK_ERR(mpk_heap_domain(h), EINVAL);
+	CHECK_ERR(mpk_heap_destroy(h), EINVAL);
+}
