@@ -357,6 +357,7 @@ static int cmd_watch(char **argv)
 	setenv("LD_PRELOAD", preload, 1);
 	execvp(argv[2], argv + 2);
 	int err = errno;
+	free(preload);
 	fprintf(stderr, "mpkit watch: cannot run %s: %s\n", argv[2], strerror(err));
 	return err == ENOENT || err == ENOTDIR ? WATCH_NOT_FOUND : WATCH_CANNOT_RUN;
 }

@@ -70,11 +70,12 @@ int store_open(struct store *s, const char *path, bool guard, bool read_only)
 	s->recs = (struct store_rec *)(s->base + HEAD_PAGE);
 	s->cap = (STORE_SIZE - HEAD_PAGE) / sizeof(struct store_rec);
 	if (s->head->magic != MAGIC && !read_only) {
-		MPK_WITH(s->d, MPK_RW) { /* a new file */
-			s->head->magic = MAGIC;
-		}
 		if (!s->d)
-			s->head->magic = MAGIC;
+			s->head->magic = MAGIC; /* a new file */
+		else
+			MPK_WITH(s->d, MPK_RW) {
+				s->head->magic = MAGIC;
+			}
 	}
 	return 0;
 }

@@ -48,7 +48,7 @@ static void ok(const char *what, int status, const char *want)
 int main(int argc, char **argv)
 {
 	static char self[PATH_MAX], env_watch[64] = "MPKIT_WATCH=installed_watched";
-	char *env[] = { "LD_LIBRARY_PATH", "MPKIT_WATCH_LIB", "MPKIT_WATCH", "MPKIT_WATCH_OUT", NULL };
+	char *env[] = { "LD_LIBRARY_PATH", "MPKIT_WATCH_LIB", "MPKIT_WATCH", "MPKIT_WATCH_OUT", NULL, NULL };
 	ssize_t n = readlink("/proc/self/exe", self, sizeof(self) - 1);
 
 	/* Run by `mpkit watch` below: the write it must report. */
@@ -77,6 +77,11 @@ int main(int argc, char **argv)
 
 	/* watch: the helper from libexec/mpkit/, nothing set by the caller. */
 	env[2] = env_watch;
+#ifdef __SANITIZE_ADDRESS__
+	/* A sanitizer build installs an instrumented helper, preloaded ahead
+	 * of the watched (instrumented) program's ASan runtime. */
+	env[4] = "ASAN_OPTIONS=verify_asan_link_order=0";
+#endif
 	st = mpkit(env, (const char *[]){ "watch", "--", self, "--be-watched", NULL });
 	ok("watch", st, "wrote 42");
 	ok("watch", st, "write of installed_watched+0");
