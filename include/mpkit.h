@@ -62,9 +62,12 @@ extern "C" {
  * are not marked (cleanup paths, like free()), nor are calls that only
  * report (getters, mpk_info(), formats) or install handlers.
  *
- * Allocators: MPK__MALLOC (fresh memory no other pointer reaches: not
- * mpk_map_file(), which can map a file twice, nor realloc), MPK__DEALLOC
- * (GCC 11+: the call that frees it, for -Wmismatched-dealloc and
+ * Allocators: no plain malloc attribute.  It tells the compiler that no
+ * other code reaches the memory until the pointer escapes, so a store
+ * inside MPK_WITH() may be moved past mpk_leave(), which never sees the
+ * pointer (clang 14 -O2 did: the store faulted on a closed domain).
+ * Rights to mpkit memory change through calls that do not take it.
+ * MPK__DEALLOC (GCC 11+: the call that frees it, for -Wmismatched-dealloc and
  * -Wuse-after-free), MPK__ALLOC_SIZE (its size, for -Wstringop-overflow,
  * -Warray-bounds and _FORTIFY_SOURCE) on heap blocks and secrets only:
  * mpk_alloc(), mpk_code_alloc() and mpk_map_file() give whole pages,
@@ -93,11 +96,6 @@ extern "C" {
 #define MPK__NODISCARD __attribute__((__warn_unused_result__))
 #else
 #define MPK__NODISCARD
-#endif
-#if MPK__HAS_ATTR(__malloc__)
-#define MPK__MALLOC __attribute__((__malloc__))
-#else
-#define MPK__MALLOC
 #endif
 #if defined(__GNUC__) && !defined(__clang__) && __GNUC__ >= 11
 #define MPK__DEALLOC(f, n) __attribute__((__malloc__(f, n)))
@@ -291,7 +289,7 @@ int mpk_free(mpk_domain *d, void *addr) MPK__NONNULL(1) MPK__NONNULL(2);
  * memory can hold: see "Sizes" at the top).
  */
 void *mpk_alloc(mpk_domain *d, size_t len)
-	MPK__NODISCARD MPK__MALLOC MPK__DEALLOC(mpk_free, 2) MPK__NONNULL(1);
+	MPK__NODISCARD MPK__DEALLOC(mpk_free, 2) MPK__NONNULL(1);
 
 /*
  * Put an existing private anonymous read/write mapping (page-aligned addr,
@@ -565,7 +563,7 @@ size_t mpk_fault_format(const struct mpk_fault *fault, char *buf, size_t size)
  * (also a len no memory can hold), sigaction() errors.
  */
 void *mpk_code_alloc(mpk_domain *d, size_t len)
-	MPK__NODISCARD MPK__MALLOC MPK__DEALLOC(mpk_free, 2) MPK__NONNULL(1);
+	MPK__NODISCARD MPK__DEALLOC(mpk_free, 2) MPK__NONNULL(1);
 
 /*
  * Make [addr, addr+len) execute-only: it can be run, not read or written
@@ -764,13 +762,13 @@ int mpk_heap_free(mpk_heap *h, void *p) MPK__NONNULL(1);
  * memory, or a size no memory can hold).
  */
 void *mpk_heap_malloc(mpk_heap *h, size_t size)
-	MPK__NODISCARD MPK__MALLOC MPK__ALLOC_SIZE(2) MPK__DEALLOC(mpk_heap_free, 2)
+	MPK__NODISCARD MPK__ALLOC_SIZE(2) MPK__DEALLOC(mpk_heap_free, 2)
 	MPK__NONNULL(1);
 void *mpk_heap_calloc(mpk_heap *h, size_t n, size_t size)
-	MPK__NODISCARD MPK__MALLOC MPK__ALLOC_SIZE2(2, 3) MPK__DEALLOC(mpk_heap_free, 2)
+	MPK__NODISCARD MPK__ALLOC_SIZE2(2, 3) MPK__DEALLOC(mpk_heap_free, 2)
 	MPK__NONNULL(1);
 void *mpk_heap_aligned_alloc(mpk_heap *h, size_t align, size_t size)
-	MPK__NODISCARD MPK__MALLOC MPK__ALLOC_SIZE(3) MPK__ALLOC_ALIGN(2)
+	MPK__NODISCARD MPK__ALLOC_SIZE(3) MPK__ALLOC_ALIGN(2)
 	MPK__DEALLOC(mpk_heap_free, 2) MPK__NONNULL(1);
 void *mpk_heap_realloc(mpk_heap *h, void *p, size_t size)
 	MPK__NODISCARD MPK__ALLOC_SIZE(3) MPK__DEALLOC(mpk_heap_free, 2) MPK__NONNULL(1);
@@ -827,13 +825,13 @@ int mpk_secret_free(void *p);
  * MADV_WIPEONFORK).  Nothing is allocated when it fails.
  */
 void *mpk_secret_alloc(mpk_domain *d, size_t len)
-	MPK__NODISCARD MPK__MALLOC MPK__ALLOC_SIZE(2) MPK__DEALLOC(mpk_secret_free, 1) MPK__NONNULL(1);
+	MPK__NODISCARD MPK__ALLOC_SIZE(2) MPK__DEALLOC(mpk_secret_free, 1) MPK__NONNULL(1);
 
 /* An array of n secrets of size bytes each, as one zeroed secret of
  * n * size bytes (libsodium's sodium_allocarray()): ENOMEM when n * size
  * overflows, EINVAL when n or size is 0, else as mpk_secret_alloc(). */
 void *mpk_secret_allocarray(mpk_domain *d, size_t n, size_t size)
-	MPK__NODISCARD MPK__MALLOC MPK__ALLOC_SIZE2(2, 3) MPK__DEALLOC(mpk_secret_free, 1)
+	MPK__NODISCARD MPK__ALLOC_SIZE2(2, 3) MPK__DEALLOC(mpk_secret_free, 1)
 	MPK__NONNULL(1);
 
 /* The calling thread's rights to the domain of secret p (every secret in

@@ -36,6 +36,9 @@
 #pragma GCC diagnostic ignored "-Wuse-after-free"
 #endif
 #endif
+#ifdef __clang__
+#pragma clang diagnostic ignored "-Wnon-power-of-two-alignment"
+#endif
 
 #ifndef SEGV_PKUERR
 #define SEGV_PKUERR 4
