@@ -59,9 +59,11 @@ static void sig_region(struct mpk_region *r, void *arg)
 	*(uint64_t *)arg += mix(r->start ^ mix(r->len ^ mix((uint64_t)(key + 1) << 8 | (unsigned)prot)));
 }
 
-static uint64_t signature(void)
+/* kept: mpk__window_kept(), read before any domain lock is taken (the
+ * window lock comes before domain locks, never after). */
+static uint64_t signature(size_t kept)
 {
-	uint64_t sig = mix(mpk__window_kept());
+	uint64_t sig = mix(kept);
 	mpk__regions_each(sig_region, &sig);
 	return sig;
 }
@@ -147,7 +149,7 @@ static int expectations(struct wants *s)
 		s->cap = half; /* the regions and ranges; the gaps go above */
 		pthread_mutex_lock(&mpk_g.lock);
 		mpk__regions_each(add_region, s);
-		s->sig = signature();
+		s->sig = signature(mpk__window_kept());
 		pthread_mutex_unlock(&mpk_g.lock);
 		size_t regions = s->n;
 		mpk__ranges_each(add_window, s);
@@ -246,8 +248,9 @@ MPK_EXPORT int mpk_audit(struct mpk_audit_entry *out, size_t max)
 		f = (struct found){ .out = out, .max = max };
 		int rc = 0, err = 0;
 		pthread_mutex_lock(&mpk_g.lock);
+		size_t kept = mpk__window_kept();
 		domains_lock(true);
-		bool same = signature() == s.sig;
+		bool same = signature(kept) == s.sig;
 		if (same) {
 			rc = mpk_mapcheck(s.w, s.n, NULL, mismatch, &f);
 			err = errno;

@@ -141,6 +141,9 @@ bool t_snap_vma_moves(const struct t_vma *v)
 #if defined(__SANITIZE_THREAD__)
 	if (v->lo >= 0x7b0000000000ul && v->hi <= 0x7c0000000000ul)
 		return true;
+	/* ... and its runtime maps memory of its own, nameless, anywhere. */
+	if (!v->name[0] && !strcmp(v->perms, "rw-p") && v->pkey <= 0)
+		return true;
 #endif
 	return !strcmp(v->name, "[stack]") || !strcmp(v->name, "[heap]") ||
 	       strstr(v->name, "/libgcc_s.so");
