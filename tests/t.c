@@ -194,6 +194,7 @@ struct t_child t_child(void (*fn)(void *), void *arg, unsigned flags)
 		close(fault[0]);
 	}
 	REQUIRE(waitpid(pid, &c.status, 0) == pid);
+	c.pid = pid;
 	c.signal = WIFSIGNALED(c.status) ? WTERMSIG(c.status) : 0;
 	c.exit_code = c.signal ? -c.signal : WEXITSTATUS(c.status);
 	c.fault.exit_code = c.exit_code;
@@ -214,6 +215,32 @@ void t_child_free(struct t_child *c)
 int t_child_shell_status(const struct t_child *c)
 {
 	return c->signal ? 128 + c->signal : c->exit_code;
+}
+
+/* The child of t_child_ret(). */
+struct t_ret_call {
+	int (*fn)(void *);
+	void *arg;
+};
+
+static void t_ret_main(void *call)
+{
+	const struct t_ret_call *k = call;
+	int code = k->fn(k->arg);
+	fflush(NULL);
+	_exit(code);
+}
+
+struct t_child t_child_ret(int (*fn)(void *), void *arg, unsigned flags)
+{
+	struct t_ret_call k = { fn, arg };
+	return t_child(t_ret_main, &k, flags & ~(unsigned)(T_CHILD_CHECKS | T_CHILD_EXIT));
+}
+
+int t_child_status(int (*fn)(void *), void *arg)
+{
+	struct t_child c = t_child_ret(fn, arg, 0);
+	return t_child_shell_status(&c);
 }
 
 void t_exec_main(void *exec)

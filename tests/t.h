@@ -154,6 +154,7 @@ enum {
 
 /* What became of a child. */
 struct t_child {
+	pid_t pid;            /* the child's process id */
 	int status;           /* the wait status */
 	int exit_code;        /* its exit code, or -signal */
 	int signal;           /* the signal that ended it, or 0 */
@@ -182,6 +183,14 @@ void t_exec_main(void *exec);
 
 /* The status as a shell gives it: the exit code, or 128 + signal. */
 int t_child_shell_status(const struct t_child *c);
+
+/* t_child() for a fn whose return value (0..255) is the child's exit
+ * code (flags: the captures and T_CHILD_FAULT; fn's CHECKs do not count). */
+struct t_child t_child_ret(int (*fn)(void *), void *arg, unsigned flags);
+
+/* Run fn(arg) in a child exiting with fn's return value: its status as a
+ * shell gives it (a test's verdict on what the child could do). */
+int t_child_status(int (*fn)(void *), void *arg);
 
 /* Run fn in a forked child whose checks count as this test's: for limits
  * (rlimits, capabilities) or a backend choice that must not last. */

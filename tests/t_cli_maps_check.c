@@ -93,6 +93,7 @@ static void scenario(void)
 
 	REQUIRE(pipe(to_child) == 0 && pipe(from_child) == 0);
 	fflush(NULL);
+	/* Its own fork, not t_child(): the child lives on while mpkit maps inspects it. */
 	pid_t kid = fork();
 	REQUIRE(kid >= 0);
 	if (kid == 0)

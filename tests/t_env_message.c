@@ -13,56 +13,53 @@ struct bad {
 	const char *var, *value, *allowed; /* allowed NULL: a good value */
 };
 
-/* Run the calls in a child with var=value and stderr into a file; return
- * what it printed (static buffer). */
+/* What a child runs: b's variable set, mpk_info() first or not. */
+struct run {
+	const struct bad *b;
+	int info_first;
+};
+
+/* The child: the calls, with var=value (its stderr goes to the parent). */
+static void calls(void *arg)
+{
+	const struct bad *b = ((const struct run *)arg)->b;
+
+	unsetenv("MPKIT_BACKEND");
+	unsetenv("MPKIT_KEYS");
+	unsetenv("MPKIT_HEAP_META");
+	if (b->var)
+		setenv(b->var, b->value, 1);
+	int isbad = b->allowed != NULL, expect = isbad ? -1 : 0;
+	if (((const struct run *)arg)->info_first) {
+		struct mpk_info in;
+		int rc = mpk_info(&in);
+		if (rc != expect || (isbad && (!in.error || !strstr(in.error, b->var))) ||
+		    (!isbad && in.error))
+			_exit(3);
+		/* the parent sees that it printed nothing of its own:
+		 * the one line comes from the calls below */
+	}
+	for (int i = 0; i < 3; i++) {
+		mpk_domain *d = mpk_domain_create("msg", MPK_RW, 0);
+		if (isbad ? d != NULL || errno != EINVAL : d == NULL)
+			_exit(4);
+		if (d)
+			mpk_domain_destroy(d);
+		if (mpk_init() != expect)
+			_exit(5);
+	}
+}
+
+/* Run the calls in a child with var=value; return what it printed on
+ * stderr (static buffer). */
 static const char *stderr_of(const struct bad *b, int info_first)
 {
 	static char out[4096];
-	char path[] = "/tmp/t_env_message.XXXXXX";
-	int fd = mkstemp(path), st;
+	struct run r = { b, info_first };
+	int st = t_child_stderr(calls, &r, out, sizeof(out));
 
-	REQUIRE(fd >= 0);
-	unlink(path);
-	fflush(NULL);
-	pid_t pid = fork();
-	REQUIRE(pid >= 0);
-	if (pid == 0) {
-		unsetenv("MPKIT_BACKEND");
-		unsetenv("MPKIT_KEYS");
-		unsetenv("MPKIT_HEAP_META");
-		if (b->var)
-			setenv(b->var, b->value, 1);
-		int keep = dup(2);
-		dup2(fd, 2);
-		int isbad = b->allowed != NULL, expect = isbad ? -1 : 0;
-		if (info_first) {
-			struct mpk_info in;
-			int rc = mpk_info(&in);
-			if (rc != expect || (isbad && (!in.error || !strstr(in.error, b->var))) ||
-			    (!isbad && in.error))
-				_exit(3);
-			/* the parent sees that it printed nothing of its own:
-			 * the one line comes from the calls below */
-		}
-		for (int i = 0; i < 3; i++) {
-			mpk_domain *d = mpk_domain_create("msg", MPK_RW, 0);
-			if (isbad ? d != NULL || errno != EINVAL : d == NULL)
-				_exit(4);
-			if (d)
-				mpk_domain_destroy(d);
-			if (mpk_init() != expect)
-				_exit(5);
-		}
-		dup2(keep, 2);
-		_exit(0);
-	}
-	REQUIRE(waitpid(pid, &st, 0) == pid);
 	if (!WIFEXITED(st) || WEXITSTATUS(st))
 		t_fail("%s=%s: child status %#x", t_show(b->var), t_show(b->value), st);
-	ssize_t n = pread(fd, out, sizeof(out) - 1, 0);
-	REQUIRE(n >= 0);
-	out[n] = 0;
-	close(fd);
 	return out;
 }
 

@@ -58,6 +58,17 @@ static void plain_handler(int sig)
 	_exit(42);
 }
 
+/* In a child: a plain handler first, then mpkit's; a write to ro. */
+static void plain_chained(void *ro)
+{
+	mpk_fault_handler_remove();
+	signal(SIGSEGV, plain_handler);
+	if (mpk_fault_handler_install(NULL, NULL))
+		_exit(3);
+	t_touch_write(ro);
+	_exit(4);
+}
+
 int main(void)
 {
 	struct mpk_stats s0, s1;
@@ -107,19 +118,6 @@ int main(void)
 	CHECK(dp[30] == 0x5a);
 
 	/* An earlier handler without SA_SIGINFO, in a child. */
-	fflush(NULL);
-	pid_t pid = fork();
-	REQUIRE(pid >= 0);
-	if (pid == 0) {
-		mpk_fault_handler_remove();
-		signal(SIGSEGV, plain_handler);
-		if (mpk_fault_handler_install(NULL, NULL))
-			_exit(3);
-		t_touch_write(ro);
-		_exit(4);
-	}
-	int status;
-	REQUIRE(waitpid(pid, &status, 0) == pid);
-	CHECK(WIFEXITED(status) && WEXITSTATUS(status) == 42);
+	CHECK(t_child(plain_chained, ro, 0).exit_code == 42);
 	return t_done();
 }

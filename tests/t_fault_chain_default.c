@@ -12,42 +12,29 @@ static unsigned char *dp, *ro;
 /* volatile: the compiler must not see a constant NULL-ish address */
 static void *volatile near_null = (void *)8;
 
+/* The child: fault in way *what (0..3). */
+static void fault(void *what)
+{
+	signal(SIGSEGV, SIG_DFL);
+	if (mpk_fault_handler_install(NULL, NULL))
+		_exit(3);
+	switch (*(const int *)what) {
+	case 0: t_touch_write(ro + 1); break;
+	case 1: t_touch_read(near_null); break;
+	case 2: raise(SIGSEGV); break;
+	case 3:
+		if (mpk_set(d, MPK_NONE))
+			_exit(5);
+		t_touch_read(dp);
+		break;
+	}
+	_exit(4);
+}
+
 /* Run what=0..3 in a child with stderr captured; its status and stderr. */
 static int run(int what, char *err, size_t size)
 {
-	int fds[2], status;
-
-	REQUIRE(pipe(fds) == 0);
-	fflush(NULL);
-	pid_t pid = fork();
-	REQUIRE(pid >= 0);
-	if (pid == 0) {
-		close(fds[0]);
-		dup2(fds[1], STDERR_FILENO);
-		signal(SIGSEGV, SIG_DFL);
-		if (mpk_fault_handler_install(NULL, NULL))
-			_exit(3);
-		switch (what) {
-		case 0: t_touch_write(ro + 1); break;
-		case 1: t_touch_read(near_null); break;
-		case 2: raise(SIGSEGV); break;
-		case 3:
-			if (mpk_set(d, MPK_NONE))
-				_exit(5);
-			t_touch_read(dp);
-			break;
-		}
-		_exit(4);
-	}
-	close(fds[1]);
-	size_t len = 0;
-	ssize_t n;
-	while ((n = read(fds[0], err + len, size - 1 - len)) > 0)
-		len += (size_t)n;
-	err[len] = 0;
-	close(fds[0]);
-	REQUIRE(waitpid(pid, &status, 0) == pid);
-	return status;
+	return t_child_stderr(fault, &what, err, size);
 }
 
 int main(void)

@@ -16,15 +16,21 @@
 static mpk_domain *d;
 static unsigned char *p;
 
+/* What the child does: tell its thread id on fd, then touch. */
+struct stray {
+	int tid_fd, wr;
+};
+
 /* The child: say who it is, then touch p + OFF (write or read) while closed. */
-static void stray(int tid_fd, int wr)
+static void stray(void *arg)
 {
+	const struct stray *s = arg;
 	pid_t tid = (pid_t)syscall(SYS_gettid);
 	REQUIRE(mpk_fault_handler_install(NULL, NULL) == 0);
-	REQUIRE(mpk_set(d, wr ? MPK_READ : MPK_NONE) == 0);
-	REQUIRE(write(tid_fd, &tid, sizeof(tid)) == (ssize_t)sizeof(tid));
-	close(tid_fd);
-	if (wr)
+	REQUIRE(mpk_set(d, s->wr ? MPK_READ : MPK_NONE) == 0);
+	REQUIRE(write(s->tid_fd, &tid, sizeof(tid)) == (ssize_t)sizeof(tid));
+	close(s->tid_fd);
+	if (s->wr)
 		t_touch_write(p + OFF);
 	else
 		t_touch_read(p + OFF);
@@ -39,35 +45,19 @@ static void want(const char *report, const char *what)
 
 static void one(int wr)
 {
-	int err[2], tidp[2], status;
-	static char report[16384];
+	int tidp[2];
 	pid_t tid = 0;
 
-	REQUIRE(pipe(err) == 0 && pipe(tidp) == 0);
-	fflush(NULL);
-	pid_t pid = fork();
-	REQUIRE(pid >= 0);
-	if (pid == 0) {
-		close(err[0]);
-		close(tidp[0]);
-		dup2(err[1], STDERR_FILENO);
-		close(err[1]);
-		stray(tidp[1], wr);
-	}
-	close(err[1]);
+	REQUIRE(pipe(tidp) == 0);
+	struct stray s = { tidp[1], wr };
+	struct t_child c = t_child(stray, &s, T_CHILD_STDERR);
+	const char *report = c.err;
 	close(tidp[1]);
 	CHECK(read(tidp[0], &tid, sizeof(tid)) == (ssize_t)sizeof(tid));
 	close(tidp[0]);
-	size_t len = 0;
-	ssize_t n;
-	while ((n = read(err[0], report + len, sizeof(report) - 1 - len)) > 0)
-		len += (size_t)n;
-	report[len] = 0;
-	close(err[0]);
-	REQUIRE(waitpid(pid, &status, 0) == pid);
-	if (!WIFSIGNALED(status) || WTERMSIG(status) != SIGABRT)
-		t_fail("%s: child status 0x%x, want death by SIGABRT", wr ? "write" : "read", status);
-	CHECK(tid > 0 && tid == pid); /* the child's only thread */
+	if (c.signal != SIGABRT)
+		t_fail("%s: child status 0x%x, want death by SIGABRT", wr ? "write" : "read", c.status);
+	CHECK(tid > 0 && tid == c.pid); /* the child's only thread */
 
 	int hw = mpk_backend() == MPK_BACKEND_HW;
 	int keyed = mpk_domain_key(d) >= 0;
@@ -112,6 +102,7 @@ static void one(int wr)
 	if (!strstr(report, buf))
 		t_fail("report does not contain the formatted fault:\n%s\n--- report:\n%s",
 		       buf, report);
+	t_child_free(&c);
 }
 
 static void scenario(void)

@@ -72,6 +72,7 @@ int main(void)
 	int ok = 0;
 	for (int i = 0; i < FORKS; i++) {
 		usleep(2000 + 1000 * (i % 5));
+		/* A bare fork() while the hammers run is the subject: not t_child(). */
 		pid_t c = fork();
 		REQUIRE(c >= 0);
 		if (c == 0)

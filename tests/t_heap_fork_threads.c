@@ -81,6 +81,7 @@ int main(void)
 	int hung = 0, bad = 0;
 	for (int i = 0; i < FORKS; i++) {
 		usleep(2000);
+		/* A bare fork() while the hammers run is the subject: not t_child(). */
 		pid_t pid = fork();
 		REQUIRE(pid >= 0);
 		if (pid == 0)

@@ -75,26 +75,27 @@ static void open_arena(void)
 	CHECK(mpk_domain_destroy(d) == 0);
 }
 
+struct env {
+	const char *backend, *meta;
+	void (*f)(void);
+};
+
+static void variant_main(void *arg)
+{
+	const struct env *e = arg;
+	setenv("MPKIT_BACKEND", e->backend, 1);
+	t_setenv("MPKIT_HEAP_META", e->meta);
+	e->f();
+}
+
 /* Run f in a child with this environment, before any mpkit call. */
 static void variant(const char *backend, const char *meta, void (*f)(void))
 {
-	int status;
+	struct env e = { backend, meta, f };
+	struct t_child c = t_child(variant_main, &e, T_CHILD_CHECKS | T_CHILD_EXIT);
 
-	fflush(NULL);
-	pid_t pid = fork();
-	REQUIRE(pid >= 0);
-	if (pid == 0) {
-		setenv("MPKIT_BACKEND", backend, 1);
-		if (meta)
-			setenv("MPKIT_HEAP_META", meta, 1);
-		else
-			unsetenv("MPKIT_HEAP_META");
-		f();
-		exit(t_done());
-	}
-	REQUIRE(waitpid(pid, &status, 0) == pid);
-	if (!WIFEXITED(status) || WEXITSTATUS(status))
-		t_fail("%s, MPKIT_HEAP_META=%s: status 0x%x", backend, meta ? meta : "(unset)", status);
+	if (c.exit_code)
+		t_fail("%s, MPKIT_HEAP_META=%s: status 0x%x", backend, t_show(meta), c.status);
 }
 
 int main(void)

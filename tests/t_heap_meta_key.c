@@ -45,22 +45,17 @@ static void shared(int open)
 	CHECK(mpk_domain_destroy(d[0]) == 0);
 }
 
+static void shared_open(void)
+{
+	setenv("MPKIT_HEAP_META", "open", 1);
+	shared(1);
+}
+
 int main(void)
 {
-	int status;
-
 	t_need_hw();
 	t_need_memlock(1 << 20);
-	fflush(NULL);
-	pid_t pid = fork();
-	REQUIRE(pid >= 0);
-	if (pid == 0) {
-		setenv("MPKIT_HEAP_META", "open", 1);
-		shared(1);
-		exit(t_done());
-	}
-	REQUIRE(waitpid(pid, &status, 0) == pid);
-	CHECK(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+	t_in_child(shared_open, "MPKIT_HEAP_META=open");
 	shared(0);
 	return t_done();
 }

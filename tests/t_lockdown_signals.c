@@ -42,8 +42,9 @@ static void stray(void *p)
 }
 
 /* In a child: the default action (kill) for a denied new SIGTRAP action. */
-static void killed(void)
+static void killed(void *arg)
 {
+	(void)arg;
 	REQUIRE(mpk_lockdown(0) == 0);
 	signal(SIGTRAP, SIG_IGN);
 	_exit(0);
@@ -55,13 +56,7 @@ int main(void)
 	struct sigaction sa = { .sa_handler = on_user }, cur;
 	size_t page = (size_t)sysconf(_SC_PAGESIZE);
 
-	pid_t pid = fork();
-	REQUIRE(pid >= 0);
-	if (pid == 0)
-		killed();
-	int st;
-	REQUIRE(waitpid(pid, &st, 0) == pid);
-	CHECK(WIFSIGNALED(st) && WTERMSIG(st) == SIGSYS);
+	CHECK(t_child(killed, NULL, 0).signal == SIGSYS);
 
 	mpk_domain *d = mpk_domain_create("sig-secret", MPK_RW, 0);
 	REQUIRE(d);

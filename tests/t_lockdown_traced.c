@@ -26,6 +26,8 @@ static int run(bool traced)
 	int st;
 
 	fflush(NULL);
+	/* Its own fork: the parent traces the child, answering each stop
+	 * (t_child() only waits for the end). */
 	pid_t pid = fork();
 	REQUIRE(pid >= 0);
 	if (pid == 0)

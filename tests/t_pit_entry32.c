@@ -6,28 +6,24 @@
  * and only the x32 entry, which seccomp sees on every kernel, is tested. */
 #include "t_pit.h"
 
+/* The child of entry32(). */
+static int int80(void *arg)
+{
+	long r;
+	(void)arg;
+	pit_default_segv();
+	__asm__ volatile("int $0x80" : "=a"(r) : "a"(20L) : "memory", "cc", "r8", "r9", "r10", "r11");
+	return r == syscall(SYS_getpid) ? O_ALLOWED : r == -EPERM ? O_EPERM : r == -ENOSYS ? O_NA : O_ERROR;
+}
+
 /* int 0x80 getpid (20), in a child: where there is no 32-bit entry the
  * instruction kills it with SIGSEGV. */
 static int entry32(void)
 {
-	int st;
-
-	fflush(NULL);
-	pid_t c = fork();
-	if (c < 0)
-		return O_ERROR;
-	if (c == 0) {
-		long r;
-		pit_default_segv();
-		__asm__ volatile("int $0x80" : "=a"(r) : "a"(20L) : "memory", "cc", "r8", "r9", "r10", "r11");
-		_exit(r == syscall(SYS_getpid) ? O_ALLOWED : r == -EPERM ? O_EPERM : r == -ENOSYS ? O_NA : O_ERROR);
-	}
-	while (waitpid(c, &st, 0) < 0)
-		if (errno != EINTR)
-			return O_ERROR;
-	if (WIFSIGNALED(st))
-		return WTERMSIG(st) == SIGSEGV ? O_NA : WTERMSIG(st) == SIGSYS ? O_KILLED : O_ERROR;
-	return WEXITSTATUS(st);
+	struct t_child c = t_child_ret(int80, NULL, 0);
+	if (c.signal)
+		return c.signal == SIGSEGV ? O_NA : c.signal == SIGSYS ? O_KILLED : O_ERROR;
+	return c.exit_code;
 }
 
 /* getpid with the x32 bit: ENOSYS where the kernel has no x32 ABI. */

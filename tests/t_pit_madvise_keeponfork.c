@@ -18,6 +18,7 @@ static int attempt(void)
 	void *page = (void *)((uintptr_t)vs & ~(uintptr_t)4095);
 	if (madvise(page, 4096, MADV_KEEPONFORK))
 		return pit_copy_outcome(-1, errno, buf);
+	/* The attack is a fork() of the program itself: its own, not t_child(). */
 	pid_t c = fork();
 	if (c == 0) {
 		MPK_WITH(pit_dom, MPK_READ) memcpy(buf, vs, sizeof(PIT_SECRET));

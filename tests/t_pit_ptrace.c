@@ -9,6 +9,7 @@ static int attempt(void)
 {
 	pid_t victim = getpid();
 	prctl(PR_SET_PTRACER, PR_SET_PTRACER_ANY, 0, 0, 0);
+	/* The attacker is a fork() of the program (it inherits the filter). */
 	pid_t c = fork();
 	if (c < 0)
 		return O_ERROR;
@@ -45,7 +46,7 @@ static const char *absent(void)
 
 	pid_t victim = getpid();
 	prctl(PR_SET_PTRACER, PR_SET_PTRACER_ANY, 0, 0, 0); /* as attempt() does */
-	pid_t c = fork();
+	pid_t c = fork(); /* the same fork() as attempt()'s */
 	REQUIRE(c >= 0);
 	if (c == 0) {
 		if (ptrace(PTRACE_ATTACH, victim, 0, 0))

@@ -24,11 +24,18 @@ static int note(const struct mpk_gadget *g, void *arg)
 	return 0;
 }
 
+/* Code a child carries (NULL: none). */
+struct plant {
+	const unsigned char *code;
+	size_t len;
+};
+
 /* In a child: carry code, scan, lock.  0 locked, 1 EPERM and nothing
  * applied, 2 anything else. */
-static int try_lock(const unsigned char *code, size_t len)
+static int try_lock(void *arg)
 {
-	if (code && !pit_plant(code, len))
+	const struct plant *c = arg;
+	if (c->code && !pit_plant(c->code, c->len))
 		return 2;
 	if (!mpk_lockdown(MPK_LOCK_SCAN | MPK_LOCK_ERRNO))
 		return mpk_lockdown_flags() == (MPK_LOCK_SCAN | MPK_LOCK_ERRNO) ? 0 : 2;
@@ -38,14 +45,8 @@ static int try_lock(const unsigned char *code, size_t len)
 
 static int in_child(const unsigned char *code, size_t len)
 {
-	int st;
-	fflush(NULL);
-	pid_t pid = fork();
-	REQUIRE(pid >= 0);
-	if (pid == 0)
-		_exit(try_lock(code, len));
-	REQUIRE(waitpid(pid, &st, 0) == pid);
-	return WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
+	struct plant c = { code, len };
+	return t_child_status(try_lock, &c);
 }
 
 int main(void)

@@ -7,6 +7,15 @@
 #define MPK_WITH_ABORTS 1
 #include "t_state.h"
 
+/* In a child: MPK_WITH with rights that do not exist. */
+static void bad_rights(void *d)
+{
+	MPK_WITH((mpk_domain *)d, 5) {
+		_exit(10); /* the body must not run */
+	}
+	_exit(11); /* nor the code after it */
+}
+
 int main(void)
 {
 	t_backend();
@@ -22,27 +31,11 @@ int main(void)
 	}
 	CHECK(ran && mpk_get(d) == MPK_NONE);
 
-	int fds[2];
-	REQUIRE(pipe(fds) == 0);
-	fflush(NULL);
-	pid_t pid = fork();
-	REQUIRE(pid >= 0);
-	if (pid == 0) {
-		dup2(fds[1], 2);
-		MPK_WITH(d, 5) {
-			_exit(10); /* the body must not run */
-		}
-		_exit(11); /* nor the code after it */
-	}
-	close(fds[1]);
-	char out[512];
-	ssize_t n = read(fds[0], out, sizeof(out) - 1);
-	out[n > 0 ? n : 0] = 0;
-	int st;
-	REQUIRE(waitpid(pid, &st, 0) == pid);
-	CHECK(WIFSIGNALED(st) && WTERMSIG(st) == SIGABRT);
-	CHECK(strstr(out, "t_scope_with_aborts.c:") != NULL);
-	CHECK(strstr(out, "mpk_enter failed: Invalid argument") != NULL);
+	struct t_child c = t_child(bad_rights, d, T_CHILD_STDERR);
+	CHECK(c.signal == SIGABRT);
+	CHECK(strstr(c.err, "t_scope_with_aborts.c:") != NULL);
+	CHECK(strstr(c.err, "mpk_enter failed: Invalid argument") != NULL);
+	t_child_free(&c);
 	CHECK(mpk_domain_destroy(d) == 0);
 	return t_done();
 }

@@ -43,9 +43,10 @@ TC_INLINE void *tc_malloc(struct tcache *tc, size_t size, bool vg)
 	if (unlikely(!n) || unlikely(!tc_rw(tc)))
 		return NULL;
 	uintptr_t p = tc->slot[cls][n - 1] ^ tc->mkey;
-	if (unlikely(p & 15)) {
+	if (unlikely(p & 15) || unlikely(!(mpk__hdr_get_vg(p, vg).size & HDR_CACHED))) {
 		/* An entry overwritten without the key decodes misaligned
-		 * (15 times in 16): drop the class's. */
+		 * (15 times in 16), a block cached twice was taken already
+		 * (HDR_CACHED): drop the class's. */
 		tc->n[cls] = 0;
 		return NULL;
 	}
@@ -109,7 +110,7 @@ TC_INLINE int tc_free(struct tcache *tc, void *ptr, bool vg)
 	unsigned n = tc->n[cls];
 	if (unlikely(n >= mpk__tc_lim[cls]))
 		return TC_FULL;
-	mpk__hdr_set_vg(a, size, hd.check ^ tc->ckey, vg);
+	mpk__hdr_set_vg(a, size | HDR_CACHED, hd.check ^ tc->ckey, vg);
 	mpk__san_free_vg(a, mpk__tc_cap[cls], vg);
 	tc->slot[cls][n] = a ^ tc->mkey;
 	tc->n[cls] = (uint8_t)(n + 1);

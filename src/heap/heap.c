@@ -294,8 +294,8 @@ static int locate(struct arena *ar, uintptr_t a, struct loc *l, struct chunk *c)
 			off += OFF_RUN;
 		if (hd->size > l->cap || hd->check != mpk__hdr_sum(h->key, a, hd->size, off)) {
 			/* Sitting in a thread's cache: freed already. */
-			if (hd->size <= l->cap &&
-			    hd->check == (mpk__hdr_sum(h->key, a, hd->size, off) ^ h->ckey))
+			uint64_t cs = hd->size & ~HDR_CACHED;
+			if (cs <= l->cap && hd->check == (mpk__hdr_sum(h->key, a, cs, off) ^ h->ckey))
 				return MPK_MISUSE_DOUBLE_FREE;
 			return l->kind == L_SLAB && a - l->start != HDR ? MPK_MISUSE_WILD
 									: MPK_MISUSE_CORRUPT;
@@ -374,7 +374,9 @@ static bool cached_block(const struct heap *h, uintptr_t a)
 	if ((a & 15) || mpk__chunk_tag(a) != h->uid)
 		return false;
 	struct hdr hd = mpk__hdr_get(a);
-	return hd.size <= SMALL_MAX - HDR && hd.check == (mpk__hdr_sum(h->key, a, hd.size, HDR) ^ h->ckey);
+	uint64_t size = hd.size & ~HDR_CACHED;
+	return hd.size != size && size <= SMALL_MAX - HDR &&
+	       hd.check == (mpk__hdr_sum(h->key, a, size, HDR) ^ h->ckey);
 }
 
 /* Push the chain first..last (linked already) onto ar's remote list. */
@@ -430,12 +432,16 @@ int mpk__tc_refill(struct tcache *tc, unsigned cls)
 	unsigned want = mpk__tc_lim[cls] / 2, got = 0;
 	struct arena *a = tc->arena;
 
+	/* The blocks' headers are written below (malloc could not take
+	 * them without rights anyway: it goes the slow way). */
+	if (mpk__rights_now(tc->domain) != MPK_RW)
+		return -1;
 	if (!a)
 		a = tc->arena = pick(tc->heap);
 	pthread_mutex_lock(&a->lock);
 	/* Blocks other threads gave back come first (their links are in
-	 * the blocks: the domain must be readable). */
-	if (__atomic_load_n(&a->remote, __ATOMIC_RELAXED) && mpk__rights_now(tc->domain) == MPK_RW)
+	 * the blocks). */
+	if (__atomic_load_n(&a->remote, __ATOMIC_RELAXED))
 		mpk__remote_drain(a);
 	while (got < want) {
 		uintptr_t b = slab_alloc(a, cls);
@@ -449,6 +455,8 @@ int mpk__tc_refill(struct tcache *tc, unsigned cls)
 	pthread_mutex_unlock(&a->lock);
 	if (got < want)
 		memmove(tc->slot[cls], tc->slot[cls] + (want - got), got * sizeof(uintptr_t));
+	for (unsigned i = 0; i < got; i++)
+		mpk__hdr_set(tc->slot[cls][i] ^ tc->mkey, HDR_CACHED, 0);
 	tc->n[cls] = (uint8_t)got;
 	return got ? 0 : -1;
 }

@@ -137,9 +137,16 @@ struct big {
 /* ---- block headers (ordinary heaps) ---- */
 
 struct hdr {
-	uint64_t size;  /* requested */
+	uint64_t size;  /* requested; | HDR_CACHED while cached */
 	uint64_t check; /* mpk__hdr_sum(); ^ the heap's ckey while cached */
 };
+
+/* Set in the size of every block in a thread cache (a refill writes it
+ * into fresh blocks): malloc takes none without it.  A block freed twice
+ * with its live header written back in between sits in a cache twice;
+ * its second taking finds the header the first one wrote, and the
+ * class's cache is dropped rather than hand the block to two owners. */
+#define HDR_CACHED (1ull << 63)
 
 /* The header of block p: the heap alone reads and writes it (closed to
  * ASan and valgrind). */

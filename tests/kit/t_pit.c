@@ -58,16 +58,16 @@ struct pit_case {
 	bool locked;
 };
 
-static void pit_case_main(void *arg)
+static int pit_case_main(void *arg)
 {
 	const struct pit_case *c = arg;
-	_exit(pit_child(c->p, c->locked));
+	return pit_child(c->p, c->locked);
 }
 
 static int pit_run_one(const struct pit *p, bool locked)
 {
 	struct pit_case pc = { p, locked };
-	struct t_child c = t_child(pit_case_main, &pc, 0);
+	struct t_child c = t_child_ret(pit_case_main, &pc, 0);
 
 	switch (c.signal) {
 	case 0: break;

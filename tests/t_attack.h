@@ -1,0 +1,46 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The heap-attack suite (t_attack_*): each test makes one attack on a
+ * heap, as how2heap does on glibc's, and proves that mpkit detects and
+ * reports it (the misuse report names the block, the call and a
+ * backtrace) or makes it harmless (no block handed out afterwards lies
+ * outside the heap's domain or overlaps another block).  Public API and
+ * libc only.
+ */
+#ifndef MPK_TEST_ATTACK_H
+#define MPK_TEST_ATTACK_H
+
+#include "t_heap.h"
+
+/* A range of memory that must stay apart from every new block. */
+struct t_span {
+	const void *p;
+	size_t len;
+};
+
+/*
+ * After an attack on h: allocate blocks of every kind (small sizes, page
+ * runs, a region of its own) and check that each lies in h's domain,
+ * overlaps neither another new block nor any of the nkeep spans in keep
+ * (live blocks, a forged block, an attacker's target), then free them.
+ * t_fail() for each bad block.
+ */
+void t_attack_sweep(mpk_heap *h, const struct t_span *keep, int nkeep);
+
+/*
+ * Run fn(arg) in a child with mpkit's default misuse action (report,
+ * abort) and check the report on its stderr: the child died of SIGABRT
+ * after "heap misuse: <what> <addr> in <call>" and a backtrace reaching
+ * this test's binary.
+ */
+void t_attack_reported(void (*fn)(void *), void *arg, const char *what, const void *addr,
+		       const char *call);
+
+/* Copy n bytes where sanitizers do not look: a heap header, a freed
+ * block (the attack reads or writes them on purpose). */
+#if defined(__SANITIZE_ADDRESS__)
+__attribute__((no_sanitize_address))
+#endif
+void t_attack_copy(void *to, const void *from, size_t n);
+
+#endif
