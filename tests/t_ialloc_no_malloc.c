@@ -172,7 +172,7 @@ static void allocating_handler(const struct mpk_misuse *m, void *arg)
 
 /* ---- heaps: threads exit while others allocate ---- */
 
-enum { WORKERS = 4, ROUNDS = 6, BLOCKS = 3000 };
+enum { WORKERS = 4, ROUNDS = 3, BLOCKS = 1000 };
 static mpk_domain *hd;
 static mpk_heap *heap;
 
