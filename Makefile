@@ -83,7 +83,7 @@ SHARED_SRC := src/shared/procmaps.c src/shared/scan.c src/shared/scan_class.c sr
               src/shared/mapcheck.c
 CORE_SRC := $(addprefix src/core/,init.c env.c os.c os_signal.c domain.c region.c window.c \
             memory.c code_region.c rights.c soft.c broadcast.c thread.c thread_start.c fork.c \
-            fault.c backtrace.c registry.c audit.c)
+            fault.c backtrace.c registry.c audit.c ialloc.c sort.c)
 HEAP_SRC := $(addprefix src/heap/,meta.c map.c run.c big.c heap.c calls.c misuse.c cache.c fork.c vault.c)
 LOCKDOWN_SRC := $(addprefix src/lockdown/,lockdown.c lockdown_bpf.c landlock.c)
 FEATURE_SRC := src/features/code.c src/features/watch.c
@@ -261,6 +261,11 @@ $(B)/tests/t_bench_smoke: $(B)/obj/tests/t_bench_smoke.o $(BENCH_OBJ) $(KIT_LIB)
 $(B)/tests/%: $(B)/obj/tests/%.o $(KIT_LIB) $(B)/libmpkit.a
 	@mkdir -p $(@D)
 	$(CC) $(ALL_LDFLAGS) $^ -o $@
+# It tells mpkit's code from the program's by the shared library's mapping;
+# -rdynamic: its malloc is the one every library calls.
+$(B)/tests/t_ialloc_no_malloc: $(B)/obj/tests/t_ialloc_no_malloc.o $(KIT_LIB) $(B)/libmpkit.so
+	@mkdir -p $(@D)
+	$(CC) $(ALL_LDFLAGS) -rdynamic $^ $(SO_RPATH) -o $@
 
 # -rdynamic: fault-report backtraces name the example's functions.
 $(B)/examples/%: $(B)/obj/examples/%.o $(B)/libmpkit.a

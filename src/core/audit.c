@@ -157,7 +157,7 @@ static int expectations(struct wants *s)
 		mpk__kept_each(add_kept, s);
 		s->cap = cap;
 		if (!s->short_of_room) {
-			qsort(s->w, regions, sizeof(*s->w), by_lo);
+			mpk__sort(s->w, regions, sizeof(*s->w), by_lo);
 			/* Each window's gaps, by a walk over the sorted regions. */
 			for (size_t i = regions; i < windows_end; i++) {
 				uintptr_t at = s->w[i].lo, end = s->w[i].hi;
@@ -175,7 +175,7 @@ static int expectations(struct wants *s)
 				if (s->w[i].lo < s->w[i].hi)
 					s->w[n++] = s->w[i];
 			s->n = n;
-			qsort(s->w, s->n, sizeof(*s->w), by_lo);
+			mpk__sort(s->w, s->n, sizeof(*s->w), by_lo);
 			return 0;
 		}
 		/* More regions came meanwhile: again, with room for them. */

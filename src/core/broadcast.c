@@ -28,7 +28,6 @@
  * membarrier() is unavailable or the request is per thread (fn).
  */
 #define _GNU_SOURCE
-#include <dirent.h>
 #include <errno.h>
 #include <signal.h>
 #include <stdio.h>
@@ -375,20 +374,18 @@ static bool thread_alive(pid_t tid)
  */
 static bool thread_blocks(pid_t tid)
 {
-	char path[64], line[128];
+	char path[64], buf[4096];
+	const char *s;
 	unsigned long long blocked = 0, pending = 0;
-	FILE *f;
 
 	snprintf(path, sizeof(path), "/proc/self/task/%d/status", (int)tid);
 	count_slow(3);
-	if (!(f = fopen(path, "re")))
+	if (mpk_os_read_file(path, buf, sizeof(buf)) < 0)
 		return false;
-	while (fgets(line, sizeof(line), f))
-		if (!strncmp(line, "SigPnd:", 7))
-			pending = strtoull(line + 7, NULL, 16);
-		else if (!strncmp(line, "SigBlk:", 7))
-			blocked = strtoull(line + 7, NULL, 16);
-	fclose(f);
+	if ((s = strstr(buf, "\nSigPnd:")))
+		pending = strtoull(s + 8, NULL, 16);
+	if ((s = strstr(buf, "\nSigBlk:")))
+		blocked = strtoull(s + 8, NULL, 16);
 	return (blocked & pending) >> (MPK_SIGNAL - 1) & 1;
 }
 
@@ -419,7 +416,7 @@ static int reserve(size_t more)
 	size_t cap = req.cap ? req.cap : 64;
 	while (cap < req.n + more)
 		cap *= 2;
-	struct target *t = calloc(cap, sizeof(*t));
+	struct target *t = mpk__ialloc_array(cap, sizeof(*t));
 	if (!t)
 		return -1;
 	if (req.t)
@@ -550,30 +547,38 @@ int mpk__broadcast_io_threads(void)
 /* Threads in /proc/self/task not yet targeted: the fallback.  io_uring's
  * kernel threads are passed over: they run no user code, so no rights of
  * theirs can be edited, and they never answer (every signal blocked). */
+struct scan {
+	pid_t self;
+	int io;
+};
+
+static bool scan_one(int dirfd, const char *name, void *arg)
+{
+	struct scan *s = arg;
+	pid_t tid = (pid_t)atoi(name);
+
+	(void)dirfd;
+	if (tid <= 0 || tid == s->self || known(req.t, req.n_fill, tid))
+		return false;
+	count_syscalls(3); /* open, read, close of its stat */
+	if (mpk_os_is_io_thread(tid))
+		s->io++;
+	else
+		add_target(tid, NULL);
+	return req.n_fill >= req.cap;
+}
+
 static int collect_scan(pid_t self, int tasks)
 {
-	DIR *dir;
-	struct dirent *e;
 	size_t from = req.n_fill;
-	int io = 0;
+	struct scan s = { self, 0 };
 
 	__atomic_add_fetch(&count.scans, 1, __ATOMIC_RELAXED);
 	count_syscalls(4); /* open, getdents (twice for a short list), close */
 	if (reserve((size_t)tasks + 8) || mpk__threads_reserve((size_t)tasks + 8) ||
-	    !(dir = opendir("/proc/self/task")))
+	    mpk_os_dir_each("/proc/self/task", scan_one, &s) < 0)
 		return -1;
-	while ((e = readdir(dir)) && req.n_fill < req.cap) {
-		pid_t tid = (pid_t)atoi(e->d_name);
-		if (tid <= 0 || tid == self || known(req.t, req.n_fill, tid))
-			continue;
-		count_syscalls(3); /* open, read, close of its stat */
-		if (mpk_os_is_io_thread(tid))
-			io++;
-		else
-			add_target(tid, NULL);
-	}
-	closedir(dir);
-	__atomic_store_n(&io_seen, io, __ATOMIC_RELAXED);
+	__atomic_store_n(&io_seen, s.io, __ATOMIC_RELAXED);
 	return (int)(req.n_fill - from);
 }
 

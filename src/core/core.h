@@ -24,6 +24,21 @@
 /* init.c: 0, or -1 with errno (sticky). */
 int mpk__ensure_init(void);
 
+/*
+ * ialloc.c: mpkit's own memory for its tables, never the process's malloc
+ * (which may be mpkit's heap: mpkit allocates under its locks).  Zeroed,
+ * 16-byte aligned; NULL/ENOMEM.  _irealloc keeps the contents (the tail
+ * it adds is not zeroed) and on failure leaves p as it was; _ifree(NULL)
+ * does nothing and keeps errno.  Any thread, any mpkit lock held; not in
+ * a signal handler.
+ */
+void *mpk__ialloc(size_t n);
+void *mpk__ialloc_array(size_t n, size_t size);
+void *mpk__irealloc(void *p, size_t n);
+void mpk__ifree(void *p);
+/* sort.c: qsort()'s contract (not stable), without its malloc(). */
+void mpk__sort(void *base, size_t n, size_t size, int (*cmp)(const void *, const void *));
+
 /* init.c: the backend running (MPK_BACKEND_*, 0 before init); signal-safe. */
 int mpk__backend(void);
 /* init.c: the core's lock (mpk_g.lock): domains, regions, keys.  A layer

@@ -35,7 +35,7 @@ static int slot_take(struct mpk_domain *d)
 		}
 	if (mpk_g.nslots == mpk_g.cap_slots) {
 		uint32_t cap = mpk_g.cap_slots ? 2 * mpk_g.cap_slots : 64;
-		void *n = realloc(mpk_g.slots, cap * sizeof(*mpk_g.slots));
+		void *n = mpk__irealloc(mpk_g.slots, cap * sizeof(*mpk_g.slots));
 		if (!n)
 			return -1;
 		mpk_g.slots = n;
@@ -378,7 +378,7 @@ MPK_EXPORT mpk_domain *mpk_domain_create(const char *name, int rights, unsigned 
 		errno = EINVAL;
 		return NULL;
 	}
-	d = calloc(1, sizeof(*d));
+	d = mpk__ialloc(sizeof(*d));
 	if (!d) {
 		errno = ENOMEM;
 		return NULL;
@@ -438,7 +438,7 @@ MPK_EXPORT mpk_domain *mpk_domain_create(const char *name, int rights, unsigned 
 	return d;
 fail:
 	pthread_mutex_unlock(&mpk_g.lock);
-	free(d);
+	mpk__ifree(d);
 	errno = err;
 	return NULL;
 }
@@ -456,7 +456,7 @@ static void quarantine(struct mpk_domain *d)
 		struct mpk_domain *old = mpk_g.dead_head;
 		mpk_g.dead_head = old->dead_next;
 		mpk_g.ndead--;
-		free(old);
+		mpk__ifree(old);
 	}
 }
 

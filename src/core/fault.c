@@ -7,7 +7,6 @@
  */
 #define _GNU_SOURCE
 #include <errno.h>
-#include <execinfo.h>
 #include <signal.h>
 #include <stdlib.h>
 #include <string.h>
@@ -211,13 +210,9 @@ static void on_segv(int sig, siginfo_t *si, void *uc)
 static int install_locked(void)
 {
 	struct sigaction sa;
-	void *prime[1];
 
 	asks++;
 	if (!installed) {
-		/* backtrace() loads libgcc on first use: do it now, not in
-		 * the handler. */
-		backtrace(prime, 1);
 		memset(&sa, 0, sizeof(sa));
 		sa.sa_sigaction = on_segv;
 		sa.sa_flags = SA_SIGINFO | SA_ONSTACK;

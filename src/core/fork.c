@@ -5,7 +5,8 @@
  * stay held there for good and the child's first mpkit call would hang.
  * As glibc's malloc does, prepare takes every lock (layers above first,
  * then the core's in its order: mpk_g.lock, no soft change in flight, the
- * broadcast lock, the registry's), the parent releases them, and the child makes them anew,
+ * broadcast lock, the registry's, the window's, the internal allocator's),
+ * the parent releases them, and the child makes them anew,
  * with a registry of one thread and no broadcast under way.
  */
 #define _GNU_SOURCE
@@ -52,10 +53,12 @@ static void prepare(void)
 	mpk__broadcast_lock();
 	mpk__threads_lock();
 	mpk__window_lock();
+	mpk__ialloc_lock(); /* a leaf, under all of them */
 }
 
 static void parent(void)
 {
+	mpk__ialloc_unlock();
 	mpk__window_unlock();
 	mpk__threads_unlock();
 	mpk__broadcast_unlock();
@@ -68,6 +71,7 @@ static void parent(void)
 
 static void child(void)
 {
+	mpk__ialloc_child();
 	mpk__window_child();
 	mpk__threads_child();
 	mpk__broadcast_child();

@@ -2,6 +2,7 @@
 /* Backend selection, configuration from the environment, info and stats. */
 #define _GNU_SOURCE
 #include <errno.h>
+#include <execinfo.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -62,6 +63,10 @@ static void do_init(void)
 	/* First of all mpkit's fork handlers: layers above register theirs
 	 * with mpk__atfork_register() (fork.c), not pthread_atfork(). */
 	mpk__atfork_init();
+	/* backtrace() loads libgcc on first use, with malloc(): now, before
+	 * any lock of mpkit's is held, not in a fault report. */
+	void *prime[1];
+	backtrace(prime, 1);
 
 	if (want < 0 || budget < 0 || meta < 0) {
 		mpk__env_describe(want < 0 ? MPK_ENV_BACKEND : budget < 0 ? MPK_ENV_KEYS : MPK_ENV_HEAP_META,

@@ -184,7 +184,9 @@ struct mpk_rights_soft {
 };
 /* The calling thread's number, never another's (not 0). */
 uint64_t mpk__soft_thread_id(void);
-/* The keyless domains the calling thread holds more than none to: *e NULL when n is 0, else malloc()ed.  -1/ENOMEM.  Costs
+/* ialloc.c, for fork.c: its lock (a leaf, taken last) and anew in the child. */
+void mpk__ialloc_lock(void), mpk__ialloc_unlock(void), mpk__ialloc_child(void);
+/* The keyless domains the calling thread holds more than none to: *e NULL when n is 0, else from mpk__ialloc().  -1/ENOMEM.  Costs
  * what the thread holds plus the domains with a base (mpk_set_all). */
 int mpk__soft_save_locked(struct mpk_rights_soft **e, uint32_t *n);
 /* At most how many those are, and each of them with its rights (fn must not

@@ -336,6 +336,71 @@ int mpk_os_vma_pkey(const void *addr)
 	return key;
 }
 
+ssize_t mpk_os_read_file(const char *path, char *buf, size_t size)
+{
+	size_t len = 0;
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+
+	if (fd < 0)
+		return -1;
+	while (len + 1 < size) {
+		ssize_t k = read(fd, buf + len, size - 1 - len);
+		if (k < 0 && errno == EINTR)
+			continue;
+		if (k < 0) {
+			int e = errno;
+			close(fd);
+			errno = e;
+			return -1;
+		}
+		if (!k)
+			break;
+		len += (size_t)k;
+	}
+	close(fd);
+	buf[len] = 0;
+	return (ssize_t)len;
+}
+
+/* getdents64's record (not in glibc's headers before 2.30). */
+struct dirent64_rec {
+	uint64_t ino;
+	int64_t off;
+	unsigned short reclen;
+	unsigned char type;
+	char name[];
+};
+
+int mpk_os_dir_each(const char *path, bool (*fn)(int dirfd, const char *name, void *arg), void *arg)
+{
+	char buf[2048] __attribute__((aligned(8)));
+	int fd = open(path, O_RDONLY | O_DIRECTORY | O_CLOEXEC), rc = 0;
+
+	if (fd < 0)
+		return -1;
+	for (;;) {
+		long n = syscall(SYS_getdents64, fd, buf, sizeof(buf));
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n <= 0) {
+			rc = n < 0 ? -1 : 0;
+			break;
+		}
+		for (long at = 0; at < n;) {
+			const struct dirent64_rec *d = (const struct dirent64_rec *)(buf + at);
+			at += d->reclen;
+			if (strcmp(d->name, ".") && strcmp(d->name, "..") && fn(fd, d->name, arg)) {
+				close(fd);
+				return 1;
+			}
+		}
+	}
+	int e = errno;
+	close(fd);
+	errno = e;
+	return rc;
+}
+
 #define PF_IO_WORKER 0x10 /* include/linux/sched.h, Linux 5.12+ */
 
 bool mpk_os_is_io_thread(pid_t tid)

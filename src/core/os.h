@@ -59,6 +59,17 @@ int mpk_os_range_prot(const void *addr, size_t len);
  * signal.  False if /proc cannot be read. */
 bool mpk_os_is_io_thread(pid_t tid);
 
+/*
+ * /proc without stdio or opendir(), which allocate with the process's
+ * malloc (mpkit's heap, maybe), and mpkit reads /proc under its locks.
+ * _read_file: up to size - 1 bytes of path into buf, NUL-terminated; the
+ * length, or -1/errno.  _dir_each: fn(dirfd, name, arg) for every entry of
+ * path but "." and "..", until fn returns true (then 1); 0 at the end,
+ * -1/errno if path cannot be read.
+ */
+ssize_t mpk_os_read_file(const char *path, char *buf, size_t size);
+int mpk_os_dir_each(const char *path, bool (*fn)(int dirfd, const char *name, void *arg), void *arg);
+
 /* The protection key of the mapping holding addr (smaps), -1/ENOENT. */
 int mpk_os_vma_pkey(const void *addr);
 

@@ -41,7 +41,7 @@ static struct mpk_region *free_slot(void)
 		free_slots = r->next;
 		return r;
 	}
-	struct chunk *c = calloc(1, sizeof(*c));
+	struct chunk *c = mpk__ialloc(sizeof(*c));
 	if (!c)
 		return NULL;
 	c->next = chunks;
@@ -104,7 +104,7 @@ static int table_put(uintptr_t *t, uintptr_t base, struct mpk_region *r, uintptr
 		}
 		if (!(e & 1)) {
 			struct mpk_region *o = (struct mpk_region *)e;
-			uintptr_t *leaf = calloc(leaf_words(), sizeof(*leaf));
+			uintptr_t *leaf = mpk__ialloc_array(leaf_words(), sizeof(*leaf));
 			if (!leaf) {
 				if (g > (s - base) >> GRANULE_SHIFT)
 					table_del(t, base, r, s, gb - s);
@@ -133,7 +133,7 @@ static int adopted_add(struct mpk_region *r)
 {
 	if (!aset || an == aset->cap) {
 		size_t cap = aset ? 2 * aset->cap : 16;
-		struct aset *n = calloc(1, sizeof(*n) + cap * sizeof(n->r[0]));
+		struct aset *n = mpk__ialloc(sizeof(*n) + cap * sizeof(n->r[0]));
 		if (!n) {
 			errno = ENOMEM;
 			return -1;

@@ -393,7 +393,7 @@ MPK_EXPORT int mpk_rights_restore(const mpk_rights_t *r)
 		return -1;
 	}
 	pthread_mutex_lock(&mpk_g.lock);
-	if (pend_max(s) > LOCAL && !(p = malloc(pend_max(s) * sizeof(*p)))) {
+	if (pend_max(s) > LOCAL && !(p = mpk__ialloc_array(pend_max(s), sizeof(*p)))) {
 		pthread_mutex_unlock(&mpk_g.lock);
 		errno = ENOMEM;
 		return -1;
@@ -423,7 +423,7 @@ MPK_EXPORT int mpk_rights_restore(const mpk_rights_t *r)
 		reg_update(mask, bits);
 	pthread_mutex_unlock(&mpk_g.lock);
 	if (p != local)
-		free(p);
+		mpk__ifree(p);
 	if (rc)
 		errno = err;
 	return rc;
@@ -435,7 +435,7 @@ MPK_EXPORT int mpk_rights_dispose(mpk_rights_t *r)
 
 	if (!r || s->magic != RIGHTS_MAGIC)
 		return 0;
-	free(s->e);
+	mpk__ifree(s->e);
 	memset(s, 0, sizeof(*s));
 	return 0;
 }

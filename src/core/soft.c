@@ -391,7 +391,7 @@ int mpk__soft_save_locked(struct mpk_rights_soft **out, uint32_t *n)
 	*n = 0;
 	if (!max)
 		return 0;
-	struct mpk_rights_soft *e = malloc(max * sizeof(*e));
+	struct mpk_rights_soft *e = mpk__ialloc_array(max, sizeof(*e));
 	if (!e) {
 		errno = ENOMEM;
 		return -1;
@@ -399,7 +399,7 @@ int mpk__soft_save_locked(struct mpk_rights_soft **out, uint32_t *n)
 	struct listing l = { e, 0 };
 	mpk__soft_each_held(list_one, &l);
 	if (!(k = l.k)) {
-		free(e);
+		mpk__ifree(e);
 		return 0;
 	}
 	*out = e;

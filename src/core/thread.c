@@ -90,7 +90,7 @@ int mpk__threads_reserve(size_t n)
 	while (last->next)
 		last = last->next;
 	while (nchunks * CHUNK < want) {
-		struct chunk *c = calloc(1, sizeof(*c));
+		struct chunk *c = mpk__ialloc(sizeof(*c));
 		if (!c) {
 			pthread_mutex_unlock(&grow_lock);
 			errno = ENOMEM;

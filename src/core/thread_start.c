@@ -40,7 +40,7 @@ static void *trampoline(void *p)
 {
 	struct start s = *(struct start *)p;
 
-	free(p);
+	mpk__ifree(p);
 	if (mpk_g.backend == MPK_BACKEND_HW)
 		close_all();
 	mpk__thread_register(); /* broadcasts reach it without a scan */
@@ -56,13 +56,13 @@ MPK_EXPORT int mpk_thread_create(pthread_t *thread, const pthread_attr_t *attr,
 		errno = EINVAL;
 		return -1;
 	}
-	struct start *s = malloc(sizeof(*s));
+	struct start *s = mpk__ialloc(sizeof(*s));
 	if (!s)
 		return -1;
 	*s = (struct start){ fn, arg };
 	int err = pthread_create(thread, attr, trampoline, s);
 	if (err) {
-		free(s);
+		mpk__ifree(s);
 		errno = err;
 		return -1;
 	}

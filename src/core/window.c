@@ -118,7 +118,7 @@ static void push_free(uintptr_t start, size_t pages)
 		struct vec *v = &small[pages];
 		if (v->n == v->cap) {
 			size_t cap = v->cap ? 2 * v->cap : 16;
-			uintptr_t *n = realloc(v->v, cap * sizeof(*n));
+			uintptr_t *n = mpk__irealloc(v->v, cap * sizeof(*n));
 			if (!n)
 				return; /* lost for reuse, still reserved */
 			v->v = n;
@@ -129,7 +129,7 @@ static void push_free(uintptr_t start, size_t pages)
 	}
 	if (nbig == capbig) {
 		size_t cap = capbig ? 2 * capbig : 16;
-		struct extent *n = realloc(bigf, cap * sizeof(*n));
+		struct extent *n = mpk__irealloc(bigf, cap * sizeof(*n));
 		if (!n)
 			return;
 		bigf = n;
@@ -219,18 +219,18 @@ static int new_window(size_t need, size_t page)
 
 	if (i == MPK_WINDOW_MAX || need > ((uintptr_t)1 << (VA_BITS - 2)))
 		return -1;
-	uintptr_t *table = calloc(size >> GRANULE_SHIFT, sizeof(*table));
+	uintptr_t *table = mpk__ialloc_array(size >> GRANULE_SHIFT, sizeof(*table));
 	if (!table)
 		return -1;
 	uintptr_t b = reserve(size);
 	if (!b) {
-		free(table);
+		mpk__ifree(table);
 		return -1;
 	}
 	/* After mpk_lockdown(): a filter of its own before it holds anything. */
 	if (mpk__lockdown_cover(b, b + size)) {
 		mpk_os_unmap((void *)b, size);
-		free(table);
+		mpk__ifree(table);
 		return -1;
 	}
 	win[i] = (struct window){ b, size, table };

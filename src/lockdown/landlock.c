@@ -14,7 +14,6 @@
  * a thread started later's task/TID) cannot be opened.
  */
 #define _GNU_SOURCE
-#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <linux/landlock.h>
@@ -49,32 +48,39 @@ static void allow(int ruleset, int dirfd, const char *name)
 	close(pb.parent_fd);
 }
 
+struct entries {
+	int ruleset;
+	const char *path;
+	const char *const *skip;
+	const char *descend;
+	void (*fn)(int ruleset, const char *path);
+};
+
+static bool allow_entry(int dirfd, const char *name, void *arg)
+{
+	const struct entries *e = arg;
+
+	for (const char *const *s = e->skip; *s; s++)
+		if (!strcmp(name, *s))
+			return false;
+	if (e->descend && !strcmp(name, e->descend)) {
+		char sub[512];
+		snprintf(sub, sizeof(sub), "%s/%s", e->path, name);
+		e->fn(e->ruleset, sub);
+		return false;
+	}
+	allow(e->ruleset, dirfd, name);
+	return false;
+}
+
 /* Allow every entry of path but those in skip (NULL-terminated) and, if
- * descend is set, call it for the entry named so instead. */
+ * descend is set, call it for the entry named so instead.  The directory
+ * is read without opendir(), whose malloc() mpkit's locks forbid. */
 static int allow_entries(int ruleset, const char *path, const char *const *skip,
 			 const char *descend, void (*fn)(int ruleset, const char *path))
 {
-	DIR *d = opendir(path);
-	struct dirent *e;
-
-	if (!d)
-		return -1;
-	while ((e = readdir(d))) {
-		bool skipped = !strcmp(e->d_name, ".") || !strcmp(e->d_name, "..");
-		for (const char *const *s = skip; *s && !skipped; s++)
-			skipped = !strcmp(e->d_name, *s);
-		if (skipped)
-			continue;
-		if (descend && !strcmp(e->d_name, descend)) {
-			char sub[512];
-			snprintf(sub, sizeof(sub), "%s/%s", path, e->d_name);
-			fn(ruleset, sub);
-			continue;
-		}
-		allow(ruleset, dirfd(d), e->d_name);
-	}
-	closedir(d);
-	return 0;
+	struct entries e = { ruleset, path, skip, descend, fn };
+	return mpk_os_dir_each(path, allow_entry, &e) < 0 ? -1 : 0;
 }
 
 static const char *const no_mem[] = { "mem", NULL };
@@ -85,21 +91,22 @@ static void task_dir(int ruleset, const char *path)
 	allow_entries(ruleset, path, no_mem, NULL, NULL);
 }
 
+static bool task_entry(int dirfd, const char *name, void *arg)
+{
+	const struct entries *e = arg;
+	char sub[512];
+
+	(void)dirfd;
+	snprintf(sub, sizeof(sub), "%s/%s", e->path, name);
+	task_dir(e->ruleset, sub);
+	return false;
+}
+
 /* Each task/TID: its entries but mem. */
 static void tasks(int ruleset, const char *path)
 {
-	DIR *d = opendir(path);
-	struct dirent *e;
-	if (!d)
-		return;
-	while ((e = readdir(d))) {
-		char sub[512];
-		if (e->d_name[0] == '.')
-			continue;
-		snprintf(sub, sizeof(sub), "%s/%s", path, e->d_name);
-		task_dir(ruleset, sub);
-	}
-	closedir(d);
+	struct entries e = { ruleset, path, NULL, NULL, NULL };
+	mpk_os_dir_each(path, task_entry, &e);
 }
 
 static void self_dir(int ruleset, const char *path)

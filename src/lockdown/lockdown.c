@@ -10,7 +10,6 @@
  * (if asked), Landlock (if asked).  See docs/threat-model.md.
  */
 #define _GNU_SOURCE
-#include <dirent.h>
 #include <errno.h>
 #include <linux/seccomp.h>
 #include <pthread.h>
@@ -24,6 +23,7 @@
 #include <unistd.h>
 
 #include "lockdown.h"
+#include "../shared/procmaps.h"
 #include "../shared/scan.h"
 
 #define ALL_FLAGS (MPK_LOCK_ERRNO | MPK_LOCK_SEAL | MPK_LOCK_PROC_MEM | MPK_LOCK_NO_OPEN | \
@@ -134,7 +134,7 @@ static int domain_ranges(struct ranges *rs)
 		errno = E2BIG;
 		return -1;
 	}
-	qsort(rs->r, rs->n, sizeof(rs->r[0]), by_lo);
+	mpk__sort(rs->r, rs->n, sizeof(rs->r[0]), by_lo);
 	for (size_t i = 0; i < rs->n; i++) {
 		if (n && rs->r[i].lo <= rs->r[n - 1].hi) {
 			if (rs->r[i].hi > rs->r[n - 1].hi)
@@ -235,33 +235,25 @@ static bool seal(const struct mpk_region_span *r, void *arg)
 
 #define IO_URING_FILE "anon_inode:[io_uring]"
 
-/* Whether dir (a /proc directory of numbers) has an entry for which fn
- * says yes. */
-static bool any_entry(const char *dir, bool (*fn)(const char *dir, const char *name))
+/* Whether dir (a /proc directory) has an entry for which fn says yes.
+ * Read without opendir() and stdio, which take memory from malloc():
+ * mpkit's locks are held. */
+static bool any_entry(const char *dir, bool (*fn)(int dirfd, const char *name, void *arg))
 {
-	DIR *d = opendir(dir);
-	struct dirent *e;
-	bool yes = false;
-
-	if (!d)
-		return false;
-	while (!yes && (e = readdir(d)))
-		yes = e->d_name[0] != '.' && fn(dir, e->d_name);
-	closedir(d);
-	return yes;
+	return mpk_os_dir_each(dir, fn, NULL) > 0;
 }
 
-static bool fd_is_ring(const char *dir, const char *name)
+static bool fd_is_ring(int dirfd, const char *name, void *arg)
 {
-	char path[300], to[64];
-	snprintf(path, sizeof(path), "%s/%s", dir, name);
-	ssize_t n = readlink(path, to, sizeof(to) - 1);
+	char to[64];
+	(void)arg;
+	ssize_t n = readlinkat(dirfd, name, to, sizeof(to) - 1);
 	return n == (ssize_t)strlen(IO_URING_FILE) && !memcmp(to, IO_URING_FILE, (size_t)n);
 }
 
-static bool task_is_io(const char *dir, const char *name)
+static bool task_is_io(int dirfd, const char *name, void *arg)
 {
-	(void)dir;
+	(void)dirfd, (void)arg;
 	return mpk_os_is_io_thread((pid_t)atoi(name));
 }
 
@@ -274,14 +266,14 @@ static bool task_is_io(const char *dir, const char *name)
  */
 static bool io_uring_alive(void)
 {
-	char line[512];
 	bool mapped = false;
-	FILE *f = fopen("/proc/self/maps", "re");
+	struct mpk_procmaps pm;
+	struct mpk_procmaps_vma v;
 
-	if (f) {
-		while (!mapped && fgets(line, sizeof(line), f))
-			mapped = strstr(line, IO_URING_FILE) != NULL;
-		fclose(f);
+	if (!mpk_procmaps_open(&pm, NULL, NULL)) {
+		while (!mapped && mpk_procmaps_next(&pm, &v) > 0)
+			mapped = strstr(v.path, IO_URING_FILE) != NULL;
+		mpk_procmaps_close(&pm);
 	}
 	return mapped || any_entry("/proc/self/fd", fd_is_ring) ||
 	       any_entry("/proc/self/task", task_is_io);
@@ -291,16 +283,16 @@ static bool io_uring_alive(void)
  * not say, before Linux 5.9) from its status file; false if unreadable. */
 static bool seccomp_of(const char *path, int *mode, int *filters)
 {
-	char line[256];
-	FILE *f = fopen(path, "re");
+	char buf[4096];
+	const char *s;
 
-	if (!f)
+	if (mpk_os_read_file(path, buf, sizeof(buf)) < 0)
 		return false;
 	*mode = *filters = -1;
-	while (fgets(line, sizeof(line), f))
-		if (sscanf(line, "Seccomp: %d", mode) != 1)
-			sscanf(line, "Seccomp_filters: %d", filters);
-	fclose(f);
+	if ((s = strstr(buf, "\nSeccomp:")))
+		sscanf(s, "\nSeccomp: %d", mode);
+	if ((s = strstr(buf, "\nSeccomp_filters:")))
+		sscanf(s, "\nSeccomp_filters: %d", filters);
 	return *mode >= 0;
 }
 
@@ -308,12 +300,13 @@ static int self_mode, self_filters;
 
 /* A thread the filter could not reach: one in strict mode, or one with a
  * filter the caller has not (more of them, or any when it has none). */
-static bool task_apart(const char *dir, const char *name)
+static bool task_apart(int dirfd, const char *name, void *arg)
 {
 	char path[300];
 	int mode, filters;
 
-	snprintf(path, sizeof(path), "%s/%s/status", dir, name);
+	(void)dirfd, (void)arg;
+	snprintf(path, sizeof(path), "/proc/self/task/%s/status", name);
 	if (!seccomp_of(path, &mode, &filters) || mode == 0)
 		return false;
 	return mode != 2 || self_mode != 2 || filters > self_filters;

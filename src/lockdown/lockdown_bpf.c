@@ -262,7 +262,7 @@ static int finish(struct prog *p, struct sock_filter *out, size_t *len)
 	} else {
 		errno = E2BIG;
 	}
-	free(p);
+	mpk__ifree(p);
 	return rc;
 }
 
@@ -284,7 +284,7 @@ int mpk__bpf_build(struct sock_filter *out, size_t *len, const struct mpk_range 
 		SYS_remap_file_pages, SYS_userfaultfd, SYS_perf_event_open,
 	};
 	const uint32_t deny = kill ? SECCOMP_RET_KILL_PROCESS : SECCOMP_RET_ERRNO | EPERM;
-	struct prog *p = calloc(1, sizeof(*p));
+	struct prog *p = mpk__ialloc(sizeof(*p));
 
 	if (!p)
 		return -1;
@@ -375,7 +375,7 @@ int mpk__bpf_build_range(struct sock_filter *out, size_t *len, uintptr_t lo, uin
 	static const uint32_t ranged[] = { SYS_mprotect, SYS_munmap, SYS_madvise, SYS_mremap };
 	const uint32_t deny = flags & MPK_LOCK_ERRNO ? SECCOMP_RET_ERRNO | EPERM
 						     : SECCOMP_RET_KILL_PROCESS;
-	struct prog *p = calloc(1, sizeof(*p));
+	struct prog *p = mpk__ialloc(sizeof(*p));
 
 	if (!p)
 		return -1;
