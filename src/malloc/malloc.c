@@ -8,7 +8,8 @@
  * and returns NULL, posix_memalign() leaves errno alone on a bad
  * alignment, malloc_usable_size(NULL) is 0.
  *
- * The heap is made by the first call.  Until it is there, while it is
+ * The heap is made by the first call after the constructors start.
+ * Until it is there, while it is
  * being made, and whenever a thread is already inside an mpkit call (the
  * C library allocating for mpkit), blocks come from the internal
  * allocator (boot.c); free() and realloc() tell the two apart by address.
@@ -34,6 +35,10 @@
 static mpk_heap *heap;
 static int starting;
 static bool fallback; /* no heap could be made: the internal allocator serves all */
+/* The heap is made after the C library is up, from the first call once
+ * the constructors run: before, a static program's start-up allocates
+ * where mpk_init() could not yet unwind a stack (it primes backtrace()). */
+static bool constructed;
 static bool stats;
 static uint64_t calls;
 static __thread unsigned inside __attribute__((tls_model("initial-exec")));
@@ -99,10 +104,15 @@ static inline mpk_heap *use_heap(void)
 	if (unlikely(inside))
 		return NULL;
 	if (unlikely(!h))
-		return fallback ? NULL : start();
+		return fallback || !__atomic_load_n(&constructed, __ATOMIC_ACQUIRE) ? NULL : start();
 	if (unlikely(stats))
 		__atomic_add_fetch(&calls, 1, __ATOMIC_RELAXED);
 	return h;
+}
+
+static __attribute__((constructor)) void libc_up(void)
+{
+	__atomic_store_n(&constructed, true, __ATOMIC_RELEASE);
 }
 
 static __attribute__((destructor)) void report(void)
