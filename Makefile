@@ -155,7 +155,8 @@ BENCH_BIN := $(addprefix $(B)/,mpkit-bench mpkit-bench-alloc mpkit-bench-threads
              mpkit-bench-broadcast mpkit-bench-lockdown mpkit-bench-code) \
              $(if $(SQLITE_OK),$(B)/mpkit-bench-sqlite)
 
-ALL_BIN := $(B)/libmpkit.a $(B)/libmpkit.so $(B)/mpkit $(B)/libmpkit-watch.so $(B)/examples/jit
+ALL_BIN := $(B)/libmpkit.a $(B)/libmpkit.so $(B)/mpkit $(B)/libmpkit-watch.so $(B)/libmpkit-malloc.so \
+	   $(B)/examples/jit
 all: $(ALL_BIN)
 
 benchmarks: $(BENCH_BIN)
@@ -200,7 +201,7 @@ SO_RPATH = -Wl,-rpath,$(abspath $(B))
 # library.  tools/paths.c says where the helpers are (INST compiles it for
 # the installed layout).
 CLI_LIB_SRC := src/shared/scan.c src/shared/scan_class.c src/shared/insn.c src/shared/insn_0f.c src/core/env.c
-CLI_OBJ := $(addprefix $(B)/obj/tools/,mpkit.o scan.o maps.o maps_check.o) $(CLI_LIB_SRC:%.c=$(B)/obj/%.o) \
+CLI_OBJ := $(addprefix $(B)/obj/tools/,mpkit.o scan.o maps.o maps_check.o run.o) $(CLI_LIB_SRC:%.c=$(B)/obj/%.o) \
            $(SHARED_OBJ)
 $(B)/mpkit: $(CLI_OBJ) $(B)/obj/tools/paths.o $(B)/libmpkit.so
 	$(CC) $(ALL_LDFLAGS) $^ $(SO_RPATH) -o $@
@@ -288,6 +289,26 @@ HELPER_LINK = -shared -Wl,--version-script=tools/watch_preload.map -Wl,-z,defs -
 $(B)/libmpkit-watch.so: $(B)/preload/tools/watch_preload.o $(HELPER_LIB) tools/watch_preload.map
 	$(CC) $(HELPER_LINK) -Wl,-rpath,$(abspath $(dir $(HELPER_LIB))) -o $@
 
+# The drop-in allocator (src/malloc/): the library's objects and its own,
+# linked into one self-contained library that exports only the C
+# library's allocation calls.  --wrap sends mpkit's own malloc() calls to
+# the internal allocator (src/malloc/boot.c): never to the heap it is
+# inside.  Like the watch helper it goes into programs built without
+# sanitizers, so it is built without them.
+MALLOC_SRC := src/malloc/malloc.c src/malloc/boot.c
+MALLOC_LIB_OBJ := $(if $(SANITIZE),$(LIB_SRC:%.c=$(B)/preload/%.o),$(PIC_OBJ))
+MALLOC_OBJ := $(MALLOC_SRC:%.c=$(B)/preload/%.o) $(MALLOC_LIB_OBJ)
+comma := ,
+MALLOC_WRAP_LD := --wrap=malloc --wrap=calloc --wrap=realloc --wrap=free
+MALLOC_WRAP := $(addprefix -Wl$(comma),$(MALLOC_WRAP_LD))
+$(B)/libmpkit-malloc.so: $(MALLOC_OBJ) src/malloc/malloc.map
+	$(CC) -shared -Wl,--version-script=src/malloc/malloc.map -Wl,-z,defs -Wl,-z,now $(MALLOC_WRAP) \
+		$(PRELOAD_LDFLAGS) $(MALLOC_OBJ) -o $@
+# The same as one object a static program links (the VM's stress test):
+# linked with -r, so that --wrap applies to mpkit's objects alone.
+$(B)/libmpkit-malloc.o: $(MALLOC_OBJ)
+	$(LD) -r $(MALLOC_WRAP_LD) $(MALLOC_OBJ) -o $@
+
 # The JIT example (examples/jit/): its own directory, several files.
 JIT_SRC := $(wildcard examples/jit/*.c)
 $(B)/examples/jit: $(JIT_SRC:%.c=$(B)/obj/%.o) $(B)/libmpkit.a
@@ -304,6 +325,8 @@ $(B)/mpkit-bench-code: $(B)/obj/bench/code.o $(B)/libmpkit.a
 # carries ld.so's trampolines too; no sanitizer links statically), and
 # the shared library for `mpkit scan` to read.
 TEST_FILES := $(B)/tests/ex-jit $(B)/tests/libmpkit-watch.so $(B)/tests/watch-target \
+	      $(B)/tests/libmpkit-malloc.so $(B)/tests/malloc-edge $(B)/tests/malloc-stress \
+	      $(B)/tests/malloc-stress-static \
 	      $(B)/tests/t_scan_lockdown_static $(B)/tests/scan-libmpkit.so
 $(B)/tests/ex-jit: $(B)/examples/jit
 	@mkdir -p $(@D)
@@ -311,6 +334,16 @@ $(B)/tests/ex-jit: $(B)/examples/jit
 $(B)/tests/libmpkit-watch.so: $(B)/libmpkit-watch.so
 	@mkdir -p $(@D)
 	cp $< $@
+$(B)/tests/libmpkit-malloc.so: $(B)/libmpkit-malloc.so
+	@mkdir -p $(@D)
+	cp $< $@
+# The drop-in's tests run these with it preloaded (no sanitizer there).
+$(B)/tests/malloc-%: tests/helpers/malloc_%.c
+	@mkdir -p $(@D)
+	$(CC) $(PRELOAD_CFLAGS) $< -ldl -o $@
+$(B)/tests/malloc-stress-static: tests/helpers/malloc_stress.c $(B)/libmpkit-malloc.o
+	@mkdir -p $(@D)
+	$(CC) $(PRELOAD_CFLAGS) -static $^ -o $@
 $(B)/tests/watch-target: tests/helpers/watch_target.c
 	@mkdir -p $(@D)
 	$(CC) $(PRELOAD_CFLAGS) -rdynamic $< -o $@
@@ -446,7 +479,7 @@ HELPERS := $(addprefix $(INST)/,mpkit-bench mpkit-bench-alloc mpkit-bench-thread
 INST_FILES = $(INCDIR)/mpkit.h $(LIBDIR)/libmpkit.a $(LIBDIR)/libmpkit.so.$(VERSION) \
 	$(LIBDIR)/$(SONAME) $(LIBDIR)/libmpkit.so $(PCDIR)/mpkit.pc \
 	$(CMAKEDIR)/mpkitConfig.cmake $(CMAKEDIR)/mpkitConfigVersion.cmake \
-	$(BINDIR)/mpkit $(addprefix $(HELPER_DIR)/,$(notdir $(HELPERS)) libmpkit-watch.so) \
+	$(BINDIR)/mpkit $(addprefix $(HELPER_DIR)/,$(notdir $(HELPERS)) libmpkit-watch.so libmpkit-malloc.so) \
 	$(patsubst man/%,$(MANDIR)/%,$(MAN1) $(MAN3) $(MAN7)) $(patsubst docs/%,$(DOCDIR)/%,$(DOCS))
 INST_DIRS = $(CMAKEDIR) $(HELPER_DIR) $(sort $(patsubst %/,%,$(dir $(patsubst docs/%,$(DOCDIR)/%,$(DOCS))))) $(DOCDIR)
 
@@ -458,7 +491,7 @@ install: $(ALL_BIN) $(INST)/mpkit $(INST)/libmpkit-watch.so $(HELPERS) gen-insta
 	install -m 644 $(B)/libmpkit.so $(DESTDIR)$(LIBDIR)/libmpkit.so.$(VERSION)
 	ln -sf libmpkit.so.$(VERSION) $(DESTDIR)$(LIBDIR)/$(SONAME)
 	ln -sf $(SONAME) $(DESTDIR)$(LIBDIR)/libmpkit.so
-	install -m 644 $(INST)/libmpkit-watch.so $(DESTDIR)$(HELPER_DIR)/
+	install -m 644 $(INST)/libmpkit-watch.so $(B)/libmpkit-malloc.so $(DESTDIR)$(HELPER_DIR)/
 	install -m 644 $(GEN)/mpkit.pc $(DESTDIR)$(PCDIR)/
 	install -m 644 $(GEN)/mpkitConfig.cmake $(GEN)/mpkitConfigVersion.cmake $(DESTDIR)$(CMAKEDIR)/
 	install -m 755 $(INST)/mpkit $(DESTDIR)$(BINDIR)/

@@ -27,7 +27,7 @@ static void status(const char *what, const struct t_cli *r, int want)
 
 static const char *const helps[][4] = {
 	{ "--help" }, { "info", "--help" }, { "maps", "--help" }, { "scan", "--help" },
-	{ "watch", "--help" }, { "bench", "--help" }, { "bench", "alloc", "--help" },
+	{ "watch", "--help" }, { "run", "--help" }, { "bench", "--help" }, { "bench", "alloc", "--help" },
 	{ "bench", "threads", "--help" }, { "bench", "--scale", "--help" },
 };
 
@@ -99,6 +99,14 @@ int main(void)
 	status("watch -- /nonexistent/prog", &r, 127);
 	t_cli_run(&r, NULL, (const char *[]){ "watch", "--", "no-such-program-in-path", NULL });
 	status("watch -- no-such-program-in-path", &r, 127);
+
+	/* mpkit run: the same statuses, and a bad option is usage. */
+	t_cli_run(&r, NULL, (const char *[]){ "run", "--", "/nonexistent/prog", NULL });
+	status("run -- /nonexistent/prog", &r, 127);
+	t_cli_run(&r, NULL, (const char *[]){ "run", "--bogus", "--", "true", NULL });
+	status("run --bogus", &r, 2);
+	t_cli_run(&r, NULL, (const char *[]){ "run", "--", NULL });
+	status("run --", &r, 2);
 
 	/* A symbol PROG does not have: an error, and PROG does not run. */
 	if (!have_helper)

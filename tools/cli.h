@@ -32,6 +32,15 @@ extern const char cli_docdir[];
 int cli_helper(const char *cmd, const char *name, char *path, size_t size);
 
 int cmd_maps(int argc, char **argv);
+int cmd_run(char **argv);
+
+/* A helper command's own failures (as env(1) and timeout(1) count): it
+ * could not set up, PROG could not run, PROG was not found. */
+enum { CLI_EXEC_FAILED = 125, CLI_EXEC_CANNOT_RUN = 126, CLI_EXEC_NOT_FOUND = 127 };
+/* Exec argv with the helper library name (or the file the environment
+ * variable var names) put first in LD_PRELOAD; returns only on failure,
+ * with the exit status to give (run.c). */
+int cli_exec_preloaded(const char *cmd, const char *var, const char *name, char **argv);
 
 struct mpk_reg_header;
 /* mpkit maps PID --check (maps_check.c): registry(pid) reads the

@@ -31,6 +31,9 @@ static void usage(FILE *f)
 		"  watch -- PROG [ARGS]  run PROG with watchpoints on what MPKIT_WATCH names\n"
 		"                  (SYMBOL[:LEN] or ADDR+LEN, comma-separated), each access\n"
 		"                  reported with its instruction and a backtrace\n"
+		"  run [--sealed|--open] [--stats] -- PROG [ARGS]\n"
+		"                  run PROG with its malloc() on an mpkit heap, the\n"
+		"                  heap's metadata closed between calls (default on hw)\n"
 		"  bench [OPTIONS] what keys buy over mprotect(), measured: a table of\n"
 		"                  domain switch, mprotect, THP and libsodium costs by\n"
 		"                  region size and thread count\n"
@@ -45,6 +48,7 @@ static void usage(FILE *f)
 		"  MPKIT_KEYS=N                 most hardware keys mpkit takes (1-15)\n"
 		"  MPKIT_HEAP_META=open|closed|auto  heap metadata closed between calls\n"
 		"  MPKIT_WATCH, MPKIT_WATCH_OUT, MPKIT_WATCH_LIB: mpkit watch --help\n"
+		"  MPKIT_MALLOC_STATS, MPKIT_MALLOC_LIB: mpkit run --help\n"
 		"--json has the aliases -J and -j.\n"
 		"documents: %s/ (guide.md first)\n",
 		cli_docdir);
@@ -297,9 +301,7 @@ static int cmd_bench(char **argv)
 	return 1;
 }
 
-/* mpkit watch's own failures (as env(1) and timeout(1) count): it could
- * not set the watch up, PROG could not run, PROG was not found. */
-enum { WATCH_FAILED = 125, WATCH_CANNOT_RUN = 126, WATCH_NOT_FOUND = 127 };
+enum { WATCH_FAILED = CLI_EXEC_FAILED, WATCH_CANNOT_RUN = CLI_EXEC_CANNOT_RUN, WATCH_NOT_FOUND = CLI_EXEC_NOT_FOUND };
 
 static void watch_usage(FILE *f)
 {
@@ -325,9 +327,6 @@ static void watch_usage(FILE *f)
  */
 static int cmd_watch(char **argv)
 {
-	char path[PATH_MAX + 64], *preload = NULL;
-	const char *lib = getenv("MPKIT_WATCH_LIB"), *old = getenv("LD_PRELOAD");
-
 	if (argv[1] && (!strcmp(argv[1], "--help") || !strcmp(argv[1], "-h"))) {
 		watch_usage(stdout);
 		return cli_finish_output("watch", 0);
@@ -336,30 +335,9 @@ static int cmd_watch(char **argv)
 		watch_usage(stderr);
 		return 2;
 	}
-	if (!lib || !*lib) {
-		if (cli_helper("watch", "libmpkit-watch.so", path, sizeof(path)))
-			return WATCH_FAILED;
-		lib = path;
-	} else if (access(lib, R_OK)) {
-		fprintf(stderr, "mpkit watch: MPKIT_WATCH_LIB=%s: %s\n", lib, strerror(errno));
-		return WATCH_FAILED;
-	}
-	if (strpbrk(lib, " :")) { /* LD_PRELOAD's separators */
-		fprintf(stderr, "mpkit watch: %s: a path with a space or a colon cannot be preloaded\n", lib);
-		return WATCH_FAILED;
-	}
 	if (!getenv("MPKIT_WATCH"))
 		fprintf(stderr, "mpkit watch: MPKIT_WATCH is not set: nothing is watched\n");
-	if ((old && *old ? asprintf(&preload, "%s %s", lib, old) : asprintf(&preload, "%s", lib)) < 0) {
-		fprintf(stderr, "mpkit watch: %s\n", strerror(ENOMEM));
-		return WATCH_FAILED;
-	}
-	setenv("LD_PRELOAD", preload, 1);
-	execvp(argv[2], argv + 2);
-	int err = errno;
-	free(preload);
-	fprintf(stderr, "mpkit watch: cannot run %s: %s\n", argv[2], strerror(err));
-	return err == ENOENT || err == ENOTDIR ? WATCH_NOT_FOUND : WATCH_CANNOT_RUN;
+	return cli_exec_preloaded("watch", "MPKIT_WATCH_LIB", "libmpkit-watch.so", argv + 2);
 }
 
 int main(int argc, char **argv)
@@ -386,6 +364,8 @@ int main(int argc, char **argv)
 		return cmd_bench(argv + 1);
 	if (!strcmp(argv[1], "watch"))
 		return cmd_watch(argv + 1);
+	if (!strcmp(argv[1], "run"))
+		return cmd_run(argv + 1);
 	fprintf(stderr, "mpkit: unknown command '%s' (try mpkit --help)\n", argv[1]);
 	return 2;
 }

@@ -1,0 +1,297 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * libmpkit-malloc.so: the C library's allocation entry points on an mpkit
+ * heap, for any program (LD_PRELOAD; `mpkit run`).  The blocks live in a
+ * domain every thread holds read-write ("malloc"); the heap's metadata is
+ * closed between calls where MPKIT_HEAP_META says (auto: closed on hw,
+ * open on soft).  Semantics and errno are glibc's: realloc(p, 0) frees
+ * and returns NULL, posix_memalign() leaves errno alone on a bad
+ * alignment, malloc_usable_size(NULL) is 0.
+ *
+ * The heap is made by the first call after the constructors start.
+ * Until it is there, while it is
+ * being made, and whenever a thread is already inside an mpkit call (the
+ * C library allocating for mpkit), blocks come from the internal
+ * allocator (boot.c); free() and realloc() tell the two apart by address.
+ * MPKIT_MALLOC_STATS=1 prints the calls and the metadata opens at exit.
+ */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <malloc.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "mpkit.h"
+#include "malloc.h"
+
+#define likely(x) __builtin_expect(!!(x), 1)
+#define unlikely(x) __builtin_expect(!!(x), 0)
+#define EXPORT __attribute__((visibility("default")))
+#define HEAP_ALIGN_MAX ((size_t)2 << 20) /* mpk_heap_aligned_alloc()'s limit */
+
+static mpk_heap *heap;
+static int starting;
+static bool fallback; /* no heap could be made: the internal allocator serves all */
+/* The heap is made after the C library is up, from the first call once
+ * the constructors run: before, a static program's start-up allocates
+ * where mpk_init() could not yet unwind a stack (it primes backtrace()). */
+static bool constructed;
+static bool stats;
+static uint64_t calls;
+static __thread unsigned inside __attribute__((tls_model("initial-exec")));
+
+_Noreturn void mpk__malloc_die(const char *why)
+{
+	static const char pre[] = "libmpkit-malloc: ";
+
+	(void)!write(2, pre, sizeof(pre) - 1);
+	(void)!write(2, why, strlen(why));
+	(void)!write(2, "\n", 1);
+	abort();
+}
+
+static void boot_child(void)
+{
+	mpk__boot_unlock();
+}
+
+/* Make the heap, once; NULL while another call (maybe this thread's own,
+ * from inside mpkit) is making it. */
+static __attribute__((noinline)) mpk_heap *start(void)
+{
+	int no = 0;
+
+	if (!__atomic_compare_exchange_n(&starting, &no, 1, false, __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE))
+		return NULL;
+	inside++;
+	/* The internal allocator's lock is taken last (mpkit allocates under
+	 * its own locks), so its prepare handler, registered first, runs
+	 * after the heap's. */
+	if (pthread_atfork(mpk__boot_lock, mpk__boot_unlock, boot_child))
+		mpk__malloc_die("pthread_atfork failed");
+	mpk_domain *d = mpk_domain_create("malloc", MPK_RW, MPK_DOMAIN_SHARED);
+	mpk_heap *h = d ? mpk_heap_create(d, 0) : NULL;
+	if (!h) {
+		/* A bad MPKIT_* variable, or MPKIT_BACKEND=hw without keys:
+		 * the program still runs (mpkit run refuses to start it). */
+		char msg[200];
+		snprintf(msg, sizeof(msg),
+			 "libmpkit-malloc: mpkit cannot make the heap (%s): the internal allocator serves "
+			 "this program, unprotected\n",
+			 strerrorname_np(errno) ? strerrorname_np(errno) : "?");
+		(void)!write(2, msg, strlen(msg));
+		if (d)
+			(void)mpk_domain_destroy(d);
+		__atomic_store_n(&fallback, true, __ATOMIC_RELEASE);
+		inside--;
+		return NULL;
+	}
+	const char *s = getenv("MPKIT_MALLOC_STATS");
+	stats = s && *s && strcmp(s, "0");
+	inside--;
+	__atomic_store_n(&heap, h, __ATOMIC_RELEASE);
+	return h;
+}
+
+/* The heap, or NULL: the internal allocator serves this call. */
+static inline mpk_heap *use_heap(void)
+{
+	mpk_heap *h = __atomic_load_n(&heap, __ATOMIC_ACQUIRE);
+
+	if (unlikely(inside))
+		return NULL;
+	if (unlikely(!h))
+		return fallback || !__atomic_load_n(&constructed, __ATOMIC_ACQUIRE) ? NULL : start();
+	if (unlikely(stats))
+		__atomic_add_fetch(&calls, 1, __ATOMIC_RELAXED);
+	return h;
+}
+
+static __attribute__((constructor)) void libc_up(void)
+{
+	__atomic_store_n(&constructed, true, __ATOMIC_RELEASE);
+}
+
+static __attribute__((destructor)) void report(void)
+{
+	struct mpk_heap_stats st;
+	mpk_heap *h = __atomic_load_n(&heap, __ATOMIC_ACQUIRE);
+
+	if (!stats || !h)
+		return;
+	inside++;
+	uint64_t n = __atomic_load_n(&calls, __ATOMIC_RELAXED);
+	if (!mpk_heap_stats_get(h, &st)) {
+		size_t opens = st.meta_opens ? st.meta_opens - 1 : 0; /* not this call's */
+		fprintf(stderr,
+			"libmpkit-malloc: %s[%d]: backend %s, metadata %s, %llu calls, %zu metadata opens, "
+			"%.4f opens per call, %zu blocks live\n",
+			program_invocation_short_name, (int)getpid(), mpk_backend_name(mpk_backend()), st.meta_closed ? "closed" : "open",
+			(unsigned long long)n, opens, n ? (double)opens / (double)n : 0.0, st.blocks);
+	}
+	inside--;
+}
+
+/* Every call below: the heap through a use_heap() that said yes, with
+ * `inside` set, so that what mpkit's calls into the C library allocate
+ * goes to the internal allocator. */
+#define IN_HEAP(expr) ({ inside++; __typeof__(expr) r_ = (expr); inside--; r_; })
+
+EXPORT void *malloc(size_t size)
+{
+	mpk_heap *h = use_heap();
+
+	return h ? IN_HEAP(mpk_heap_malloc(h, size)) : mpk__boot_alloc(size, 16);
+}
+
+EXPORT void free(void *p)
+{
+	int err = errno; /* free() keeps errno (POSIX.1-2024, glibc 2.33) */
+
+	if (!p)
+		return;
+	if (mpk__boot_owns(p)) {
+		mpk__boot_free(p);
+	} else {
+		mpk_heap *h = __atomic_load_n(&heap, __ATOMIC_ACQUIRE);
+		if (!h)
+			mpk__malloc_die("free(): a pointer from no allocator");
+		inside++;
+		(void)mpk_heap_free(h, p); /* misuse: the handler reports and aborts */
+		inside--;
+	}
+	errno = err;
+}
+
+EXPORT void *calloc(size_t n, size_t size)
+{
+	size_t len;
+
+	if (__builtin_mul_overflow(n, size, &len)) {
+		errno = ENOMEM;
+		return NULL;
+	}
+	mpk_heap *h = use_heap();
+	if (h)
+		return IN_HEAP(mpk_heap_calloc(h, n, size));
+	void *p = mpk__boot_alloc(len, 16);
+	if (p)
+		memset(p, 0, len);
+	return p;
+}
+
+EXPORT void *realloc(void *p, size_t size)
+{
+	if (!p)
+		return malloc(size);
+	if (!size) { /* glibc: frees, and returns NULL */
+		free(p);
+		return NULL;
+	}
+	if (!mpk__boot_owns(p)) {
+		mpk_heap *h = __atomic_load_n(&heap, __ATOMIC_ACQUIRE);
+		if (!h)
+			mpk__malloc_die("realloc(): a pointer from no allocator");
+		return IN_HEAP(mpk_heap_realloc(h, p, size));
+	}
+	mpk_heap *h = use_heap();
+	if (!h)
+		return mpk__boot_realloc(p, size);
+	/* A block from before the heap: it moves there. */
+	void *q = IN_HEAP(mpk_heap_malloc(h, size));
+	if (q) {
+		size_t have = mpk__boot_usable(p);
+		memcpy(q, p, size < have ? size : have);
+		mpk__boot_free(p);
+	}
+	return q;
+}
+
+EXPORT void *reallocarray(void *p, size_t n, size_t size)
+{
+	size_t len;
+
+	if (__builtin_mul_overflow(n, size, &len)) {
+		errno = ENOMEM;
+		return NULL;
+	}
+	return realloc(p, len);
+}
+
+/* A block aligned to align (a power of two). */
+static void *aligned(size_t align, size_t size)
+{
+	mpk_heap *h = use_heap();
+
+	if (h && align <= HEAP_ALIGN_MAX)
+		return IN_HEAP(align <= 16 ? mpk_heap_malloc(h, size) : mpk_heap_aligned_alloc(h, align, size));
+	return mpk__boot_alloc(size, align);
+}
+
+/* glibc's memalign(): a small alignment is malloc's, one that is not a
+ * power of two is rounded up to one, one above SIZE_MAX / 2 + 1 is EINVAL. */
+EXPORT void *memalign(size_t align, size_t size)
+{
+	if (align > SIZE_MAX / 2 + 1) {
+		errno = EINVAL;
+		return NULL;
+	}
+	if (align & (align - 1))
+		align = (size_t)1 << (64 - __builtin_clzl(align));
+	return aligned(align, size);
+}
+
+/* glibc 2.38 made aligned_alloc() refuse what is not a power of two;
+ * before, it was memalign(). */
+EXPORT void *aligned_alloc(size_t align, size_t size)
+{
+#if __GLIBC__ > 2 || (__GLIBC__ == 2 && __GLIBC_MINOR__ >= 38)
+	if (!align || (align & (align - 1))) {
+		errno = EINVAL;
+		return NULL;
+	}
+#endif
+	return memalign(align, size);
+}
+
+EXPORT int posix_memalign(void **out, size_t align, size_t size)
+{
+	if (!align || align % sizeof(void *) || (align & (align - 1)))
+		return EINVAL;
+	void *p = aligned(align, size);
+	if (!p)
+		return ENOMEM;
+	*out = p;
+	return 0;
+}
+
+EXPORT void *valloc(size_t size)
+{
+	return memalign((size_t)sysconf(_SC_PAGESIZE), size);
+}
+
+EXPORT void *pvalloc(size_t size)
+{
+	size_t page = (size_t)sysconf(_SC_PAGESIZE), len;
+
+	if (__builtin_add_overflow(size, page - 1, &len)) {
+		errno = ENOMEM;
+		return NULL;
+	}
+	return memalign(page, len & ~(page - 1));
+}
+
+EXPORT size_t malloc_usable_size(void *p)
+{
+	if (!p)
+		return 0;
+	if (mpk__boot_owns(p))
+		return mpk__boot_usable(p);
+	mpk_heap *h = __atomic_load_n(&heap, __ATOMIC_ACQUIRE);
+	if (!h)
+		mpk__malloc_die("malloc_usable_size(): a pointer from no allocator");
+	return IN_HEAP(mpk_heap_usable_size(h, p));
+}

@@ -1,0 +1,21 @@
+/* SPDX-License-Identifier: MIT */
+/* The drop-in allocator's parts (src/malloc/), shared by its files only. */
+#ifndef MPK_MALLOC_H
+#define MPK_MALLOC_H
+
+#include <stdbool.h>
+#include <stddef.h>
+
+/* boot.c: the internal allocator.  Alignment a power of two. */
+void *mpk__boot_alloc(size_t size, size_t align);
+void *mpk__boot_realloc(void *p, size_t size);
+void mpk__boot_free(void *p);
+size_t mpk__boot_usable(const void *p);
+bool mpk__boot_owns(const void *p);
+void mpk__boot_lock(void);
+void mpk__boot_unlock(void);
+
+/* malloc.c: a message on stderr, then abort(). */
+_Noreturn void mpk__malloc_die(const char *why);
+
+#endif
