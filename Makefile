@@ -7,6 +7,7 @@
 #   make bench      build them and run the main one (table on stdout, CSV, JSON
 #                   and SVG in build/bench/); BENCH_ARGS="--sizes 4K,2M" passes options
 #   make bench-alloc  heaps against glibc malloc, vaults against libsodium
+#   make bench-rss  a heap's peak RSS against glibc, jemalloc and mimalloc
 #   make install PREFIX=/usr/local   (also the man pages, into $(MANDIR),
 #                   and docs/*.md, into $(DOCDIR)); DESTDIR stages it; make
 #                   uninstall removes the same files
@@ -152,7 +153,7 @@ BENCH_OBJ := $(BENCH_SRC:%.c=$(B)/obj/%.o) $(SHARED_OBJ)
 # Every benchmark program: `make benchmarks` (and bench, check, install)
 # builds them, `make` does not.
 BENCH_BIN := $(addprefix $(B)/,mpkit-bench mpkit-bench-alloc mpkit-bench-threads mpkit-bench-scale \
-             mpkit-bench-broadcast mpkit-bench-lockdown mpkit-bench-code) \
+             mpkit-bench-broadcast mpkit-bench-lockdown mpkit-bench-code mpkit-bench-rss) \
              $(if $(SQLITE_OK),$(B)/mpkit-bench-sqlite)
 
 ALL_BIN := $(B)/libmpkit.a $(B)/libmpkit.so $(B)/mpkit $(B)/libmpkit-watch.so $(B)/libmpkit-malloc.so \
@@ -231,6 +232,10 @@ BENCH_ALLOC_OBJ := $(B)/obj/bench/alloc.o
 BENCH_ALLOC_LIBS = $(BENCH_LIBS)
 $(B)/mpkit-bench-alloc: $(BENCH_ALLOC_OBJ) $(B)/libmpkit.so
 	$(CC) $(ALL_LDFLAGS) $^ $(SO_RPATH) $(BENCH_ALLOC_LIBS) -o $@
+
+# A heap's peak RSS against glibc's, jemalloc's and mimalloc's (`make bench-rss`).
+$(B)/mpkit-bench-rss: $(B)/obj/bench/rss.o $(B)/libmpkit.so
+	$(CC) $(ALL_LDFLAGS) $^ $(SO_RPATH) -o $@
 
 # Rights changes for one thread and for all (mpk_set_all) against mprotect.
 BENCH_THREADS_OBJ := $(B)/obj/bench/threads.o
@@ -650,6 +655,10 @@ bench-scale: $(B)/mpkit-bench-scale
 bench-alloc: $(B)/mpkit-bench-alloc
 	$(B)/mpkit-bench-alloc $(BENCH_ALLOC_ARGS)
 
+# Not a test: peak RSS per workload with ratios to glibc.
+bench-rss: $(B)/mpkit-bench-rss
+	$(B)/mpkit-bench-rss
+
 # Not a test: JIT patch+run and watched writes against mprotect.
 bench-code: $(B)/mpkit-bench-code
 	$(B)/mpkit-bench-code $(BENCH_CODE_ARGS)
@@ -691,7 +700,7 @@ clean:
 	rm -rf build mpkit.pc mpkit-*.tar.gz
 
 .PHONY: FORCE all benchmarks tests install uninstall gen-install-files dist distcheck check-cmake check-deb abi-check abi-baseline check-readme \
-	demo example-keyd example-sqlite-guard example-pstore bench bench-alloc bench-code bench-sqlite bench-scale \
+	demo example-keyd example-sqlite-guard example-pstore bench bench-alloc bench-code bench-rss bench-sqlite bench-scale \
 	check check-native check-vm clean
 .SECONDARY:
 

@@ -55,7 +55,7 @@ int main(void)
 	check_reported(0, "freed block");
 	/* A page run, one past its usable end (a region of its own ends
 	 * at the end of its mapping: a fault there, sanitizer or not). */
-	REQUIRE(blk = mpk_heap_malloc(h, 20000));
+	REQUIRE(blk = mpk_heap_malloc(h, 50000));
 	size_t cap = mpk_heap_usable_size(h, blk);
 	write_at(blk + cap - 1);
 	check_reported(cap, "page run");

@@ -61,11 +61,11 @@ int main(void)
 	CHECK_MISUSE(MPK_MISUSE_CORRUPT, c);
 
 	/* A page run, overflowed into from the run before it. */
-	unsigned char *r1 = mpk_heap_malloc(h, 8192 - 16);
-	unsigned char *r2 = mpk_heap_malloc(h, 8192 - 16);
+	unsigned char *r1 = mpk_heap_malloc(h, 40960 - 16);
+	unsigned char *r2 = mpk_heap_malloc(h, 40960 - 16);
 	REQUIRE(r1 && r2);
-	if (r2 == r1 + 8192) {
-		t_overflow(r1, 0, 8192 - 16 + 20); /* 4 bytes into r2's run */
+	if (r2 == r1 + 40960) {
+		t_overflow(r1, 0, 40960 - 16 + 20); /* 4 bytes into r2's run */
 		CHECK_ERR(mpk_heap_free(h, r2), EINVAL);
 		CHECK_MISUSE(MPK_MISUSE_CORRUPT, r2);
 	} else {

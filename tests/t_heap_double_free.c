@@ -19,7 +19,7 @@ static void twice(void *arg)
 
 int main(void)
 {
-	const size_t sizes[] = { 24, 3000, 20000, 900000 };
+	const size_t sizes[] = { 24, 3000, 20000, 50000, 900000 };
 	static char report[16384];
 	struct mpk_heap_stats before, after;
 	char want[128];

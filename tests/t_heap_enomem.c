@@ -72,7 +72,7 @@ static void limited(void)
 	mpk__window_test_cap(mpk__window_mapped() + 24 * MiB);
 	int n = fill(h, 0, 700000);       /* own regions */
 	int nb = n;
-	n = fill(h, n, 30000);            /* page runs */
+	n = fill(h, n, 50000);            /* page runs */
 	n = fill(h, n, 100);              /* small blocks */
 	CHECK(nb > 0 && n > nb);
 

@@ -86,7 +86,7 @@ static void *worker(void *arg)
 		unsigned r = rand_r(&seed);
 		n = 16 + r % 200;
 		if (r % 16 == 0)
-			n = 4000 + r % 30000;  /* page runs */
+			n = 4000 + r % 60000;  /* large slabs, page runs */
 		if (r % 1024 == 0)
 			n = 600000;            /* a region of its own */
 		void *b = (r % 32 == 1) ? mpk_heap_calloc(h, 1, n) : mpk_heap_malloc(h, n);

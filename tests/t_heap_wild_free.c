@@ -27,13 +27,13 @@ int main(void)
 	h = mpk_heap_create(d, 0);
 	REQUIRE(h);
 	unsigned char *small = mpk_heap_malloc(h, 48);
-	unsigned char *run = mpk_heap_malloc(h, 20000);
+	unsigned char *run = mpk_heap_malloc(h, 50000);
 	unsigned char *big = mpk_heap_malloc(h, 900000);
 	unsigned char *mem = mpk_alloc(d, 4096);
 	char *libc = malloc(64);
 	REQUIRE(small && run && big && mem && libc);
 	t_fill(small, 48, 1);
-	t_fill(run, 20000, 2);
+	t_fill(run, 50000, 2);
 	t_fill(big, 900000, 3);
 
 	int st = t_child_stderr(wild, &local, report, sizeof(report));
@@ -52,7 +52,7 @@ int main(void)
 		CHECK(mpk_heap_usable_size(h, bad[i]) == 0);
 		CHECK_MISUSE(MPK_MISUSE_WILD, bad[i]);
 	}
-	CHECK(t_intact(small, 48, 1) && t_intact(run, 20000, 2) && t_intact(big, 900000, 3));
+	CHECK(t_intact(small, 48, 1) && t_intact(run, 50000, 2) && t_intact(big, 900000, 3));
 	CHECK(mpk_heap_free(h, small) == 0 && mpk_heap_free(h, run) == 0 &&
 	      mpk_heap_free(h, big) == 0);
 	CHECK(t_misuses == 0);

@@ -9,7 +9,7 @@
 
 int main(void)
 {
-	const size_t n[] = { 32, 3000, 20000, 700000 };
+	const size_t n[] = { 32, 3000, 20000, 50000, 700000 };
 	struct t_map m;
 
 	t_backend();

@@ -7,7 +7,7 @@
 
 static unsigned char *s[3];
 static unsigned char *blk;
-static const size_t n[3] = { 32, 20000, 700000 };
+static const size_t n[3] = { 32, 50000, 700000 };
 static mpk_domain *d;
 
 static void child(void *arg)

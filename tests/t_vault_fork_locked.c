@@ -8,7 +8,7 @@
 #include "t_heap.h"
 
 static unsigned char *s[3];
-static const size_t n[3] = { 32, 20000, 700000 };
+static const size_t n[3] = { 32, 50000, 700000 };
 static mpk_domain *d;
 
 /* The page of p is in a locked mapping, by both of smaps' accounts. */

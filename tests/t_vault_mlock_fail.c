@@ -35,6 +35,7 @@ static void limited(void)
 	/* At the limit: anything needing new pages fails the same way. */
 	CHECK_ERR(mpk_secret_alloc(d, 3000), ENOMEM);
 	CHECK_ERR(mpk_secret_alloc(d, 20000), ENOMEM);
+	CHECK_ERR(mpk_secret_alloc(d, 50000), ENOMEM);
 	CHECK_ERR(mpk_secret_alloc(d, 700000), ENOMEM);
 	CHECK(t_locked_kib() == lck && t_vsize() == vs);
 	CHECK(mpk_get(d) == MPK_NONE);

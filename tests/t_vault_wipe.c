@@ -42,12 +42,12 @@ int main(void)
 	CHECK(c == a || c == b);
 	CHECK(zeros(c, 32));
 
-	unsigned char *r = mpk_secret_alloc(d, 20000);
-	unsigned char *r2 = mpk_secret_alloc(d, 20000); /* keeps the chunk */
+	unsigned char *r = mpk_secret_alloc(d, 50000);
+	unsigned char *r2 = mpk_secret_alloc(d, 50000); /* keeps the chunk */
 	REQUIRE(r && r2);
-	memset(r, 0xcc, 20000);
+	memset(r, 0xcc, 50000);
 	CHECK(mpk_secret_free(r) == 0);
-	CHECK(zeros(r, 20000));
+	CHECK(zeros(r, 50000));
 
 	CHECK(mpk_secret_free(keep) == 0 && mpk_secret_free(c) == 0 && mpk_secret_free(r2) == 0);
 	CHECK(mpk_domain_destroy(d) == 0);

@@ -5,7 +5,7 @@
  * allocating and freeing inside a heap.  The public calls, their thread
  * cache fast paths, and heaps made and destroyed are in calls.c.
  *
- * Small blocks (up to 3584 bytes with their header) come from slabs: page
+ * Small blocks (up to 32 KiB with their header) come from slabs: page
  * runs of one size class with a free bitmap in the metadata, so nothing an
  * overflow can reach says where the next block goes.  Larger ones are page
  * runs of their own, and past 128 KiB, regions of their own.  Every
@@ -28,17 +28,24 @@ static const uint16_t class_size[NCLASSES] = {
 	160, 192, 224, 256, 320, 384, 448, 512,
 	640, 768, 896, 1024, 1280, 1536, 1792, 2048,
 	2560, 3072, 3584,
+	/* Eight per power of two above 4 KiB: a block just past a class
+	 * wastes at most an eighth, where a page run would waste up to half
+	 * (4400 bytes took two pages). */
+	3840, 4096, 4608, 5120, 5632, 6144, 6656, 7168,
+	7680, 8192, 9216, 10240, 11264, 12288, 13312, 14336,
+	15360, 16384, 18432, 20480, 22528, 24576, 26624, 28672,
+	30720, 32768,
 };
 uint8_t mpk__class_of16[SMALL_MAX / 16 + 1]; /* ceil(n / 16) -> class */
 static uint8_t slab_pages[NCLASSES];
 static uint16_t slab_blocks[NCLASSES];
 static uint32_t class_inv[NCLASSES]; /* ceil(2^32 / size): index by multiply */
 unsigned mpk__narenas_default;     /* twice the CPUs, a power of two, up to 8 */
-/* Page-run blocks the thread caches take: a run of one of these lengths
- * (blocks needing up to mpk__ltc_max bytes get one, rounded up). */
-static const uint8_t lclass_pages[NLCLASSES] = { 1, 2, 3, 4, 5, 6, 7, 8, 10, 12, 14, 16, 20 };
-uint8_t mpk__lclass_of[21]; /* pages -> class */
-size_t mpk__ltc_max;        /* 20 pages, at most LARGE_MAX */
+/* Page-run blocks the thread caches take: runs of NLCLASSES lengths from
+ * the first one past the slabs, a class per page. */
+static unsigned lclass_first; /* pages */
+int mpk__lclass_base;         /* cache class of a run of 0 pages */
+size_t mpk__ltc_max;          /* the longest, at most LARGE_MAX */
 uint32_t mpk__tc_cap[NTC];  /* usable bytes of a cached block of the class */
 uint64_t mpk__tc_off[NTC];  /* the offset its header's check covers */
 static pthread_once_t classes_once = PTHREAD_ONCE_INIT;
@@ -53,7 +60,10 @@ static inline uint64_t run_off(size_t off, size_t pages)
 	return off + OFF_RUN + ((uint64_t)pages << 41);
 }
 
-/* Slab lengths: the fewest pages (up to 8) that waste the least. */
+/* Slab lengths: the fewest pages (up to 16) that waste the least; the
+ * large classes fit exactly, some with several blocks per slab (a slab
+ * of 5632-byte blocks is 11 pages holding 8).  A slab is at most
+ * 2^32 / size bytes long, so that index by multiply is exact. */
 bool mpk__san_vg;
 
 static void classes_init(void)
@@ -76,7 +86,7 @@ static void classes_init(void)
 	}
 	for (c = 0; c < NCLASSES; c++) {
 		size_t s = class_size[c], best = 0, best_waste = 0;
-		for (size_t k = 1; k <= 8; k++) {
+		for (size_t k = 1; k <= 16 && (uint64_t)k * page * s <= (1ull << 32); k++) {
 			size_t n = k * page / s;
 			if (n > SLAB_BLOCKS_MAX)
 				n = SLAB_BLOCKS_MAX;
@@ -90,25 +100,23 @@ static void classes_init(void)
 		slab_blocks[c] = (uint16_t)(best * page / s > SLAB_BLOCKS_MAX ? SLAB_BLOCKS_MAX
 									    : best * page / s);
 		class_inv[c] = (uint32_t)(((1ull << 32) + s - 1) / s);
-		/* About 16 KiB of each class per thread, 4 to TC_MAX blocks. */
-		size_t lim = 16384 / s;
-		mpk__tc_lim[c] = (uint8_t)(lim < 4 ? 4 : lim > TC_MAX ? TC_MAX : lim);
+		/* About 16 KiB of each class per thread, 4 to TC_MAX blocks;
+		 * above 4 KiB, about 32 KiB and at least 2. */
+		size_t lim = 16384 / s, min = s <= 4096 ? 4 : 2;
+		mpk__tc_lim[c] = (uint8_t)(lim < min ? min : lim > TC_MAX ? TC_MAX : lim);
 		mpk__tc_cap[c] = (uint32_t)(s - HDR);
 		mpk__tc_off[c] = HDR;
 	}
-	mpk__ltc_max = (size_t)lclass_pages[NLCLASSES - 1] * page;
+	lclass_first = (unsigned)(SMALL_MAX / page) + 1;
+	mpk__lclass_base = NCLASSES - (int)lclass_first;
+	mpk__ltc_max = (size_t)(lclass_first + NLCLASSES - 1) * page;
 	if (mpk__ltc_max > LARGE_MAX)
 		mpk__ltc_max = LARGE_MAX;
-	for (unsigned pg = 1, k = 0; pg <= 20; pg++) {
-		while (lclass_pages[k] < pg)
-			k++;
-		mpk__lclass_of[pg] = (uint8_t)k;
-	}
 	for (c = 0; c < NLCLASSES; c++) {
-		size_t len = (size_t)lclass_pages[c] * page, lim = 65536 / len;
+		size_t len = (size_t)(lclass_first + c) * page, lim = 65536 / len;
 		mpk__tc_lim[NCLASSES + c] = (uint8_t)(lim < 2 ? 2 : lim > 8 ? 8 : lim);
 		mpk__tc_cap[NCLASSES + c] = (uint32_t)(len - HDR);
-		mpk__tc_off[NCLASSES + c] = run_off(HDR, lclass_pages[c]);
+		mpk__tc_off[NCLASSES + c] = run_off(HDR, lclass_first + c);
 	}
 }
 
@@ -117,13 +125,11 @@ void mpk__heap_classes_init(void)
 	pthread_once(&classes_once, classes_init);
 }
 
-/* Pages for a page-run block needing need bytes: rounded up to a cached
- * length when the caches take it. */
+/* Pages for a page-run block needing need bytes (every length up to
+ * mpk__ltc_max is a cache class of its own). */
 static size_t run_pages(size_t need)
 {
-	size_t pages = (need + mpk__page() - 1) >> mpk__heap_page_shift;
-
-	return need <= mpk__ltc_max ? lclass_pages[mpk__lclass_of[pages]] : pages;
+	return (need + mpk__page() - 1) >> mpk__heap_page_shift;
 }
 
 static inline bool has_hdr(const struct heap *h)

@@ -4,9 +4,9 @@
  * the public header and the core's services (core.h) alone.  Not installed.
  *
  * A heap hands out blocks from chunks: 1 MiB regions of its domain, carved
- * into page runs.  A run is free, a slab of small blocks of one size class,
- * or one large block.  Blocks bigger than 128 KiB, and every block of a
- * guarded heap, get their own region ("big" blocks).  All bookkeeping (heap,
+ * into page runs.  A run is free, a slab of blocks of one size class (up
+ * to 32 KiB), or one large block.  Blocks bigger than 128 KiB, and every
+ * block of a guarded heap, get their own region ("big" blocks).  All bookkeeping (heap,
  * chunk and run descriptors, the address map, the big-block table) lives in
  * the metadata area, away from the blocks and closed between calls on hw.
  * A heap has a few arenas, each with its own lock, chunks and size-class
@@ -29,10 +29,10 @@
 #define CHUNK_PAGES_MAX 256       /* 4 KiB pages; fewer with bigger ones */
 #define LARGE_MAX ((size_t)128 << 10) /* bigger blocks get their own region */
 #define HDR 16                    /* block header of ordinary heaps */
-#define NCLASSES 27
-#define NLCLASSES 13              /* page runs the thread caches take: 1 to 20 pages */
+#define NCLASSES 53
+#define NLCLASSES 12              /* page runs the thread caches take: 9 to 20 pages */
 #define NTC (NCLASSES + NLCLASSES)
-#define SMALL_MAX 3584
+#define SMALL_MAX 32768           /* the largest slab class */
 #define SLAB_BLOCKS_MAX 256
 #define NBUCKETS 9                /* free runs by log2 of their pages */
 #define ALIGN_MAX ((size_t)2 << 20)
@@ -359,7 +359,7 @@ void mpk__heap_delete(struct heap *h, mpk_scope *s);
  * per cache class a cached block's usable bytes and the offset its
  * header's check covers; the arenas an ordinary heap gets. */
 extern uint8_t mpk__class_of16[SMALL_MAX / 16 + 1]; /* ceil(n / 16) -> class */
-extern uint8_t mpk__lclass_of[21];                   /* pages -> class */
+extern int mpk__lclass_base;                         /* + pages: a run's cache class */
 extern size_t mpk__ltc_max;
 extern uint32_t mpk__tc_cap[NTC];
 extern uint64_t mpk__tc_off[NTC];
@@ -374,7 +374,7 @@ TC_INLINE int tc_class(uint64_t size)
 	if (likely(size - 1 < SMALL_MAX - HDR))
 		return mpk__class_of16[(size + HDR + 15) >> 4];
 	if (size - 1 < mpk__ltc_max - HDR)
-		return NCLASSES + mpk__lclass_of[(size + HDR + mpk__heap_page - 1) >> mpk__heap_page_shift];
+		return mpk__lclass_base + (int)((size + HDR + mpk__heap_page - 1) >> mpk__heap_page_shift);
 	return -1;
 }
 
@@ -447,7 +447,7 @@ static inline void mpk__heap_leave(mpk_scope *s)
  * Each thread keeps, per heap it uses (up to TC_HEAPS) and per size class,
  * a stack of free small blocks of ordinary heaps, filled from and emptied
  * into its arena in batches under the arena's lock, with the metadata open
- * (and a few page-run blocks per class up to 20 pages, taken one at a time);
+ * (and a few page-run blocks per length up to 20 pages, taken one at a time);
  * between batches malloc and free touch only the cache and the block's
  * header, never the metadata.  The cache is in open memory (a mapping per
  * thread), so its entries are mangled with a per-cache key, as glibc's

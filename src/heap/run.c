@@ -1,8 +1,9 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * Chunks and page runs.  A chunk is a 1 MiB region of the heap's domain;
- * its pages form runs (free, a slab, or one large block), first fit from
- * free lists bucketed by log2 of the length, coalesced on free.  Memory goes
+ * its pages form runs (free, a slab, or one large block), best fit of the
+ * first few from free lists bucketed by log2 of the length, coalesced on
+ * free.  Memory goes
  * back to the kernel as a heap shrinks, by decay: a free run's pages stay
  * resident for DECAY_MS after it was freed (a block that comes back soon
  * finds them; purging at once costs a page fault per page on reuse), then
@@ -27,6 +28,7 @@
 #define PURGE_PAGES 256             /* dirty pages an arena keeps whatever their age */
 #define PURGE_CAP ((size_t)8 << 20) /* bytes: past it and a quarter, purge at once */
 #define DECAY_MS 250
+#define FIT_SCAN 16                  /* runs that fit, looked at for the best */
 
 size_t mpk__heap_page;
 unsigned mpk__heap_page_shift;
@@ -291,9 +293,18 @@ struct run *mpk__run_alloc(struct arena *a, size_t pages, struct chunk **cp)
 	struct run *r = NULL;
 	struct chunk *c;
 
-	for (unsigned b = bucket(pages); b < NBUCKETS && !r; b++)
-		for (r = a->free_runs[b]; r && r->pages < pages; r = r->next)
-			;
+	/* In the lowest bucket that has a run that fits, the best fit of it
+	 * and the next FIT_SCAN (first fit left many holes too short for
+	 * anything between runs, resident until they decay). */
+	for (unsigned b = bucket(pages); b < NBUCKETS && !r; b++) {
+		unsigned more = FIT_SCAN;
+		for (struct run *x = a->free_runs[b]; x && (!r || more--); x = x->next)
+			if (x->pages >= pages && (!r || x->pages < r->pages)) {
+				r = x;
+				if (x->pages == pages)
+					break;
+			}
+	}
 	if (r) {
 		c = r->chunk;
 	} else {
