@@ -85,7 +85,7 @@ SHARED_SRC := src/shared/procmaps.c src/shared/scan.c src/shared/scan_class.c sr
 CORE_SRC := $(addprefix src/core/,init.c env.c os.c os_signal.c domain.c region.c window.c \
             memory.c code_region.c rights.c soft.c broadcast.c thread.c thread_start.c fork.c \
             fault.c backtrace.c registry.c audit.c ialloc.c sort.c)
-HEAP_SRC := $(addprefix src/heap/,meta.c map.c run.c big.c heap.c calls.c misuse.c cache.c fork.c vault.c)
+HEAP_SRC := $(addprefix src/heap/,meta.c map.c run.c big.c heap.c calls.c misuse.c cache.c fork.c vault.c vlist.c)
 LOCKDOWN_SRC := $(addprefix src/lockdown/,lockdown.c lockdown_bpf.c landlock.c)
 FEATURE_SRC := src/features/code.c src/features/watch.c
 LIB_SRC := $(ARCH_SRC) $(SHARED_SRC) $(CORE_SRC) $(HEAP_SRC) $(LOCKDOWN_SRC) $(FEATURE_SRC)
@@ -116,6 +116,13 @@ endif
 ifeq ($(SODIUM_OK),yes)
 BENCH_CPPFLAGS := -DMPKIT_BENCH_SODIUM $(shell pkg-config --cflags libsodium)
 BENCH_LIBS     := $(shell pkg-config --libs libsodium)
+endif
+# The vault benchmark's OpenSSL secure-heap rows, when pkg-config finds
+# libcrypto (libssl-dev); without it those rows say why they are missing.
+OPENSSL_OK := $(shell pkg-config --exists libcrypto 2>/dev/null && echo yes)
+ifeq ($(OPENSSL_OK),yes)
+BENCH_VAULT_CPPFLAGS := -DMPKIT_BENCH_OPENSSL $(shell pkg-config --cflags libcrypto)
+BENCH_VAULT_LIBS     := $(shell pkg-config --libs libcrypto)
 endif
 SODIUM_CFLAGS := $(shell pkg-config --cflags libsodium 2>/dev/null)
 SODIUM_LIBS   := $(shell pkg-config --libs libsodium 2>/dev/null)
@@ -152,7 +159,7 @@ BENCH_SRC := bench/engine.c bench/group.c bench/methods.c bench/sample.c bench/p
 BENCH_OBJ := $(BENCH_SRC:%.c=$(B)/obj/%.o) $(SHARED_OBJ)
 # Every benchmark program: `make benchmarks` (and bench, check, install)
 # builds them, `make` does not.
-BENCH_BIN := $(addprefix $(B)/,mpkit-bench mpkit-bench-alloc mpkit-bench-threads mpkit-bench-scale \
+BENCH_BIN := $(addprefix $(B)/,mpkit-bench mpkit-bench-alloc mpkit-bench-vault mpkit-bench-threads mpkit-bench-scale \
              mpkit-bench-broadcast mpkit-bench-lockdown mpkit-bench-code mpkit-bench-rss) \
              $(if $(SQLITE_OK),$(B)/mpkit-bench-sqlite)
 
@@ -236,6 +243,13 @@ $(B)/mpkit-bench-alloc: $(BENCH_ALLOC_OBJ) $(B)/libmpkit.so
 # A heap's peak RSS against glibc's, jemalloc's and mimalloc's (`make bench-rss`).
 $(B)/mpkit-bench-rss: $(B)/obj/bench/rss.o $(B)/libmpkit.so
 	$(CC) $(ALL_LDFLAGS) $^ $(SO_RPATH) -o $@
+
+# Secrets against libsodium and OpenSSL's secure heap (`make bench-vault`).
+BENCH_VAULT_OBJ := $(B)/obj/bench/vault.o
+BENCH_VAULT_ALL_LIBS = $(BENCH_LIBS) $(BENCH_VAULT_LIBS) -pthread
+$(BENCH_VAULT_OBJ): MPK_XCFLAGS += $(BENCH_VAULT_CPPFLAGS)
+$(B)/mpkit-bench-vault: $(BENCH_VAULT_OBJ) $(B)/libmpkit.so
+	$(CC) $(ALL_LDFLAGS) $^ $(SO_RPATH) $(BENCH_VAULT_ALL_LIBS) -o $@
 
 # Rights changes for one thread and for all (mpk_set_all) against mprotect.
 BENCH_THREADS_OBJ := $(B)/obj/bench/threads.o
@@ -473,12 +487,14 @@ $(INST)/mpkit-bench: $(B)/mpkit-bench $(INST)/layout
 	$(call relink,$(BENCH_MAIN_OBJ),$(BENCH_MAIN_LIBS),$(HELPER_DIR))
 $(INST)/mpkit-bench-alloc: $(B)/mpkit-bench-alloc $(INST)/layout
 	$(call relink,$(BENCH_ALLOC_OBJ),$(BENCH_ALLOC_LIBS),$(HELPER_DIR))
+$(INST)/mpkit-bench-vault: $(B)/mpkit-bench-vault $(INST)/layout
+	$(call relink,$(BENCH_VAULT_OBJ),$(BENCH_VAULT_ALL_LIBS),$(HELPER_DIR))
 $(INST)/mpkit-bench-threads: $(B)/mpkit-bench-threads $(INST)/layout
 	$(call relink,$(BENCH_THREADS_OBJ),$(BENCH_THREADS_LIBS),$(HELPER_DIR))
 $(INST)/libmpkit-watch.so: $(B)/libmpkit-watch.so $(INST)/layout
 	$(CC) $(HELPER_LINK) $(call inst_rpath,$(HELPER_DIR)) -o $@
 # What goes into $(HELPER_DIR): mpkit-bench-scale is linked statically.
-HELPERS := $(addprefix $(INST)/,mpkit-bench mpkit-bench-alloc mpkit-bench-threads) $(B)/mpkit-bench-scale
+HELPERS := $(addprefix $(INST)/,mpkit-bench mpkit-bench-alloc mpkit-bench-vault mpkit-bench-threads) $(B)/mpkit-bench-scale
 
 # Each installed file, as a path under DESTDIR, for install and uninstall.
 INST_FILES = $(INCDIR)/mpkit.h $(LIBDIR)/libmpkit.a $(LIBDIR)/libmpkit.so.$(VERSION) \
@@ -659,6 +675,9 @@ bench-alloc: $(B)/mpkit-bench-alloc
 bench-rss: $(B)/mpkit-bench-rss
 	$(B)/mpkit-bench-rss
 
+bench-vault: $(B)/mpkit-bench-vault
+	$(B)/mpkit-bench-vault $(BENCH_VAULT_ARGS)
+
 # Not a test: JIT patch+run and watched writes against mprotect.
 bench-code: $(B)/mpkit-bench-code
 	$(B)/mpkit-bench-code $(BENCH_CODE_ARGS)
@@ -699,7 +718,7 @@ check-vm: all tests
 clean:
 	rm -rf build mpkit.pc mpkit-*.tar.gz
 
-.PHONY: FORCE all benchmarks tests install uninstall gen-install-files dist distcheck check-cmake check-deb abi-check abi-baseline check-readme \
+.PHONY: FORCE bench-vault all benchmarks tests install uninstall gen-install-files dist distcheck check-cmake check-deb abi-check abi-baseline check-readme \
 	demo example-keyd example-sqlite-guard example-pstore bench bench-alloc bench-code bench-rss bench-sqlite bench-scale \
 	check check-native check-vm clean
 .SECONDARY:

@@ -22,12 +22,13 @@ set -u
 # build: the library, the mpkit command, the demo (`make`, `make demo`).
 build="gcc make libc6-dev"
 # test: `make check`'s native suite builds every test and example:
-# libsodium (keyd, the benchmark's rows) and SQLite (sqlite-guard) found
+# libsodium (keyd, the benchmark's rows), libssl-dev (the vault benchmark's
+# OpenSSL secure-heap rows) and SQLite (sqlite-guard) found
 # through pkg-config, which also builds t_installed; valgrind runs
 # t_heap_valgrind, groff, man-db (man, lexgrog) and mandoc lint the man
 # pages; t_malloc_programs runs python3, sqlite3, git, xz and zstd with
 # the drop-in allocator preloaded (each skips when missing).
-test="pkg-config libsodium-dev libsqlite3-dev valgrind groff-base man-db mandoc python3 sqlite3 git xz-utils zstd"
+test="pkg-config libsodium-dev libssl-dev libsqlite3-dev valgrind groff-base man-db mandoc python3 sqlite3 git xz-utils zstd"
 # vm: the VM suite's emulator (tests/vm/vm.sh fetches a static busybox and
 # the kernel into build/vm/ itself).
 vm="qemu-system-x86"

@@ -38,6 +38,7 @@ static void usage(FILE *f)
 		"                  domain switch, mprotect, THP and libsodium costs by\n"
 		"                  region size and thread count\n"
 		"  bench alloc     heaps against malloc, vaults against libsodium\n"
+		"  bench vault     secrets in 1-8 threads against libsodium and OpenSSL\n"
 		"  bench threads   rights changes for one thread and all, against mprotect\n"
 		"  bench --scale [--smoke]  lookups and faults at 10..100,000 regions, no-change\n"
 		"                  sets at 1..8 threads, save/restore at 1..1,000 domains,\n"
@@ -276,8 +277,8 @@ static int cmd_info(int argc, char **argv)
 /*
  * The benchmarks are programs of their own: they link libsodium for their
  * comparison rows, which the mpkit command and the library do not need,
- * and they fork a process per backend.  `mpkit bench [alloc|threads]`
- * runs mpkit-bench[-alloc|-threads] (`mpkit bench --scale`:
+ * and they fork a process per backend.  `mpkit bench [alloc|vault|threads]`
+ * runs mpkit-bench[-alloc|-vault|-threads] (`mpkit bench --scale`:
  * mpkit-bench-scale), found in the helpers' directory (tools/paths.c).
  */
 static int cmd_bench(char **argv)
@@ -285,8 +286,11 @@ static int cmd_bench(char **argv)
 	char path[PATH_MAX + 64];
 	const char *prog = "mpkit-bench";
 
-	if (argv[1] && (!strcmp(argv[1], "alloc") || !strcmp(argv[1], "threads"))) {
-		prog = !strcmp(argv[1], "alloc") ? "mpkit-bench-alloc" : "mpkit-bench-threads";
+	if (argv[1] && (!strcmp(argv[1], "alloc") || !strcmp(argv[1], "threads") ||
+			!strcmp(argv[1], "vault"))) {
+		prog = !strcmp(argv[1], "alloc")   ? "mpkit-bench-alloc"
+		       : !strcmp(argv[1], "vault") ? "mpkit-bench-vault"
+						   : "mpkit-bench-threads";
 		argv++;
 	} else if (argv[1] && !strcmp(argv[1], "--scale")) {
 		prog = "mpkit-bench-scale"; /* the program behind make bench-scale */

@@ -729,6 +729,37 @@ bool mpk__heap_live(struct heap *h, const void *p)
 	return !kind;
 }
 
+size_t mpk__slab_slot(struct chunk *c, uintptr_t a, struct run **rp, unsigned *idx)
+{
+	struct run *r = mpk__run_at(c, a);
+
+	if (!r || r->kind != RUN_SLAB)
+		return 0;
+	uintptr_t rs = run_addr(c, r);
+	unsigned i = (unsigned)(((uint64_t)(a - rs) * class_inv[r->cls]) >> 32);
+	if (i >= slab_blocks[r->cls] || rs + (uintptr_t)i * class_size[r->cls] != a)
+		return 0;
+	*rp = r;
+	*idx = i;
+	return class_size[r->cls];
+}
+
+size_t mpk__vault_listed(struct arena *a)
+{
+	size_t n = 0;
+
+	for (struct chunk *c = a->chunks; c; c = c->next)
+		for (unsigned pg = 0; pg < c->npages; pg += c->runs[pg].pages ? c->runs[pg].pages : 1) {
+			struct run *r = &c->runs[pg];
+			if (c->owner[pg] != pg || r->kind != RUN_SLAB)
+				continue;
+			n += slab_blocks[r->cls] - r->nfree;
+			for (unsigned w = 0; w < SLAB_BLOCKS_MAX / 64; w++)
+				n -= (size_t)__builtin_popcountll(__atomic_load_n(&r->live[w], __ATOMIC_RELAXED));
+		}
+	return n;
+}
+
 /* realloc: in place when the block is big enough and not twice too big
  * (guarded blocks always move, to stay flush against their guard). */
 void *mpk__heap_realloc_in(struct heap *h, void *p, size_t size, struct mpk_misuse *m,

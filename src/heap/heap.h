@@ -59,6 +59,7 @@ struct run {
 		uint32_t freed;  /* free and dirty: when (ms, for the decay) */
 	};
 	uint64_t bits[SLAB_BLOCKS_MAX / 64]; /* slab: 1 = block free */
+	uint64_t live[SLAB_BLOCKS_MAX / 64]; /* vault slab: 1 = the user's (atomic, vlist.c) */
 };
 
 struct chunk {
@@ -413,6 +414,13 @@ void *mpk__heap_alloc(struct heap *h, size_t size, size_t align, bool zero);
 int mpk__heap_release(struct heap *h, void *p, struct mpk_misuse *m, const char *call);
 /* Whether p is a live block of h (no report), for the secret calls. */
 bool mpk__heap_live(struct heap *h, const void *p);
+/* Vault slabs (vlist.c): the slot of a slab of chunk c starting at a, its
+ * run and index, and its bytes; 0 if a starts no slot.  No lock: sound for
+ * a block in use, whose run cannot change. */
+size_t mpk__slab_slot(struct chunk *c, uintptr_t a, struct run **rp, unsigned *idx);
+/* Blocks of vault arena a (locked) in threads' lists: in use for the
+ * arena, not live for the user. */
+size_t mpk__vault_listed(struct arena *a);
 /* Describe misuse of p in a call on h (NULL: a secret call); FOREIGN and
  * WILD are settled by who owns p.  Metadata open, no lock held. */
 void mpk__misuse_fill(struct mpk_misuse *m, int kind, const char *call, const void *p,
@@ -464,6 +472,7 @@ struct tcache {
 	struct mpk_domain *domain;
 	struct mpk__soft_snap rw;   /* when the thread last held RW to a keyless domain */
 	uintptr_t chunk;            /* 1 + the number of a chunk of the heap's, its tag checked; 0 none */
+	unsigned gen;               /* vault: mpk__fork_gen its listed blocks are locked in */
 	struct arena *arena;        /* refills come from there */
 	uint8_t n[NTC];                /* small classes, then page runs */
 	uintptr_t slot[NTC][TC_MAX];   /* user pointer ^ mkey */
@@ -482,6 +491,28 @@ void mpk__tc_forget(struct heap *h); /* h goes: drop this thread's cache */
  * rights snapshot, see tc_rw() in calls.c). */
 void mpk__tc_renew(void);
 void mpk__tc_flush_all(struct tcache *tc); /* every block back (metadata open) */
+/* The calling thread's current cache of d's vault, or NULL (metadata open). */
+struct tcache *mpk__tc_vault(struct mpk_domain *d);
+
+/* ---- vlist.c: vaults' per-thread lists of wiped free blocks ---- */
+
+/*
+ * A vault's small blocks go, wiped, into the freeing thread's cache entry
+ * for the vault (a struct tcache, no headers) and come out of it with no
+ * lock.  A listed block is in use for its arena; whether a block is the
+ * user's is its run's live bit, set and cleared atomically, so a second
+ * free from any thread is named without a lock.  Metadata open throughout.
+ */
+void *mpk__vl_alloc(struct mpk_domain *d, size_t len); /* NULL: go slow */
+/* The slow path handed p out to the user. */
+void mpk__vl_handed(struct mpk_domain *d, const void *p);
+/* 0 freed, VL_SLOW not a slab block (the slow free's), -1 errno, or
+ * MPK_MISUSE_* with *m filled. */
+#define VL_SLOW (-2)
+int mpk__vl_free(struct heap *h, void *p, struct mpk_misuse *m);
+/* Whether slab block p of h is live: 1, 0, or -1 not a slab block. */
+int mpk__vl_live(struct heap *h, const void *p);
+unsigned mpk__vl_flush(struct tcache *tc); /* every listed block back: how many */
 /* heap.c: a batch in, the k oldest out (metadata open). */
 int mpk__tc_refill(struct tcache *tc, unsigned cls);
 void mpk__tc_flush(struct tcache *tc, unsigned cls, unsigned k);

@@ -43,7 +43,8 @@ static int detach(struct mpk_domain *d)
 	pthread_mutex_lock(&mpk__vault_lock);
 	if ((h = vault_find(d))) {
 		pthread_mutex_lock(&h->arenas[0].lock); /* a vault has one */
-		live = h->arenas[0].blocks;
+		/* Blocks in threads' lists are the vault's, not live. */
+		live = h->arenas[0].blocks - mpk__vault_listed(&h->arenas[0]);
 		pthread_mutex_unlock(&h->arenas[0].lock);
 	}
 	pthread_mutex_unlock(&mpk__vault_lock);
@@ -102,6 +103,13 @@ MPK_EXPORT void *mpk_secret_alloc(mpk_domain *d, size_t len)
 		errno = ENOMEM;
 		return NULL;
 	}
+	/* The thread's list first: no lock (vlist.c). */
+	if (mpk__meta_open(&s))
+		return NULL;
+	void *p = mpk__vl_alloc(d, len);
+	mpk__meta_close(&s);
+	if (p)
+		return p;
 	if (!(h = vault_get(d, &made)))
 		return NULL;
 	if (mpk__meta_open(&s)) {
@@ -110,7 +118,13 @@ MPK_EXPORT void *mpk_secret_alloc(mpk_domain *d, size_t len)
 			pthread_mutex_unlock(&mpk__vault_lock);
 		return NULL;
 	}
-	void *p = mpk__heap_alloc(h, len, 16, false);
+	p = mpk__heap_alloc(h, len, 16, false);
+	/* Out of locked memory: this thread's listed blocks go back first. */
+	struct tcache *tc;
+	if (!p && !made && (tc = mpk__tc_vault(d)) && mpk__vl_flush(tc))
+		p = mpk__heap_alloc(h, len, 16, false);
+	if (p)
+		mpk__vl_handed(d, p);
 	if (!p && made) {
 		/* Its first secret failed: the vault goes as it came, and
 		 * the metadata domain if it came with it.  Nobody else saw
@@ -151,7 +165,8 @@ MPK_EXPORT int mpk_secret_free(void *p)
 		return -1;
 	struct heap *h = mpk__heap_owner(p);
 	if (h && (h->flags & HEAP_SECRET)) {
-		rc = mpk__heap_release(h, p, &m, "mpk_secret_free");
+		if ((rc = mpk__vl_free(h, p, &m)) == VL_SLOW)
+			rc = mpk__heap_release(h, p, &m, "mpk_secret_free");
 	} else {
 		mpk__misuse_fill(&m, MPK_MISUSE_WILD, "mpk_secret_free", p, NULL);
 		rc = m.kind;
@@ -175,8 +190,12 @@ static int secret_set(void *p, int rights)
 	if (mpk__meta_open(&s))
 		return -1;
 	struct heap *h = mpk__heap_owner(p);
-	if (h && (h->flags & HEAP_SECRET) && mpk__heap_live(h, p))
-		d = h->domain;
+	if (h && (h->flags & HEAP_SECRET)) {
+		/* Slab blocks: the live bit (a listed block is not live). */
+		int live = mpk__vl_live(h, p);
+		if (live > 0 || (live < 0 && mpk__heap_live(h, p)))
+			d = h->domain;
+	}
 	mpk__meta_close(&s);
 	if (!d) {
 		errno = EINVAL;

@@ -254,11 +254,14 @@ if [ -x "$build_dir/mpkit" ]; then
     cp "$build_dir/mpkit" "$root/usr/local/bin/mpkit"
     elfs+=("$build_dir/mpkit")
 fi
-# `mpkit bench --scale --smoke` (t_cli_bench_scale) finds it next to mpkit.
-if [ -x "$build_dir/mpkit-bench-scale" ]; then
-    cp "$build_dir/mpkit-bench-scale" "$root/usr/local/bin/mpkit-bench-scale"
-    elfs+=("$build_dir/mpkit-bench-scale")
-fi
+# `mpkit bench --scale --smoke` (t_cli_bench_scale) and `mpkit bench vault
+# --smoke` (t_cli_bench_vault) find theirs next to mpkit.
+for b in mpkit-bench-scale mpkit-bench-vault; do
+    if [ -x "$build_dir/$b" ]; then
+        cp "$build_dir/$b" "$root/usr/local/bin/$b"
+        elfs+=("$build_dir/$b")
+    fi
+done
 
 # Collect every library (and the dynamic loader) they need.  ldd runs on the
 # originals so that $ORIGIN rpaths resolve.
