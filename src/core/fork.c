@@ -69,6 +69,7 @@ static void parent(void)
 static void child(void)
 {
 	mpk__window_child();
+	mpk__secretmem_child(); /* before any layer's handler touches a vault */
 	mpk__threads_child();
 	mpk__broadcast_child();
 	mpk__domains_child();
