@@ -82,7 +82,7 @@ endif
 # Code and formats the library shares with the tools (libc only).
 SHARED_SRC := src/shared/procmaps.c src/shared/scan.c src/shared/scan_class.c src/shared/insn.c src/shared/insn_0f.c \
               src/shared/mapcheck.c
-CORE_SRC := $(addprefix src/core/,init.c env.c os.c os_signal.c domain.c region.c window.c \
+CORE_SRC := $(addprefix src/core/,init.c env.c os.c os_signal.c domain.c region.c window.c secretmem.c \
             memory.c code_region.c rights.c soft.c broadcast.c thread.c thread_start.c fork.c \
             fault.c backtrace.c registry.c audit.c ialloc.c sort.c)
 HEAP_SRC := $(addprefix src/heap/,meta.c map.c run.c big.c heap.c calls.c misuse.c cache.c fork.c vault.c vlist.c)

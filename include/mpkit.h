@@ -191,7 +191,17 @@ struct mpk_info {
 				   CONFIG_ANON_VMA_NAME */
 	const char *error;      /* why mpkit cannot start (one line naming the
 				   variable), NULL when it can */
-	uint64_t mpk__reserved[8]; /* for members to come; zero */
+	/* Secrets the kernel cannot read for the program (process_vm_readv,
+	 * /proc/PID/mem, ptrace, read()/write() on them): memfd_secret(2)
+	 * works here (Linux 5.14+; secretmem.enable=1 before 6.5). */
+	int secretmem;
+	int secretmem_errno;    /* if not, why: ENOSYS when the kernel lacks
+				   it, EPERM or other when it is refused */
+	int secretmem_vaults;   /* vaults use it (secretmem and MPKIT_SECRETMEM
+				   is not off); 0: vault memory is ordinary,
+				   readable by the kernel for the program */
+	int mpk__pad;
+	uint64_t mpk__reserved[6]; /* for members to come; zero */
 };
 
 /* Fill *info.  Works on every machine and never changes any state; when
@@ -226,6 +236,17 @@ enum {
 	 * them too (hw: they inherit their creator's PKRU, as always; soft:
 	 * they hold the domain's process-wide rights). */
 	MPK_DOMAIN_SHARED = 1u << 0,
+	/* All its memory (mpk_alloc, heaps on it, its vault) is
+	 * memfd_secret(2) memory, which the kernel cannot read for the
+	 * program: process_vm_readv(), /proc/PID/mem, ptrace, read() and
+	 * write() on it fail, with or without mpk_lockdown().  Where the
+	 * kernel lacks it (before 5.14; 5.14 to 6.4 without
+	 * secretmem.enable=1) the create fails with EOPNOTSUPP; allocations
+	 * never fall back to ordinary memory.  The pages are locked and
+	 * count against RLIMIT_MEMLOCK (ENOMEM past it), are not inherited
+	 * (a forked child finds them zeroed) and cannot be mpk_adopt()ed or
+	 * mpk_map_file()d into the domain (EOPNOTSUPP).  See mpk_info(). */
+	MPK_DOMAIN_SECRETMEM = 1u << 1,
 };
 
 /*
@@ -233,7 +254,7 @@ enum {
  * reports and in /proc/PID/maps as [anon:mpk:NAME] where the kernel allows).
  * rights: what the calling thread gets; every other thread gets MPK_NONE,
  * unless flags has MPK_DOMAIN_SHARED (then every thread gets rights).
- * flags: 0 or MPK_DOMAIN_SHARED.
+ * flags: 0, MPK_DOMAIN_SHARED and/or MPK_DOMAIN_SECRETMEM.
  *
  * Domains are not limited by hardware keys: keys are a cache.  With no key
  * free within the budget, a create that gives rights evicts the least
@@ -799,7 +820,13 @@ int mpk_heap_stats_get(mpk_heap *h, struct mpk_heap_stats *stats)
  * pages and its system calls per secret: each domain has a vault, made on
  * its first secret.  Secrets share pages (a 32-byte key takes 32 bytes),
  * locked in memory (mlock), left out of core dumps (MADV_DONTDUMP), zero in
- * a forked child (MADV_WIPEONFORK) and wiped when freed.  A secret is as
+ * a forked child and wiped when freed.  Where the kernel has memfd_secret(2)
+ * (mpk_info()'s secretmem_vaults), vault pages are memfd_secret pages: the
+ * kernel cannot read them for the program either, so process_vm_readv(),
+ * /proc/PID/mem, ptrace and read()/write() on a secret fail even without
+ * mpk_lockdown(); elsewhere they are ordinary pages, unless
+ * MPKIT_SECRETMEM=require or the domain has MPK_DOMAIN_SECRETMEM: then
+ * mpk_secret_alloc() fails with EOPNOTSUPP instead.  A secret is as
  * open as its domain: create the domain with MPK_NONE and every thread is
  * closed to it until it opens it (mpk_secret_readonly(), or MPK_WITH(d,
  * MPK_READ)), for itself only on hw.  Opening one secret opens every secret
@@ -820,9 +847,13 @@ int mpk_secret_free(void *p);
  * a len no memory can hold, or locking the pages would pass
  * RLIMIT_MEMLOCK, the most memory a process without CAP_IPC_LOCK may
  * lock), EPERM (mlock() refused: RLIMIT_MEMLOCK is 0 and the process
- * lacks CAP_IPC_LOCK), EAGAIN (mlock() could not lock every page), or
- * an error of madvise() (EINVAL before Linux 4.14, which lacks
- * MADV_WIPEONFORK).  Nothing is allocated when it fails.
+ * lacks CAP_IPC_LOCK), EAGAIN (mlock() could not lock every page),
+ * EOPNOTSUPP (the kernel lacks memfd_secret(2) and MPKIT_SECRETMEM=require
+ * or the domain has MPK_DOMAIN_SECRETMEM), or an error of madvise()
+ * (EINVAL before Linux 4.14, which lacks MADV_WIPEONFORK).  memfd_secret
+ * memory is charged to RLIMIT_MEMLOCK a 1 MiB vault chunk at a time (a
+ * big secret: its own pages): ENOMEM past it.  Nothing is allocated when
+ * it fails.
  */
 void *mpk_secret_alloc(mpk_domain *d, size_t len)
 	MPK__NODISCARD MPK__ALLOC_SIZE(2) MPK__DEALLOC(mpk_secret_free, 1) MPK__NONNULL(1);

@@ -22,7 +22,8 @@
 #
 # Environment:
 #   MPKIT_TEST_FILTER  optional glob or substring; only tests whose name
-#                      matches it run (e.g. "pkey" or "t_alloc_*").
+#                      matches it run (e.g. "pkey" or "t_alloc_*"); several,
+#                      comma-separated, run the tests matching any.
 #   MPKIT_TEST_REPEAT  optional count: each test runs that many times in a
 #                      row and passes only if every run passes (stress runs
 #                      of racy tests: a failing run stops it and is named).
@@ -97,11 +98,19 @@ for path in ./t_*; do
     if [ -n "${MPKIT_TEST_FILTER:-}" ]; then
         # Wrapping in * makes a plain word a substring match and keeps a
         # glob working.  The expansion is deliberately unquoted (glob).
-        # shellcheck disable=SC2254
-        case $name in
-            *$MPKIT_TEST_FILTER*) ;;
-            *) continue ;;
-        esac
+        # set -f: the patterns are not file names here.
+        hit= old_ifs=$IFS
+        IFS=,
+        set -f
+        for pat in $MPKIT_TEST_FILTER; do
+            # shellcheck disable=SC2254
+            case $name in
+                *$pat*) hit=1 ;;
+            esac
+        done
+        set +f
+        IFS=$old_ifs
+        [ -n "$hit" ] || continue
     fi
 
     # Output goes to a file, not $(...): a test that leaves a background

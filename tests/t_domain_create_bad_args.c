@@ -20,7 +20,8 @@ int main(void)
 		"\xff", too_long,
 	};
 	const int bad_rights[] = { 2, 4, -1, 100, INT_MIN, INT_MAX };
-	const unsigned bad_flags[] = { 2, 4, 0x80000000u, ~0u }; /* 1 is MPK_DOMAIN_SHARED */
+	/* 1 is MPK_DOMAIN_SHARED, 2 MPK_DOMAIN_SECRETMEM */
+	const unsigned bad_flags[] = { 4, 8, 0x80000000u, ~0u };
 
 	/* A witness domain whose state must survive every failed call. */
 	t_backend();

@@ -152,7 +152,7 @@ static void scenario(void)
 	FAILS_CLEANLY(EINVAL, mpk_domain_create("x", 2, 0));
 	FAILS_CLEANLY(EINVAL, mpk_domain_create("x", -1, 0));
 	FAILS_CLEANLY(EINVAL, mpk_domain_create("x", 4, 0));
-	FAILS_CLEANLY(EINVAL, mpk_domain_create("x", MPK_RW, 2));
+	FAILS_CLEANLY(EINVAL, mpk_domain_create("x", MPK_RW, 4)); /* 2: MPK_DOMAIN_SECRETMEM */
 	FAILS_CLEANLY(EINVAL, mpk_domain_create("x", MPK_NONE, MPK_DOMAIN_SHARED | 4));
 	FAILS_CLEANLY(EINVAL, mpk_domain_destroy(NULL));
 	FAILS_CLEANLY(EINVAL, mpk_domain_destroy(dead));

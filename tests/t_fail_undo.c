@@ -54,9 +54,11 @@ static void on_hit(const struct mpk_watch_hit *h, void *arg)
 	(void)arg;
 }
 
-/* The first secret of a domain, without memory to lock. */
+/* The first secret of a domain, without memory to lock (mlock() of
+ * ordinary vault memory: memfd_secret's limit is t_vault_mlock_fail's). */
 static void no_memlock(void)
 {
+	t_setenv("MPKIT_SECRETMEM", "off");
 	t_drop_ipc_lock();
 	t_limit(RLIMIT_MEMLOCK, 0);
 	mpk_domain *v = mpk_domain_create("undo-memlock", MPK_NONE, 0);

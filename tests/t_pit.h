@@ -8,7 +8,8 @@
  * ...) must be one the test expects for this backend, and is printed as a
  * row ("pit: ..."), which run-tests.sh shows for passing tests too: the
  * rows of the native and both VM runs make the table in
- * docs/threat-model.md.
+ * docs/threat-model.md.  A test that gives kexcl runs both again with the
+ * secret in memfd_secret memory: rows named "... [secretmem]".
  */
 #ifndef MPK_TEST_PIT_H
 #define MPK_TEST_PIT_H
@@ -63,6 +64,11 @@ struct pit {
 	/* optional: why the mechanism attempted does not exist on this
 	 * kernel (the test skips), or NULL */
 	const char *(*absent)(void);
+	/* optional: the outcomes before lockdown ([0] hw, [1] soft) with the
+	 * secret in memfd_secret memory (MPK_DOMAIN_SECRETMEM, as vaults
+	 * are): a second row, where the kernel has it; after lockdown the
+	 * outcomes above hold. */
+	unsigned kexcl[2];
 };
 
 /* SIGSEGV back to its default, so that a fault ends the process by

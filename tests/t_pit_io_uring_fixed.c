@@ -28,6 +28,6 @@ int main(void)
 {
 	struct pit p = { "io_uring fixed buffer", attempt, NULL, MPK_LOCK_ERRNO,
 			 { B(O_LEAKED), B(O_LEAKED) }, { B(O_EPERM), B(O_EPERM) }, "pinned pages: no key applies",
-			 uring_absent };
+			 uring_absent, { B(O_EFAULT), B(O_EFAULT) } };
 	return pit_main(&p);
 }

@@ -19,6 +19,7 @@ static int attempt(void)
 int main(void)
 {
 	struct pit p = { "pread(/proc/self/mem)", attempt, NULL, MPK_LOCK_ERRNO | MPK_LOCK_PROC_MEM,
-			 { B(O_LEAKED), B(O_LEAKED) }, { B(O_EACCES), B(O_EACCES) }, NULL };
+			 { B(O_LEAKED), B(O_LEAKED) }, { B(O_EACCES), B(O_EACCES) }, NULL, NULL,
+			 { B(O_EFAULT), B(O_EFAULT) } };
 	return pit_main(&p);
 }

@@ -16,6 +16,7 @@ static int attempt(void)
 int main(void)
 {
 	struct pit p = { "process_vm_readv(self)", attempt, NULL, 0,
-			 { B(O_LEAKED), B(O_EFAULT) }, { B(O_KILLED), B(O_KILLED) }, NULL, t_process_vm_absent };
+			 { B(O_LEAKED), B(O_EFAULT) }, { B(O_KILLED), B(O_KILLED) }, NULL, t_process_vm_absent,
+			 { B(O_EFAULT), B(O_EFAULT) } };
 	return pit_main(&p);
 }

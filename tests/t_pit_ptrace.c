@@ -71,6 +71,7 @@ static const char *absent(void)
 int main(void)
 {
 	struct pit p = { "PTRACE_PEEKDATA (child)", attempt, NULL, MPK_LOCK_ERRNO,
-			 { B(O_LEAKED), B(O_LEAKED) }, { B(O_EPERM), B(O_EPERM) }, NULL, absent };
+			 { B(O_LEAKED), B(O_LEAKED) }, { B(O_EPERM), B(O_EPERM) }, NULL, absent,
+			 { B(O_EFAULT), B(O_EFAULT) } };
 	return pit_main(&p);
 }

@@ -26,7 +26,7 @@ int main(void)
 	REQUIRE(dead = mpk_domain_create("bad-dead", MPK_RW, 0));
 	REQUIRE(mpk_domain_destroy(dead) == 0);
 	CHECK_ERR(mpk_set_all(dead, MPK_RW), EINVAL);
-	CHECK_ERR(mpk_domain_create("bad-flags", MPK_RW, MPK_DOMAIN_SHARED | 2), EINVAL);
+	CHECK_ERR(mpk_domain_create("bad-flags", MPK_RW, MPK_DOMAIN_SHARED | 4), EINVAL);
 	CHECK_ERR(mpk_domain_create("bad-shared", 2, MPK_DOMAIN_SHARED), EINVAL);
 	CHECK(mpk_get(d) == MPK_READ); /* nothing changed */
 	return t_done();

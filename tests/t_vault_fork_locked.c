@@ -3,7 +3,9 @@
  * locked all the same, and so are the pages of the secrets it inherited
  * (small, page-run and own-region ones), from that call on.  A child that
  * cannot lock (RLIMIT_MEMLOCK, no CAP_IPC_LOCK) gets EPERM, as a parent
- * would, and no secret from an unlocked page.
+ * would, and no secret from an unlocked page.  This is ordinary vault
+ * memory (MPKIT_SECRETMEM=off): memfd_secret pages are locked by the
+ * kernel, which refuses mlock() on them, in every process.
  */
 #include "t_heap.h"
 
@@ -41,6 +43,7 @@ static void child_cannot_lock(void)
 
 int main(void)
 {
+	t_setenv("MPKIT_SECRETMEM", "off");
 	t_backend();
 	t_need_memlock(2 << 20);
 	REQUIRE(d = mpk_domain_create("vault-fork-lock", MPK_NONE, 0));

@@ -5,7 +5,10 @@
  * (before: EPERM for every mlock() failure), EPERM only with a limit of 0.
  * It locks and maps nothing more; every secret allocated before is intact
  * and still closed to the thread; secrets that fit in pages already locked
- * still come; freeing makes room again.
+ * still come; freeing makes room again.  That is ordinary vault memory
+ * (MPKIT_SECRETMEM=off); memfd_secret memory is charged to the limit a
+ * vault chunk (1 MiB) at a time, when it is mapped: ENOMEM below that,
+ * nothing mapped or locked.
  */
 #include "t_heap.h"
 
@@ -84,9 +87,41 @@ static void unlockable(void)
 	CHECK(mpk_domain_destroy(d) == 0);
 }
 
+/* memfd_secret: a vault chunk is charged whole, when it is mapped, where
+ * the kernel marks the mapping locked (lo); kernels that do not (6.1)
+ * keep the pages unevictable without charging the limit. */
+static void secret_limited(void)
+{
+	t_drop_ipc_lock();
+	t_limit(RLIMIT_MEMLOCK, 512 * KiB);
+	mpk_domain *d = mpk_domain_create("vault-slimit", MPK_NONE, 0);
+	REQUIRE(d);
+	unsigned char *s0 = mpk_secret_alloc(d, 32);
+	if (s0) {
+		CHECK(!t_vmflag(s0, "lo"));
+		CHECK(mpk_secret_free(s0) == 0);
+		CHECK(mpk_domain_destroy(d) == 0);
+		return;
+	}
+	CHECK(errno == ENOMEM);
+	CHECK_ERR(mpk_secret_alloc(d, 700000), ENOMEM);
+	CHECK(t_locked_kib() == 0);
+	t_limit(RLIMIT_MEMLOCK, 2048 * KiB);
+	unsigned char *s1 = mpk_secret_alloc(d, 32);
+	CHECK(s1 != NULL);
+	CHECK(mpk_secret_free(s1) == 0);
+	CHECK(mpk_domain_destroy(d) == 0);
+}
+
 int main(void)
 {
+	struct mpk_info in;
+
 	t_backend();
+	REQUIRE(mpk_info(&in) == 0);
+	if (in.secretmem_vaults)
+		t_in_child(secret_limited, "child with memfd_secret vaults");
+	t_setenv("MPKIT_SECRETMEM", "off");
 	t_in_child(limited, "limited child");
 	t_in_child(unlockable, "child without locking");
 	return t_done();

@@ -164,6 +164,23 @@ static const char *naming_why(const struct mpk_info *in)
 	return strerror(in->region_names_errno);
 }
 
+/* Whether secrets are kept from the kernel, and why not. */
+static const char *secretmem_why(const struct mpk_info *in)
+{
+	if (in->secretmem_vaults)
+		return "yes: vaults are memfd_secret memory (process_vm_readv, /proc/PID/mem, "
+		       "ptrace cannot read them)";
+	if (in->secretmem)
+		return "no: MPKIT_SECRETMEM=off (memfd_secret works here)";
+	if (in->secretmem_errno == ENOSYS)
+		return "no: the kernel has no memfd_secret (Linux 5.14+; before 6.5 boot with "
+		       "secretmem.enable=1); vaults are ordinary memory";
+	static char why[160];
+	snprintf(why, sizeof(why), "no: memfd_secret refused (%s); vaults are ordinary memory",
+		 strerror(in->secretmem_errno));
+	return why;
+}
+
 /* Why pkey_alloc() is missing: the CPU, the kernel, or switched off. */
 static const char *pkeys_why(const struct mpk_info *in)
 {
@@ -233,6 +250,11 @@ static int cmd_info(int argc, char **argv)
 		printf("  \"region_names_why\": ");
 		cli_json_str(naming_why(&in));
 		printf(",\n");
+		printf("  \"secretmem\": %s,\n", in.secretmem ? "true" : "false");
+		printf("  \"secrets_kept_from_kernel\": %s,\n", in.secretmem_vaults ? "true" : "false");
+		printf("  \"secretmem_why\": ");
+		cli_json_str(secretmem_why(&in));
+		printf(",\n");
 		if (in.pkru_valid)
 			printf("  \"pkru\": \"0x%08x\",\n", in.pkru);
 		else
@@ -264,6 +286,7 @@ static int cmd_info(int argc, char **argv)
 		       ? "rwx, writable by the thread holding the window (key)"
 		       : "mprotect flipping r-x <-> rw-, process-wide");
 		printf("  region names in maps:        %s (%s)\n", yes(in.region_names), naming_why(&in));
+		printf("  secrets kept from kernel:    %s\n", secretmem_why(&in));
 		if (in.pkru_valid)
 			printf("  PKRU of this thread:         0x%08x\n", in.pkru);
 		printf("environment:\n");

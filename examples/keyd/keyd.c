@@ -12,6 +12,10 @@
  * the first connection: then the 'D' request's system calls (see proto.h)
  * fail as well (EPERM from the filter, EACCES from Landlock for
  * /proc/self/mem, or a fault that ends the connection).
+ * Where the kernel has memfd_secret, the vault is kept from the kernel too:
+ * without --lockdown the 'D' request's process_vm_readv and /proc/self/mem
+ * fail (EFAULT, EIO); its pkey_mprotect and mprotect still work, as the
+ * thread then reads the key itself.  The start line says which.
  * In both builds the keys sit right after the connection-buffer pool, so
  * the over-read walks into them; only their protection differs.
  *
@@ -495,10 +499,14 @@ int main(int argc, char **argv)
 	if (plain)
 		printf("keyd: keys in a malloc()ed block at %p, right after the buffer pool\n",
 		       (void *)keys);
-	else
+	else {
+		struct mpk_info in;
+		bool kx = !mpk_info(&in) && in.secretmem_vaults;
 		printf("keyd: keys in an mpkit vault, domain \"keyd-key\" (backend %s%s), at %p;"
-		       " buffer pool just below it\n", mpk_backend_name(mpk_backend()),
-		       serial ? ", requests serialised" : "", (void *)keys);
+		       " buffer pool just below it; kept from the kernel (memfd_secret): %s\n",
+		       mpk_backend_name(mpk_backend()), serial ? ", requests serialised" : "",
+		       (void *)keys, kx ? "yes" : "no");
+	}
 	int lfd = listen_on(port);
 	if (lfd < 0)
 		return 1;

@@ -172,8 +172,10 @@ int mpk__key_take_spare(void);
 bool mpk__range_overlaps(const void *addr, size_t len);
 
 /* memory.c: a fresh region of d (len > 0, checked by the caller), owned
- * and/or code (mpk_code_alloc: see code_region.c's mpk__region_prot()). */
-enum { MPK__REGION_OWNED = 1, MPK__REGION_EXEC = 2 };
+ * and/or code (mpk_code_alloc: see code_region.c's mpk__region_prot()),
+ * and/or a vault's (memfd_secret where the kernel has it, see
+ * mpk__secret_window_map()). */
+enum { MPK__REGION_OWNED = 1, MPK__REGION_EXEC = 2, MPK__REGION_VAULT = 4 };
 void *mpk__alloc_region(mpk_domain *d, size_t len, unsigned flags);
 
 /* fault.c: install the handler if it is not (keeps the callback).  If
@@ -266,10 +268,30 @@ size_t mpk__window_kept(void);
 /* The ranges so kept, one fn(lo, hi, arg) each (fn must not call into
  * mpkit; NULL counts them); returns how many there are. */
 size_t mpk__kept_each(void (*fn)(uintptr_t lo, uintptr_t hi, void *arg), void *arg);
-/* Put fresh memory mpkit just mapped (private anonymous, any protection)
- * into d, owned; on failure it is left PROT_NONE with no key, for the
- * caller to unmap. */
-int mpk__adopt_fresh(mpk_domain *d, void *addr, size_t len);
+/* Fresh memory for d, owned, len bytes aligned to align (as
+ * mpk__window_map), PROT_NONE until d's protection is put on it (for the
+ * heap's chunks and guarded blocks, which mpk__free_owned() gives back);
+ * flags: 0 or MPK__REGION_VAULT.  NULL/errno. */
+void *mpk__map_fresh(mpk_domain *d, size_t len, size_t align, unsigned flags);
+
+/*
+ * secretmem.c: mpk__window_map() of memory the kernel cannot read for
+ * the program (memfd_secret).  must (an MPK_DOMAIN_SECRETMEM domain):
+ * that or nothing; vault: that where the kernel has it and
+ * MPKIT_SECRETMEM is not off, else ordinary memory out of core dumps and
+ * zero in a child (MADV_DONTDUMP, MADV_WIPEONFORK), unless
+ * MPKIT_SECRETMEM=require; neither: ordinary memory.  *secret says which.
+ * NULL/errno: EOPNOTSUPP (the kernel lacks it and it may not degrade),
+ * ENOMEM (RLIMIT_MEMLOCK, which the kernel charges it to, or memory).
+ */
+void *mpk__secret_window_map(bool must, bool vault, size_t len, size_t align, int prot,
+			     bool *secret);
+/* MPKIT_SECRETMEM as MPK_SECRETMEM_* (shared/env.h), -1 if bad. */
+int mpk__secretmem_mode(void);
+/* Whether addr is in a region of memfd_secret memory (no lock). */
+bool mpk__secret_at(const void *addr);
+/* Whether d was made with MPK_DOMAIN_SECRETMEM (d valid). */
+bool mpk__domain_secretmem(const mpk_domain *d);
 
 /*
  * src/lockdown/lockdown.c (the core calls mpk__lockdown_cover() too, from

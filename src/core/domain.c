@@ -374,8 +374,15 @@ MPK_EXPORT mpk_domain *mpk_domain_create(const char *name, int rights, unsigned 
 
 	if (mpk__ensure_init())
 		return NULL;
-	if (!name_ok(name) || !mpk__rights_ok(rights) || (flags & ~(unsigned)MPK_DOMAIN_SHARED)) {
+	if (!name_ok(name) || !mpk__rights_ok(rights) ||
+	    (flags & ~(unsigned)(MPK_DOMAIN_SHARED | MPK_DOMAIN_SECRETMEM))) {
 		errno = EINVAL;
+		return NULL;
+	}
+	/* Asked for memory the kernel cannot read: said now, not at the
+	 * first allocation. */
+	if ((flags & MPK_DOMAIN_SECRETMEM) && mpk__secretmem_probe()) {
+		errno = (errno == EMFILE || errno == ENFILE || errno == ENOMEM) ? errno : EOPNOTSUPP;
 		return NULL;
 	}
 	d = mpk__ialloc(sizeof(*d));
@@ -387,6 +394,7 @@ MPK_EXPORT mpk_domain *mpk_domain_create(const char *name, int rights, unsigned 
 	pthread_mutex_init(&d->lock, NULL);
 	d->key = -1;
 	d->prot = PROT_NONE;
+	d->secretmem = flags & MPK_DOMAIN_SECRETMEM;
 	pthread_mutex_lock(&mpk_g.lock);
 	if (slot_take(d)) {
 		err = ENOMEM;

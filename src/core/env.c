@@ -23,6 +23,7 @@ static const struct {
 	[MPK_ENV_BACKEND] = { "MPKIT_BACKEND", "hw, soft or auto (the default)" },
 	[MPK_ENV_KEYS] = { "MPKIT_KEYS", "a number of hardware keys from 1 to 15 (default 15)" },
 	[MPK_ENV_HEAP_META] = { "MPKIT_HEAP_META", "open, closed or auto (the default)" },
+	[MPK_ENV_SECRETMEM] = { "MPKIT_SECRETMEM", "auto (the default), require or off" },
 };
 
 const char *mpk__env_name(enum mpk_env_var v)
@@ -78,6 +79,10 @@ int mpk__env_parse(enum mpk_env_var v, int dflt)
 			return MPK_META_AUTO;
 		k = keyword(s, metas, 3);
 		return k == 1 ? MPK_META_OPEN : k == 2 ? MPK_META_CLOSED : k < 0 ? -1 : MPK_META_AUTO;
+	case MPK_ENV_SECRETMEM: {
+		static const char *const modes[] = { "auto", "require", "off" };
+		return s ? keyword(s, modes, 3) : MPK_SECRETMEM_AUTO;
+	}
 	case MPK_ENV_COUNT:
 		break;
 	}

@@ -73,6 +73,7 @@ static void child(void)
 {
 	mpk__ialloc_child();
 	mpk__window_child();
+	mpk__secretmem_child(); /* before any layer's handler touches a vault */
 	mpk__threads_child();
 	mpk__broadcast_child();
 	mpk__domains_child();

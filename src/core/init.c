@@ -58,6 +58,7 @@ static void do_init(void)
 	int want = mpk__env_parse(MPK_ENV_BACKEND, 0);
 	int budget = mpk__env_parse(MPK_ENV_KEYS, mpk_g.budget);
 	int meta = mpk__env_parse(MPK_ENV_HEAP_META, 0);
+	int secret = mpk__env_parse(MPK_ENV_SECRETMEM, 0);
 	bool hw = kernel_has_pkeys();
 
 	/* First of all mpkit's fork handlers: layers above register theirs
@@ -68,8 +69,11 @@ static void do_init(void)
 	void *prime[1];
 	backtrace(prime, 1);
 
-	if (want < 0 || budget < 0 || meta < 0) {
-		mpk__env_describe(want < 0 ? MPK_ENV_BACKEND : budget < 0 ? MPK_ENV_KEYS : MPK_ENV_HEAP_META,
+	if (want < 0 || budget < 0 || meta < 0 || secret < 0) {
+		mpk__env_describe(want < 0	 ? MPK_ENV_BACKEND
+				  : budget < 0 ? MPK_ENV_KEYS
+				  : meta < 0   ? MPK_ENV_HEAP_META
+					       : MPK_ENV_SECRETMEM,
 				  init_msg, sizeof(init_msg));
 		mpk_g.init_errno = EINVAL;
 		return;
@@ -220,6 +224,10 @@ MPK_EXPORT int mpk_info(struct mpk_info *info)
 		info->pkru = mpk_arch_reg_read();
 	}
 	info->region_names = mpk_os_region_names(&info->region_names_errno);
+	/* Vaults use memfd_secret where it works, unless MPKIT_SECRETMEM=off. */
+	info->secretmem = !mpk__secretmem_probe();
+	info->secretmem_errno = info->secretmem ? 0 : errno;
+	info->secretmem_vaults = info->secretmem && mpk__env_parse(MPK_ENV_SECRETMEM, 0) != MPK_SECRETMEM_OFF;
 	if (rc) {
 		info->error = init_msg;
 		/* Report what would run had the environment been valid. */

@@ -29,6 +29,7 @@ struct mpk_region {
 	bool owned;              /* a heap's or vault's: mpk_free() refuses it */
 	bool sealed;             /* mseal()ed by mpk_lockdown(): never unmapped */
 	bool exec;               /* code (mpk_code_alloc): see mpk__region_prot() */
+	bool secret;             /* memfd_secret pages, not inherited (secretmem.c) */
 	uint32_t reg;            /* its registry entry + 1, 0 none (registry.c) */
 };
 
@@ -71,6 +72,7 @@ struct mpk_domain {
 	uint64_t lru; /* mpk_g.tick when last used; atomic, relaxed */
 	int holds; /* heaps and vaults built on it: destroy says EBUSY */
 	bool sealed; /* has sealed regions: keeps its key, never destroyed */
+	bool secretmem; /* MPK_DOMAIN_SECRETMEM: every region memfd_secret */
 	bool pinned; /* never evicted: its key is on pages it does not list (watch.c) */
 	struct mpk_domain *dead_next; /* quarantine after destroy */
 };
@@ -115,6 +117,14 @@ static inline bool mpk__domain_ok(const struct mpk_domain *d)
 	return d && d->magic == MPK_DOMAIN_MAGIC;
 }
 struct mpk_domain *mpk__domain_by_key(int key); /* signal-safe */
+
+/* memory.c: give fresh pages of d its protection (key, or soft rights);
+ * both locks held, or in a forked child. */
+int mpk__protect_new(struct mpk_domain *d, void *p, size_t len, bool exec);
+/* secretmem.c: 0 if memfd_secret(2) works here, else -1/errno; the fork
+ * child's renewal of secret regions (no lock: the child is alone). */
+int mpk__secretmem_probe(void);
+void mpk__secretmem_child(void);
 
 /* region.c (callers hold mpk_g.lock except for lookup; add and del also the
  * domain's lock) */

@@ -14,7 +14,7 @@
  * union of every thread's rights (soft).  Here and below, d's protection
  * is read and its region list changed under d->lock as well as
  * mpk_g.lock: a soft rights change holds only d->lock. */
-static int protect_new(struct mpk_domain *d, void *p, size_t len, bool exec)
+int mpk__protect_new(struct mpk_domain *d, void *p, size_t len, bool exec)
 {
 	struct mpk_region as = { .exec = exec };
 
@@ -44,14 +44,16 @@ void *mpk__alloc_region(struct mpk_domain *d, size_t len, unsigned flags)
 		return NULL;
 	}
 	len = (len + page - 1) & ~(page - 1);
-	p = mpk__window_map(len, 0, PROT_READ | PROT_WRITE);
+	bool secret;
+	p = mpk__secret_window_map(d->secretmem, flags & MPK__REGION_VAULT, len, 0,
+				   PROT_READ | PROT_WRITE, &secret);
 	if (!p)
 		return NULL;
 	pthread_mutex_lock(&mpk_g.lock);
 	bool ok = mpk__domain_ok(d);
 	if (ok)
 		pthread_mutex_lock(&d->lock);
-	if (!ok || protect_new(d, p, len, flags & MPK__REGION_EXEC) || !(r = mpk__region_add(d, p, len))) {
+	if (!ok || mpk__protect_new(d, p, len, flags & MPK__REGION_EXEC) || !(r = mpk__region_add(d, p, len))) {
 		int err = ok ? errno : EINVAL;
 		mpk__window_unmap(p, len);
 		errno = err;
@@ -60,6 +62,7 @@ void *mpk__alloc_region(struct mpk_domain *d, size_t len, unsigned flags)
 	}
 	r->owned = flags & MPK__REGION_OWNED;
 	r->exec = flags & MPK__REGION_EXEC;
+	r->secret = secret;
 	if (r->exec)
 		mpk__registry_set(r);
 	mpk_os_name_region(p, len, d->name);
@@ -160,6 +163,7 @@ void *mpk__remap_owned(struct mpk_domain *d, void *addr, size_t new_len)
 	}
 	nr->owned = true;
 	nr->exec = r->exec;
+	nr->secret = r->secret; /* the mapping moved, memfd_secret and all */
 	mpk__region_del(r);
 	mpk_os_name_region(q, new_len, d->name);
 	p = q;
@@ -202,6 +206,10 @@ MPK_EXPORT int mpk_adopt(mpk_domain *d, void *addr, size_t len)
 		errno = EINVAL;
 		return -1;
 	}
+	if (d->secretmem) {
+		errno = EOPNOTSUPP; /* the caller's pages stay the kernel's to read */
+		return -1;
+	}
 	pthread_mutex_lock(&mpk_g.lock);
 	if (!mpk__domain_ok(d) || mpk__range_overlaps(addr, len)) {
 		pthread_mutex_unlock(&mpk_g.lock);
@@ -214,7 +222,7 @@ MPK_EXPORT int mpk_adopt(mpk_domain *d, void *addr, size_t len)
 		err = anon < 0 ? errno : EINVAL;
 		goto out;
 	}
-	if (protect_new(d, addr, len, false)) {
+	if (mpk__protect_new(d, addr, len, false)) {
 		err = errno;
 		goto out;
 	}
@@ -248,6 +256,10 @@ MPK_EXPORT void *mpk_map_file(mpk_domain *d, int fd, off_t offset, size_t len)
 		errno = EINVAL;
 		return NULL;
 	}
+	if (d->secretmem) {
+		errno = EOPNOTSUPP; /* a file's pages are the kernel's to read */
+		return NULL;
+	}
 	if (len > PTRDIFF_MAX - page) {
 		errno = ENOMEM;
 		return NULL;
@@ -276,7 +288,7 @@ MPK_EXPORT void *mpk_map_file(mpk_domain *d, int fd, off_t offset, size_t len)
 		err = errno; /* EACCES: fd not open read-write, ENODEV... */
 		goto out;
 	}
-	if (protect_new(d, p, len, false) || !(r = mpk__region_add(d, p, len))) {
+	if (mpk__protect_new(d, p, len, false) || !(r = mpk__region_add(d, p, len))) {
 		err = errno;
 		mpk__covered_unmap(p, len);
 		p = NULL;
@@ -291,7 +303,21 @@ out:
 	return p;
 }
 
-int mpk__adopt_fresh(struct mpk_domain *d, void *addr, size_t len)
+bool mpk__secret_at(const void *addr)
+{
+	struct mpk_region *r = mpk__region_lookup(addr);
+
+	return r && __atomic_load_n(&r->secret, __ATOMIC_RELAXED);
+}
+
+bool mpk__domain_secretmem(const struct mpk_domain *d)
+{
+	return d->secretmem;
+}
+
+/* Put fresh memory mpkit just mapped (any protection) into d, owned; on
+ * failure it is left PROT_NONE with no key, for the caller to unmap. */
+static int adopt_fresh(struct mpk_domain *d, void *addr, size_t len, bool secret)
 {
 	int rc = -1, err = EINVAL;
 
@@ -317,8 +343,24 @@ int mpk__adopt_fresh(struct mpk_domain *d, void *addr, size_t len)
 		goto out;
 	}
 	r->owned = true; /* only the heap maps fresh memory */
+	r->secret = secret;
 	mpk_os_name_region(addr, len, d->name);
 	rc = 0;
 out:
 	return unlock_both(d, rc, err);
+}
+
+void *mpk__map_fresh(struct mpk_domain *d, size_t len, size_t align, unsigned flags)
+{
+	bool secret;
+	void *p = mpk__secret_window_map(d->secretmem, flags & MPK__REGION_VAULT, len, align,
+					 PROT_NONE, &secret);
+
+	if (p && adopt_fresh(d, p, len, secret)) {
+		int err = errno;
+		mpk__window_unmap(p, len);
+		errno = err;
+		p = NULL;
+	}
+	return p;
 }

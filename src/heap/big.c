@@ -115,18 +115,10 @@ static int map_guarded(struct heap *h, size_t size, size_t align, struct big *b)
 	size_t page = mpk__page();
 	bool below = h->flags & MPK_HEAP_GUARDED_BELOW;
 	size_t data = round_up(size + (!below && align > page ? align : 0), page);
-	uintptr_t start = (uintptr_t)mpk__window_map(data, below ? align : page, PROT_NONE);
+	uintptr_t start = (uintptr_t)mpk__map_fresh(h->domain, data, below ? align : page, 0);
 
-	if (!start) {
-		errno = ENOMEM;
+	if (!start)
 		return -1;
-	}
-	if (mpk__adopt_fresh(h->domain, (void *)start, data)) {
-		int err = errno;
-		mpk__window_unmap((void *)start, data);
-		errno = err;
-		return -1;
-	}
 	b->p = below ? start : (start + data - size) & ~(uintptr_t)(align - 1);
 	b->map = b->region = start;
 	b->maplen = b->reglen = data;
@@ -181,15 +173,15 @@ static int map_big(struct arena *a, size_t size, size_t align, struct big *b)
 		b->reused = true;
 		return 0;
 	}
-	start = (uintptr_t)mpk__alloc_owned(h->domain, len);
+	/* A vault's: memfd_secret where the kernel has it (core.h). */
+	start = (uintptr_t)mpk__alloc_region(h->domain, len, MPK__REGION_OWNED |
+					     ((h->flags & HEAP_SECRET) ? MPK__REGION_VAULT : 0));
 	if (!start)
 		return -1;
 	if (!(h->flags & HEAP_SECRET))
 		mpk__san_poison(start, len); /* the block opens its bytes */
 	if (h->flags & HEAP_SECRET) {
-		if (mpk_os_madvise((void *)start, len, MADV_DONTDUMP) ||
-		    mpk_os_madvise((void *)start, len, MADV_WIPEONFORK) ||
-		    mpk__heap_lock_pages(h, (void *)start, len)) {
+		if (mpk__heap_lock_pages(h, (void *)start, len)) {
 			err = errno;
 			mpk__free_owned(h->domain, (void *)start);
 			errno = err;

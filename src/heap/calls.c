@@ -171,6 +171,7 @@ struct heap *mpk__heap_new(struct mpk_domain *d, unsigned flags)
 		h->magic = HEAP_MAGIC;
 		h->flags = flags;
 		h->domain = d;
+		h->kexcl = mpk__domain_secretmem(d);
 		static uint32_t uids;
 		h->key = mpk__mix(mpk__meta_key() ^ (uintptr_t)h);
 		h->ckey = mpk__mix(h->key + 1) | 1;

@@ -635,7 +635,7 @@ static void *heap_alloc(struct heap *h, size_t size, size_t align, bool zero, bo
 			p = round_up(start + hdr, align);
 			r->off = (uint32_t)(p - start);
 			cap = (size_t)r->pages * page - r->off;
-			fresh = r->clean;
+			fresh = r->clean && !h->kexcl;
 			off = run_off(0, r->pages);
 		}
 	}

@@ -118,6 +118,7 @@ struct heap {
 	struct heap *prev, *next;   /* the registry; under heaps lock */
 	unsigned lock_gen;          /* vault: mpk__fork_gen its runs are locked in */
 	bool unmade;                /* vault: its first secret failed, it goes */
+	bool kexcl;      /* MPK_DOMAIN_SECRETMEM: shared pages, which a purge does not zero */
 	unsigned narenas;           /* big blocks all go to arena 0 */
 	struct arena arenas[ARENAS_MAX];
 };

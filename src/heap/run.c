@@ -87,21 +87,11 @@ static void free_remove(struct arena *a, struct run *r)
  * mask), carved from a reserved window: the reservation around it keeps
  * it apart from other mappings as mpk_alloc()'s regions are, and the
  * lockdown filter covers it.  NULL/errno. */
-static void *chunk_map(struct mpk_domain *d)
+static void *chunk_map(struct heap *h)
 {
-	void *base = mpk__window_map(CHUNK_SIZE, CHUNK_SIZE, PROT_NONE);
-
-	if (!base) {
-		errno = ENOMEM;
-		return NULL;
-	}
-	if (mpk__adopt_fresh(d, base, CHUNK_SIZE)) {
-		int err = errno;
-		mpk__window_unmap(base, CHUNK_SIZE);
-		errno = err;
-		return NULL;
-	}
-	return base;
+	/* A vault's: memfd_secret where the kernel has it (core.h). */
+	return mpk__map_fresh(h->domain, CHUNK_SIZE, CHUNK_SIZE,
+			      (h->flags & HEAP_SECRET) ? MPK__REGION_VAULT : 0);
 }
 
 static void chunk_unmap(struct mpk_domain *d, void *base)
@@ -115,18 +105,11 @@ static struct chunk *chunk_new(struct arena *a)
 	size_t page = mpk__page();
 	struct mpk_domain *d = a->heap->domain;
 	struct chunk *c;
-	void *base = chunk_map(d);
+	void *base = chunk_map(a->heap);
 	int err;
 
 	if (!base)
 		return NULL;
-	/* Secrets stay out of core dumps and read as zeros in a child. */
-	if ((a->heap->flags & HEAP_SECRET) &&
-	    (mpk_os_madvise(base, CHUNK_SIZE, MADV_DONTDUMP) ||
-	     mpk_os_madvise(base, CHUNK_SIZE, MADV_WIPEONFORK))) {
-		err = errno;
-		goto unmap;
-	}
 	if (!(a->heap->flags & (HEAP_SECRET | HEAP_GUARDS)))
 		mpk__san_poison((uintptr_t)base, CHUNK_SIZE); /* blocks open it */
 	pthread_mutex_lock(&mpk__meta_lock);
@@ -198,8 +181,10 @@ static void chunk_release(struct arena *a, struct chunk *c)
 
 static void purge_run(struct arena *a, struct run *r)
 {
-	mpk_os_madvise((void *)run_addr(r->chunk, r), (size_t)r->pages << mpk__heap_page_shift,
-		       MADV_DONTNEED);
+	/* memfd_secret pages stay in their file until it is unmapped. */
+	if (!a->heap->kexcl)
+		mpk_os_madvise((void *)run_addr(r->chunk, r),
+			       (size_t)r->pages << mpk__heap_page_shift, MADV_DONTNEED);
 	r->clean = 1;
 	a->dirty_pages -= r->pages;
 }
@@ -277,6 +262,10 @@ int mpk__heap_lock_pages(struct heap *h, void *addr, size_t len)
 	mpk_scope s;
 	int rc;
 
+	/* memfd_secret pages are locked by the kernel, which refuses
+	 * mlock() on them (ENOMEM). */
+	if (mpk__secret_at(addr))
+		return 0;
 	/* mlock() faults the pages in: they must be reachable (it fails on
 	 * PROT_NONE, and on hw under a closed key). */
 	if (mpk__heap_reach(h->domain, MPK_RW, &s))

@@ -8,10 +8,12 @@ enum mpk_env_var {
 	MPK_ENV_BACKEND,   /* MPKIT_BACKEND */
 	MPK_ENV_KEYS,      /* MPKIT_KEYS */
 	MPK_ENV_HEAP_META, /* MPKIT_HEAP_META */
+	MPK_ENV_SECRETMEM, /* MPKIT_SECRETMEM */
 	MPK_ENV_COUNT
 };
 
 enum { MPK_META_AUTO, MPK_META_OPEN, MPK_META_CLOSED };
+enum { MPK_SECRETMEM_AUTO, MPK_SECRETMEM_REQUIRE, MPK_SECRETMEM_OFF };
 
 /* The variable's name, and what values it takes (for messages). */
 const char *mpk__env_name(enum mpk_env_var v);
@@ -22,7 +24,7 @@ const char *mpk__env_allowed(enum mpk_env_var v);
 const char *mpk__env_value(enum mpk_env_var v);
 
 /* The value parsed: BACKEND 0 (auto) or MPK_BACKEND_*; KEYS the budget, or
- * dflt when unset; HEAP_META MPK_META_*.  -1 when the value is bad. */
+ * dflt when unset; HEAP_META MPK_META_*; SECRETMEM MPK_SECRETMEM_*.  -1 when the value is bad. */
 int mpk__env_parse(enum mpk_env_var v, int dflt);
 
 /* Format "mpkit: NAME=\"VALUE\" is not valid: ALLOWED" into buf (size at

@@ -13,6 +13,8 @@ mpk_domain *pit_dom;
 
 unsigned char *pit_secret;
 
+static bool pit_kexcl; /* the secret in memfd_secret memory */
+
 bool pit_is_secret(const void *p)
 {
 	return !memcmp(p, PIT_SECRET, sizeof(PIT_SECRET));
@@ -34,7 +36,7 @@ void pit_default_segv(void)
 
 static int pit_child(const struct pit *p, bool locked)
 {
-	pit_dom = mpk_domain_create("pit-secret", MPK_RW, 0);
+	pit_dom = mpk_domain_create("pit-secret", MPK_RW, pit_kexcl ? MPK_DOMAIN_SECRETMEM : 0);
 	if (!pit_dom)
 		return O_ERROR;
 	pit_secret = mpk_alloc(pit_dom, 4096);
@@ -118,13 +120,24 @@ int pit_main(const struct pit *p)
 		t_skip(why);
 	if (uname(&u))
 		strcpy(u.release, "?");
-	int before = pit_run_one(p, false), after = pit_run_one(p, true);
-	printf("pit: %-26s | %-4s | %-22s | before: %-26s | after: %s%s%s\n", p->name,
-	       b ? "soft" : "hw", u.release, pit_names[before], pit_names[after],
-	       p->note ? " -- " : "", p->note ? p->note : "");
-	if (!(p->before[b] & B(before)))
-		t_fail("%s before lockdown: %s, not the documented outcome", p->name, pit_names[before]);
-	if (!(p->after[b] & B(after)))
-		t_fail("%s after lockdown: %s, not the documented outcome", p->name, pit_names[after]);
+	struct mpk_info in;
+	if (mpk_info(&in))
+		in.secretmem = 0;
+	for (int k = 0; k <= (p->kexcl[b] && in.secretmem); k++) {
+		char name[64];
+		pit_kexcl = k;
+		snprintf(name, sizeof(name), "%s%s", p->name, k ? " [secretmem]" : "");
+		int before = pit_run_one(p, false), after = pit_run_one(p, true);
+		printf("pit: %-26s | %-4s | %-22s | before: %-26s | after: %s%s%s\n", name,
+		       b ? "soft" : "hw", u.release, pit_names[before], pit_names[after],
+		       p->note ? " -- " : "", p->note ? p->note : "");
+		if (!((k ? p->kexcl[b] : p->before[b]) & B(before)))
+			t_fail("%s before lockdown: %s, not the documented outcome", name, pit_names[before]);
+		if (!(p->after[b] & B(after)))
+			t_fail("%s after lockdown: %s, not the documented outcome", name, pit_names[after]);
+	}
+	if (p->kexcl[b] && !in.secretmem)
+		printf("pit: %-26s | %-4s | %-22s | no memfd_secret on this kernel\n", "(secretmem rows)",
+		       b ? "soft" : "hw", u.release);
 	return t_done();
 }

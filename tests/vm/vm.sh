@@ -30,6 +30,8 @@
 #   MPKIT_TEST_FILTER      passed on to run-tests.sh inside the VM
 #   MPKIT_VM_ENV           more NAME=VALUE words exported inside the VM, e.g.
 #                          "MPKIT_MODEL_STEPS=100000 MPKIT_MODEL_SEED=7"
+#   MPKIT_VM_APPEND        more kernel command-line words, e.g.
+#                          "secretmem.enable=1" (memfd_secret on 5.14-6.4)
 
 set -eu -o pipefail
 
@@ -367,11 +369,11 @@ qemu_args=(
     -cpu max -m 1024 -smp 2
     -nographic -no-reboot -nic none
     -kernel "$kernel" -initrd "$initrd"
-    -append "console=ttyS0 quiet panic=-1"
+    -append "console=ttyS0 quiet panic=-1${MPKIT_VM_APPEND:+ $MPKIT_VM_APPEND}"
 )
 [ "$accel" = kvm ] && qemu_args+=(-accel kvm)
 
-log "booting ${kernel##*/} with $accel (timeout ${vm_timeout}s; console: $console_log)"
+log "booting ${kernel##*/}${MPKIT_VM_APPEND:+ ($MPKIT_VM_APPEND)} with $accel (timeout ${vm_timeout}s; console: $console_log)"
 start=$(date +%s)
 set +e
 # stdin from /dev/null: QEMU must not put a calling terminal into raw mode.
