@@ -7,7 +7,6 @@
  */
 #define _GNU_SOURCE
 #include <errno.h>
-#include <execinfo.h>
 #include <signal.h>
 #include <stdlib.h>
 #include <string.h>
@@ -15,6 +14,7 @@
 
 #include "internal.h"
 #include "os.h"
+#include "../shared/unwind.h"
 
 #ifndef SEGV_PKUERR
 #define SEGV_PKUERR 4
@@ -211,13 +211,12 @@ static void on_segv(int sig, siginfo_t *si, void *uc)
 static int install_locked(void)
 {
 	struct sigaction sa;
-	void *prime[1];
 
 	asks++;
 	if (!installed) {
-		/* backtrace() loads libgcc on first use: do it now, not in
-		 * the handler. */
-		backtrace(prime, 1);
+		/* The unwinder loads and sets up on first use: do it now,
+		 * not in the handler. */
+		mpk__bt_prime();
 		memset(&sa, 0, sizeof(sa));
 		sa.sa_sigaction = on_segv;
 		sa.sa_flags = SA_SIGINFO | SA_ONSTACK;
