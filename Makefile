@@ -46,6 +46,21 @@ MPK_CFLAGS  := -std=gnu11 $(WARN) -pthread -Iinclude
 # 3.19 reads (t_heap_valgrind): DWARF 4 with clang.
 MPK_CFLAGS  += $(if $(shell $(CC) --version 2>/dev/null | grep -q clang && echo y),-gdwarf-4)
 MPK_LDFLAGS := -pthread
+# The C library, probed: glibc, or another (musl: musl-gcc).  musl-gcc
+# searches musl's headers only, and they leave the kernel's (linux/,
+# asm/) to the system: a directory in the build tree points at the
+# system's, and nothing else of glibc's is seen.
+LIBC := $(if $(shell printf '\043include <features.h>\n\043ifdef __GLIBC__\nglibc\n\043endif\n' | \
+	$(CC) -E -P -x c - 2>/dev/null | grep -x glibc),glibc,other)
+KHDR := $(if $(shell printf '\043include <linux/futex.h>\n' | $(CC) -E -x c - >/dev/null 2>&1 || echo no),$(abspath $(BUILD))/kernel-headers)
+ifneq ($(KHDR),)
+$(shell mkdir -p $(KHDR) && for d in linux asm-generic; do ln -sfn /usr/include/$$d $(KHDR)/$$d; done && \
+	ln -sfn /usr/include/$$(gcc -print-multiarch)/asm $(KHDR)/asm)
+MPK_CFLAGS  += -isystem $(KHDR)
+endif
+# musl-gcc's link spec leaves out the unwind tables' index, without which
+# the unwinder cannot run: reports would have no backtrace.
+MPK_LDFLAGS += $(if $(filter glibc,$(LIBC)),,-Wl,--eh-frame-hdr)
 ifneq ($(SANITIZE),)
 MPK_CFLAGS  += -fsanitize=$(SANITIZE) -fno-omit-frame-pointer -fno-sanitize-recover=all
 MPK_LDFLAGS += -fsanitize=$(SANITIZE)
@@ -81,7 +96,7 @@ ARCH_SRC := src/arch/none/cpu.c
 endif
 # Code and formats the library shares with the tools (libc only).
 SHARED_SRC := src/shared/procmaps.c src/shared/scan.c src/shared/scan_class.c src/shared/insn.c src/shared/insn_0f.c \
-              src/shared/mapcheck.c
+              src/shared/mapcheck.c src/shared/unwind.c
 CORE_SRC := $(addprefix src/core/,init.c env.c os.c os_signal.c domain.c region.c window.c secretmem.c \
             memory.c code_region.c rights.c soft.c broadcast.c thread.c thread_start.c fork.c \
             fault.c backtrace.c registry.c audit.c ialloc.c sort.c)
@@ -105,43 +120,48 @@ EX_BIN   := $(EX_SRC:examples/%.c=$(B)/examples/%)
 # pkg-config finds it, SODIUM=yes requires it, SODIUM=no leaves it out.  The
 # library and the mpkit command never link it.
 SODIUM ?= auto
+# pkg-config's libraries are Debian's, built for glibc: a build for another
+# C library (musl) uses none of them, and their tests skip saying so.
+PKG_CONFIG := $(if $(filter glibc,$(LIBC)),pkg-config,false)
+opt_why = $(if $(filter glibc,$(LIBC)),pkg-config found none; tools/deps.sh test installs $(1),the C library is not glibc and Debian builds $(1) for glibc)
 ifeq ($(SODIUM),no)
 SODIUM_OK :=
 else
-SODIUM_OK := $(shell pkg-config --exists libsodium 2>/dev/null && echo yes)
+SODIUM_OK := $(shell $(PKG_CONFIG) --exists libsodium 2>/dev/null && echo yes)
 ifeq ($(SODIUM)$(SODIUM_OK),yes)
 $(error SODIUM=yes but pkg-config finds no libsodium (apt-get install libsodium-dev))
 endif
 endif
 ifeq ($(SODIUM_OK),yes)
-BENCH_CPPFLAGS := -DMPKIT_BENCH_SODIUM $(shell pkg-config --cflags libsodium)
-BENCH_LIBS     := $(shell pkg-config --libs libsodium)
+BENCH_CPPFLAGS := -DMPKIT_BENCH_SODIUM $(shell $(PKG_CONFIG) --cflags libsodium)
+BENCH_LIBS     := $(shell $(PKG_CONFIG) --libs libsodium)
 endif
 # The vault benchmark's OpenSSL secure-heap rows, when pkg-config finds
 # libcrypto (libssl-dev); without it those rows say why they are missing.
-OPENSSL_OK := $(shell pkg-config --exists libcrypto 2>/dev/null && echo yes)
+OPENSSL_OK := $(shell $(PKG_CONFIG) --exists libcrypto 2>/dev/null && echo yes)
 ifeq ($(OPENSSL_OK),yes)
-BENCH_VAULT_CPPFLAGS := -DMPKIT_BENCH_OPENSSL $(shell pkg-config --cflags libcrypto)
-BENCH_VAULT_LIBS     := $(shell pkg-config --libs libcrypto)
+BENCH_VAULT_CPPFLAGS := -DMPKIT_BENCH_OPENSSL $(shell $(PKG_CONFIG) --cflags libcrypto)
+BENCH_VAULT_LIBS     := $(shell $(PKG_CONFIG) --libs libcrypto)
 endif
-SODIUM_CFLAGS := $(shell pkg-config --cflags libsodium 2>/dev/null)
-SODIUM_LIBS   := $(shell pkg-config --libs libsodium 2>/dev/null)
+SODIUM_CFLAGS := $(shell $(PKG_CONFIG) --cflags libsodium 2>/dev/null)
+SODIUM_LIBS   := $(shell $(PKG_CONFIG) --libs libsodium 2>/dev/null)
 
 # The use-case examples (docs/examples.md) need libsodium and SQLite; the
 # copies in $(B)/tests/ex/ are what their tests run (and the VM packs).
-SQLITE_OK     := $(shell pkg-config --exists sqlite3 2>/dev/null && echo yes)
-SQLITE_CFLAGS := $(shell pkg-config --cflags sqlite3 2>/dev/null)
-SQLITE_LIBS   := $(shell pkg-config --libs sqlite3 2>/dev/null)
+SQLITE_OK     := $(shell $(PKG_CONFIG) --exists sqlite3 2>/dev/null && echo yes)
+SQLITE_CFLAGS := $(shell $(PKG_CONFIG) --cflags sqlite3 2>/dev/null)
+SQLITE_LIBS   := $(shell $(PKG_CONFIG) --libs sqlite3 2>/dev/null)
 EX_TEST_BIN   := $(if $(SODIUM_OK),$(B)/tests/ex/keyd $(B)/tests/ex/attack) \
                  $(if $(SQLITE_OK),$(B)/tests/ex/sqlite-guard $(B)/mpkit-bench-sqlite) \
                  $(B)/tests/ex/pstore
-# A test whose optional library pkg-config did not find is a script that
-# skips, naming the library: the other tests build and run (make check
-# installs the library first, so this is DEPS=no or not Debian).  Dated
+# A test whose optional library pkg-config did not find (or that a musl
+# build cannot use) is a script that skips, naming the library and why:
+# the other tests build and run (make check installs the library first,
+# so this is DEPS=no, not Debian, or musl).  Dated
 # 1970, so that the real test is linked over it once the library is there.
 skip_test = @mkdir -p $(@D) && \
-	printf '\043!/bin/sh\necho "skip: built without %s (pkg-config found none): tools/deps.sh test installs %s"\nexit 77\n' \
-		'$(1)' '$(2)' > $@ && chmod 755 $@ && touch -d @0 $@ && echo "$(@F): built without $(1), it will skip"
+	printf '\043!/bin/sh\necho "skip: built without %s (%s)"\nexit 77\n' \
+		'$(1)' '$(call opt_why,$(2))' > $@ && chmod 755 $@ && touch -d @0 $@ && echo "$(@F): built without $(1), it will skip"
 # What this machine gave the build that changes what it compiles: the
 # optional libraries, and valgrind's client-request header (src/heap/san.h
 # uses it where it is there).  Every object depends on $(B)/config,
@@ -156,7 +176,7 @@ $(shell mkdir -p $(B) && [ "$$(cat $(B)/config 2>/dev/null)" = '$(CONFIG)' ] || 
 SHARED_OBJ := $(B)/obj/src/shared/procmaps.o $(B)/obj/src/shared/mapcheck.o
 BENCH_SRC := bench/engine.c bench/group.c bench/methods.c bench/sample.c bench/probe.c \
              bench/machine.c bench/extent.c bench/report.c bench/plot.c
-BENCH_OBJ := $(BENCH_SRC:%.c=$(B)/obj/%.o) $(SHARED_OBJ)
+BENCH_OBJ := $(BENCH_SRC:%.c=$(B)/obj/%.o) $(SHARED_OBJ) $(B)/obj/src/shared/dynsym.o
 # Every benchmark program: `make benchmarks` (and bench, check, install)
 # builds them, `make` does not.
 BENCH_BIN := $(addprefix $(B)/,mpkit-bench mpkit-bench-alloc mpkit-bench-vault mpkit-bench-threads mpkit-bench-scale \
@@ -303,9 +323,13 @@ $(B)/preload/%.o: %.c $(B)/config
 HELPER_LIB := $(if $(SANITIZE),$(B)/preload/libmpkit.so,$(B)/libmpkit.so)
 $(B)/preload/libmpkit.so: $(LIB_SRC:%.c=$(B)/preload/%.o) src/libmpkit.map
 	$(call link_lib,$(PRELOAD_LDFLAGS),$(filter %.o,$^))
+# Its backtraces' names and symbol sizes come from copies of its own of
+# src/shared/ code (the library's unwind.c is hidden).
+HELPER_OBJ := $(B)/preload/tools/watch_preload.o $(B)/preload/src/shared/unwind.o $(B)/preload/src/shared/dynsym.o
+$(B)/preload/tools/%.o: MPK_XCFLAGS += -Isrc/shared
 HELPER_LINK = -shared -Wl,--version-script=tools/watch_preload.map -Wl,-z,defs -Wl,-z,now \
-	$(PRELOAD_LDFLAGS) $(B)/preload/tools/watch_preload.o $(HELPER_LIB)
-$(B)/libmpkit-watch.so: $(B)/preload/tools/watch_preload.o $(HELPER_LIB) tools/watch_preload.map
+	$(PRELOAD_LDFLAGS) $(HELPER_OBJ) $(HELPER_LIB)
+$(B)/libmpkit-watch.so: $(HELPER_OBJ) $(HELPER_LIB) tools/watch_preload.map
 	$(CC) $(HELPER_LINK) -Wl,-rpath,$(abspath $(dir $(HELPER_LIB))) -o $@
 
 # The drop-in allocator (src/malloc/): the library's objects and its own,

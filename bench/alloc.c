@@ -19,7 +19,11 @@
  */
 #define _GNU_SOURCE
 #include <errno.h>
+#ifdef __GLIBC__
 #include <gnu/libc-version.h>
+#else
+#define gnu_get_libc_version() "(not glibc)"
+#endif
 #include <pthread.h>
 #include <stdbool.h>
 #include <stdio.h>

@@ -8,7 +8,6 @@
  * install it, still says where mpk_set begins and ends.
  */
 #define _GNU_SOURCE
-#include <dlfcn.h>
 #include <link.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -16,6 +15,7 @@
 #include <unistd.h>
 
 #include "bench.h"
+#include "dynsym.h"
 
 struct obj {
 	uintptr_t addr;        /* the function, in memory */
@@ -181,15 +181,14 @@ static int from_eh_frame(const uint8_t *hdr, uintptr_t addr, uintptr_t *lo, uint
 int bench_fn_extent(const void *fn, char *file, size_t len, unsigned long *start, unsigned long *end)
 {
 	struct obj o = { .addr = (uintptr_t)fn };
-	const ElfW(Sym) *sym = NULL;
-	Dl_info info;
 	uintptr_t lo, hi;
+	size_t size;
 
 	if (!dl_iterate_phdr(find_obj, &o))
 		return -1;
-	if (dladdr1(fn, &info, (void **)&sym, RTLD_DL_SYMENT) && sym && info.dli_saddr == fn && sym->st_size) {
+	if ((size = mpk__dynsym_size(fn))) {
 		lo = (uintptr_t)fn;
-		hi = lo + sym->st_size;
+		hi = lo + size;
 	} else if (!o.eh_hdr || from_eh_frame(o.eh_hdr, o.addr, &lo, &hi)) {
 		return -1;
 	}

@@ -36,6 +36,42 @@
 #pragma GCC diagnostic ignored "-Wuse-after-free"
 #endif
 #endif
+/* glibc's pkey wrappers (2.27), which musl lacks: the same for the tests
+ * that call them, on the raw system calls and PKRU. */
+#if !defined(__GLIBC__) && defined(__x86_64__)
+#define PKEY_DISABLE_ACCESS 0x1
+#define PKEY_DISABLE_WRITE 0x2
+static inline int pkey_alloc(unsigned int flags, unsigned int rights)
+{
+	return (int)syscall(SYS_pkey_alloc, flags, rights);
+}
+static inline int pkey_free(int key)
+{
+	return (int)syscall(SYS_pkey_free, key);
+}
+static inline int pkey_mprotect(void *addr, size_t len, int prot, int key)
+{
+	return (int)syscall(SYS_pkey_mprotect, addr, len, prot, key);
+}
+static inline int pkey_get(int key)
+{
+	unsigned int pkru;
+	if (key < 0 || key > 15)
+		return errno = EINVAL, -1;
+	__asm__ volatile("rdpkru" : "=a"(pkru) : "c"(0) : "rdx");
+	return (int)(pkru >> (2 * key)) & 3;
+}
+static inline int pkey_set(int key, unsigned int rights)
+{
+	unsigned int pkru;
+	if (key < 0 || key > 15 || rights > 3)
+		return errno = EINVAL, -1;
+	__asm__ volatile("rdpkru" : "=a"(pkru) : "c"(0) : "rdx");
+	pkru = (pkru & ~(3u << (2 * key))) | rights << (2 * key);
+	__asm__ volatile("wrpkru" ::"a"(pkru), "c"(0), "d"(0) : "memory");
+	return 0;
+}
+#endif
 #ifdef __clang__
 #pragma clang diagnostic ignored "-Wnon-power-of-two-alignment"
 #endif

@@ -60,11 +60,16 @@ int main(void)
 	for (size_t k = 0; k < sizeof(touched) / sizeof(*touched); k++)
 		REQUIRE(p[touched[k]] = mpk_alloc(d[touched[k]], 4096));
 
+#ifdef __GLIBC__
 	struct mallinfo2 m0 = mallinfo2();
 	REQUIRE(mpk_rights_save(&r) == 0);
 	struct mallinfo2 m1 = mallinfo2();
 	/* A few entries, not 1,000 (24 KiB before): what differs only. */
 	CHECK(m1.uordblks - m0.uordblks < 1024);
+#else
+	REQUIRE(mpk_rights_save(&r) == 0);
+	printf("t_rights_save_sparse: the save's heap size not checked (mallinfo2() is glibc's)\n");
+#endif
 
 	/* After the save: close one, change one, open others (hw: evicting
 	 * the saved ones), set_all one, destroy one, create one. */

@@ -6,7 +6,8 @@
  * inline assembly), decoded instruction after instruction from its first
  * byte, must end exactly at its last: one wrong length and the decoding
  * drifts off the instruction boundaries.  A few instructions are also
- * checked for what they write.
+ * checked for what they write, and whether they read the memory they
+ * write (watch.c reports a read-modify-write's read too).
  */
 #include <elf.h>
 #include <fcntl.h>
@@ -134,5 +135,25 @@ int main(void)
 	CHECK(mpk__insn_decode(ud2, sizeof(ud2), &in) == 2 && in.flow == FLOW_STOP);
 	CHECK(mpk__insn_decode(vz, sizeof(vz), &in) == 3 && in.ndst == 0);
 	CHECK(mpk__insn_decode(mov, 4, &in) == 0); /* cut short */
+
+	/* Read-modify-writes of memory: addq $1,(%rdi); lock xadd %eax,(%rdx);
+	 * incl 8(%rsp); notq (%rax); xchg %rcx,(%rsi); lock cmpxchg %ecx,(%rdi);
+	 * shlq (%rax); btsq $3,(%rax).  Plain stores and a compare do not:
+	 * mov %rax,(%rdi); movl $1,(%rdi); cmp %eax,(%rdi); setne (%rdi); and
+	 * register forms neither: add %eax,%ecx; inc %eax. */
+	static const unsigned char rmw[][6] = {
+		{ 0x48, 0x83, 0x07, 0x01 }, { 0xf0, 0x0f, 0xc1, 0x02 }, { 0xff, 0x44, 0x24, 0x08 },
+		{ 0x48, 0xf7, 0x10 }, { 0x48, 0x87, 0x0e }, { 0xf0, 0x0f, 0xb1, 0x0f },
+		{ 0x48, 0xd1, 0x20 }, { 0x48, 0x0f, 0xba, 0x28, 0x03 },
+	}, plain[][6] = {
+		{ 0x48, 0x89, 0x07 }, { 0xc7, 0x07, 0x01, 0, 0, 0 }, { 0x39, 0x07 },
+		{ 0x0f, 0x95, 0x07 }, { 0x01, 0xc1 }, { 0xff, 0xc0 },
+	};
+	for (size_t i = 0; i < sizeof(rmw) / sizeof(rmw[0]); i++)
+		if (!(mpk__insn_decode(rmw[i], sizeof(rmw[i]), &in) > 0 && in.mem_rmw))
+			t_fail("read-modify-write %zu: not taken as one", i);
+	for (size_t i = 0; i < sizeof(plain) / sizeof(plain[0]); i++)
+		if (!(mpk__insn_decode(plain[i], sizeof(plain[i]), &in) > 0 && !in.mem_rmw))
+			t_fail("plain access %zu: taken as a read-modify-write", i);
 	return t_done();
 }

@@ -33,8 +33,10 @@ test="pkg-config libsodium-dev libssl-dev libsqlite3-dev valgrind groff-base man
 # the kernel into build/vm/ itself).
 vm="qemu-system-x86"
 # ci: the rest of .ci/run: the benchmark's plot and allocators
-# (gnuplot, jemalloc, mimalloc), check-cmake, check-deb, abi-check.
-ci="gnuplot-nox libjemalloc-dev libmimalloc-dev cmake dpkg-dev debhelper lintian abigail-tools"
+# (gnuplot, jemalloc, mimalloc), check-cmake, check-deb, abi-check, and
+# the other toolchains' native suites (clang; musl-gcc from musl-tools,
+# whose kernel headers come from linux-libc-dev).
+ci="gnuplot-nox libjemalloc-dev libmimalloc-dev cmake dpkg-dev debhelper lintian abigail-tools clang musl-tools linux-libc-dev"
 
 usage() {
 	echo "usage: $0 [--list] build|test|vm|ci|all..." >&2

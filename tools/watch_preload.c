@@ -19,11 +19,8 @@
  */
 #define _GNU_SOURCE
 #include <dlfcn.h>
-#include <elf.h>
 #include <errno.h>
-#include <execinfo.h>
 #include <fcntl.h>
-#include <link.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -31,6 +28,8 @@
 #include <unistd.h>
 
 #include "mpkit.h"
+#include "dynsym.h"
+#include "unwind.h"
 
 #define SPECS 16
 #define WATCH_FAILED 125 /* tools/mpkit.c */
@@ -92,7 +91,7 @@ static void on_hit(const struct mpk_watch_hit *h, void *arg)
 	put(", instruction ");
 	put_hex((unsigned long)h->ip);
 	put("\n");
-	backtrace_symbols_fd(h->frames, h->nframes, out);
+	mpk__bt_names_fd(h->frames, h->nframes, out);
 }
 
 /* A watch cannot be set as asked: say so on stderr, and end here. */
@@ -153,10 +152,7 @@ static void find(struct spec *s, const char *copy)
 	if (!s->addr)
 		fail("cannot find ", copy, "no such global in the program's dynamic symbol table");
 	if (!s->len) {
-		Dl_info info;
-		const ElfW(Sym) *sym = NULL;
-		if (dladdr1(s->addr, &info, (void **)&sym, RTLD_DL_SYMENT) && sym)
-			s->len = sym->st_size;
+		s->len = mpk__dynsym_size(s->addr);
 		if (!s->len)
 			fail("no size for ", copy, "give one: SYMBOL:LEN");
 	}

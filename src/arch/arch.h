@@ -64,6 +64,11 @@ int mpk_arch_self_frames(int sig, void **frames, int max, int *own);
 long mpk_arch_syscall6(long nr, long a, long b, long c, long d, long e, long f);
 extern const char mpk_arch_syscall_ip[];
 
+/* Up to len bytes at addr of this process, read by the kernel (an
+ * unreadable page ends the read instead of faulting): how many were read.
+ * Async-signal-safe. */
+size_t mpk_arch_self_read(void *buf, uintptr_t addr, size_t len);
+
 /* Whether a SIGSEGV was raised by a write (from the page-fault error code). */
 bool mpk_arch_fault_is_write(const void *ucontext);
 /* Whether it was an instruction fetch. */

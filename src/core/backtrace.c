@@ -8,12 +8,12 @@
  * malloc, no stdio, no locks.
  */
 #define _GNU_SOURCE
-#include <execinfo.h>
 #include <fcntl.h>
 #include <string.h>
 #include <unistd.h>
 
 #include "internal.h"
+#include "../shared/unwind.h"
 
 #define MAX_FRAMES 32
 #define PATH_LEN 256
@@ -25,33 +25,6 @@ struct frame {
 };
 
 static char modules[MAX_FRAMES][PATH_LEN];
-
-static void put(int fd, const char *s, size_t n)
-{
-	while (n) {
-		ssize_t k = write(fd, s, n);
-		if (k <= 0)
-			return;
-		s += k;
-		n -= (size_t)k;
-	}
-}
-
-static void puts_fd(int fd, const char *s)
-{
-	put(fd, s, strlen(s));
-}
-
-static void hex(int fd, uintptr_t v)
-{
-	char b[2 + 2 * sizeof(v)], *p = b + sizeof(b);
-	do
-		*--p = "0123456789abcdef"[v & 15];
-	while (v >>= 4);
-	*--p = 'x';
-	*--p = '0';
-	put(fd, p, (size_t)(b + sizeof(b) - p));
-}
 
 static const char *parse_hex(const char *s, uintptr_t *v)
 {
@@ -133,10 +106,10 @@ void mpk__backtrace_print(int fd)
 	 * at a time; a second report at once gets the names only. */
 	static int busy;
 	void *addrs[MAX_FRAMES];
-	int n = backtrace(addrs, MAX_FRAMES);
+	int n = mpk__bt(addrs, MAX_FRAMES);
 
-	puts_fd(fd, "mpkit:   backtrace:\n");
-	backtrace_symbols_fd(addrs, n, fd);
+	mpk__fd_puts(fd, "mpkit:   backtrace:\n");
+	mpk__bt_names_fd(addrs, n, fd);
 	if (__atomic_exchange_n(&busy, 1, __ATOMIC_ACQUIRE))
 		return;
 	print_located(fd, addrs, n);
@@ -157,25 +130,25 @@ static void print_located(int fd, void *const *addrs, int n)
 	int nmod = locate(fr, n);
 	if (!nmod)
 		return;
-	puts_fd(fd, "mpkit:   frames as module+offset:\n");
+	mpk__fd_puts(fd, "mpkit:   frames as module+offset:\n");
 	for (int i = 0; i < n; i++) {
 		if (fr[i].module < 0)
 			continue;
-		puts_fd(fd, "mpkit:     ");
-		puts_fd(fd, modules[fr[i].module]);
-		puts_fd(fd, "+");
-		hex(fd, fr[i].off);
-		puts_fd(fd, "\n");
+		mpk__fd_puts(fd, "mpkit:     ");
+		mpk__fd_puts(fd, modules[fr[i].module]);
+		mpk__fd_puts(fd, "+");
+		mpk__fd_hex(fd, fr[i].off);
+		mpk__fd_puts(fd, "\n");
 	}
-	puts_fd(fd, "mpkit:   for functions and lines (a binary with -g), run:\n");
+	mpk__fd_puts(fd, "mpkit:   for functions and lines (a binary with -g), run:\n");
 	for (int m = 0; m < nmod; m++) {
-		puts_fd(fd, "mpkit:     addr2line -f -i -C -e ");
-		puts_fd(fd, modules[m]);
+		mpk__fd_puts(fd, "mpkit:     addr2line -f -i -C -e ");
+		mpk__fd_puts(fd, modules[m]);
 		for (int i = 0; i < n; i++)
 			if (fr[i].module == m) {
-				puts_fd(fd, " ");
-				hex(fd, fr[i].off);
+				mpk__fd_puts(fd, " ");
+				mpk__fd_hex(fd, fr[i].off);
 			}
-		puts_fd(fd, "\n");
+		mpk__fd_puts(fd, "\n");
 	}
 }

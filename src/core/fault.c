@@ -14,6 +14,7 @@
 
 #include "internal.h"
 #include "os.h"
+#include "../shared/unwind.h"
 
 #ifndef SEGV_PKUERR
 #define SEGV_PKUERR 4

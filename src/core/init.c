@@ -2,7 +2,6 @@
 /* Backend selection, configuration from the environment, info and stats. */
 #define _GNU_SOURCE
 #include <errno.h>
-#include <execinfo.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -10,6 +9,7 @@
 
 #include "../shared/env.h"
 #include "internal.h"
+#include "../shared/unwind.h"
 #include "os.h"
 
 struct mpk_global mpk_g = {
@@ -64,10 +64,10 @@ static void do_init(void)
 	/* First of all mpkit's fork handlers: layers above register theirs
 	 * with mpk__atfork_register() (fork.c), not pthread_atfork(). */
 	mpk__atfork_init();
-	/* backtrace() loads libgcc on first use, with malloc(): now, before
-	 * any lock of mpkit's is held, not in a fault report. */
-	void *prime[1];
-	backtrace(prime, 1);
+	/* The unwinder loads libgcc and sets up on first use, with
+	 * malloc(): now, before any lock of mpkit's is held, not in a fault
+	 * report's signal handler. */
+	mpk__bt_prime();
 
 	if (want < 0 || budget < 0 || meta < 0 || secret < 0) {
 		mpk__env_describe(want < 0	 ? MPK_ENV_BACKEND

@@ -12,7 +12,6 @@
  */
 #define _GNU_SOURCE
 #include <errno.h>
-#include <execinfo.h>
 #include <pthread.h>
 #include <signal.h>
 #include <stdint.h>
@@ -20,6 +19,8 @@
 #include <sys/mman.h>
 
 #include "../core/core.h"
+#include "../shared/insn.h"
+#include "../shared/unwind.h"
 
 #define WATCH_MAX 64
 #define WATCH_PAGES 256
@@ -315,22 +316,39 @@ out:
 
 /* ---- signal context ---- */
 
+/* Whether the instruction at the fault also reads what it writes: x86
+ * reports a read-modify-write's fault (add, inc, xchg... to memory) as a
+ * write only.  Its bytes come through the kernel: an execute-only page
+ * cannot be read directly. */
+static bool reads_too(void *uc)
+{
+	uint8_t b[15];
+	struct insn in;
+	size_t n = mpk_arch_self_read(b, (uintptr_t)mpk_arch_frame_ip(uc), sizeof(b));
+
+	return n && mpk__insn_decode(b, n, &in) && in.mem_rmw;
+}
+
 static void report(uintptr_t a, bool write, void *uc)
 {
 	void *frames[FRAMES];
-	int n = -1;
+	int n = -1, rmw = -1;
 
 	for (int i = 0; i < WATCH_MAX; i++) {
 		struct watch *w = &watches[i];
 		uintptr_t s = __atomic_load_n(&w->addr, __ATOMIC_ACQUIRE);
-		if (!s || a < s || a - s >= w->len ||
-		    !(w->flags & (write ? MPK_WATCH_WRITE : MPK_WATCH_READ)))
+		if (!s || a < s || a - s >= w->len)
+			continue;
+		bool rd = !write || ((w->flags & MPK_WATCH_READ) && (rmw < 0 ? (rmw = reads_too(uc)) : rmw));
+		bool wr = write && (w->flags & MPK_WATCH_WRITE);
+		rd = rd && (w->flags & MPK_WATCH_READ);
+		if (!rd && !wr)
 			continue;
 		void *ip = mpk_arch_frame_ip(uc);
 		if (n < 0) {
 			/* From the faulting instruction outward: drop the
 			 * handler's own frames when the unwinder shows it. */
-			n = backtrace(frames, FRAMES);
+			n = mpk__bt(frames, FRAMES);
 			int k = 0;
 			while (k < n && frames[k] != ip)
 				k++;
@@ -340,10 +358,14 @@ static void report(uintptr_t a, bool write, void *uc)
 			n -= k;
 		}
 		struct mpk_watch_hit h = {
-			.id = i, .addr = (void *)a, .offset = a - s, .write = write,
+			.id = i, .addr = (void *)a, .offset = a - s, .write = false,
 			.ip = ip, .tid = mpk_os_gettid(), .frames = frames, .nframes = n,
 		};
-		w->fn(&h, w->arg);
+		if (rd) /* a read-modify-write reads first */
+			w->fn(&h, w->arg);
+		h.write = true;
+		if (wr)
+			w->fn(&h, w->arg);
 	}
 }
 

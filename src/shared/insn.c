@@ -431,6 +431,35 @@ static void vex_body(struct dec *d, unsigned map, bool evex, bool r, bool x, boo
 	}
 }
 
+/* Whether op (two: after 0f), with a memory ModRM operand, reads that
+ * operand and writes it back: the integer read-modify-write forms. */
+static bool mem_rmw(const struct dec *d, bool two, uint8_t op)
+{
+	unsigned r = d->reg3;
+
+	if (d->mod == 3)
+		return false;
+	if (two) /* shld shrd bts btr btc bt?-imm cmpxchg xadd cmpxchg8b/16b */
+		return op == 0xa4 || op == 0xa5 || op == 0xab || op == 0xac || op == 0xad ||
+		       op == 0xb0 || op == 0xb1 || op == 0xb3 || op == 0xbb || (op == 0xba && r >= 5) ||
+		       op == 0xc0 || op == 0xc1 || (op == 0xc7 && r == 1);
+	if (op < 0x40) /* add or adc sbb and sub xor to E; not cmp */
+		return (op & 7) < 2 && op >> 3 != 7;
+	switch (op) {
+	case 0x80: case 0x81: case 0x83: /* group 1 with an immediate; /7 cmp */
+		return r != 7;
+	case 0x86: case 0x87: /* xchg */
+	case 0xc0: case 0xc1: case 0xd0: case 0xd1: case 0xd2: case 0xd3: /* shifts, rotates */
+		return true;
+	case 0xf6: case 0xf7: /* not, neg */
+		return r == 2 || r == 3;
+	case 0xfe: case 0xff: /* inc, dec */
+		return r <= 1;
+	default:
+		return false;
+	}
+}
+
 int mpk__insn_decode(const uint8_t *b, size_t avail, struct insn *in)
 {
 	struct dec d = { .b = b, .avail = avail, .in = in };
@@ -461,7 +490,9 @@ int mpk__insn_decode(const uint8_t *b, size_t avail, struct insn *in)
 		d.rex = 0;
 	}
 	if (op == 0x0f) {
-		mpk__insn_two_byte(&d, byte(&d));
+		uint8_t op2 = byte(&d);
+		mpk__insn_two_byte(&d, op2);
+		in->mem_rmw = mem_rmw(&d, true, op2);
 	} else if (op == 0xc4 || op == 0xc5 || op == 0x62) {
 		if (d.rex || d.opsize || d.rep2 || d.rep3)
 			return 0; /* #UD */
@@ -488,6 +519,7 @@ int mpk__insn_decode(const uint8_t *b, size_t avail, struct insn *in)
 		vex_body(&d, map, op == 0x62, r, x, bb);
 	} else {
 		one_byte(&d, op);
+		in->mem_rmw = mem_rmw(&d, false, op);
 	}
 	if (d.bad || d.i > MAX_LEN)
 		return 0;

@@ -56,6 +56,9 @@ struct insn {
 	int64_t target;        /* relative to the instruction's first byte */
 	uint8_t ndst;
 	struct insn_dst dst[INSN_DST_MAX];
+	/* It reads the memory operand it writes (add/inc/xchg/cmpxchg...
+	 * to memory): the CPU reports its fault as a write only (watch.c). */
+	bool mem_rmw;
 };
 
 /* Decode the instruction at b (avail readable bytes): its length, or 0 if

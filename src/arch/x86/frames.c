@@ -47,6 +47,12 @@ static ssize_t self_read(pid_t pid, void *buf, uintptr_t addr, size_t len)
 	return mpk_arch_syscall6(SYS_process_vm_readv, pid, (long)&l, 1, (long)&r, 1, 0);
 }
 
+size_t mpk_arch_self_read(void *buf, uintptr_t addr, size_t len)
+{
+	ssize_t n = self_read(getpid(), buf, addr, len);
+	return n > 0 ? (size_t)n : 0;
+}
+
 static bool peek(pid_t pid, uintptr_t addr, void *buf, size_t len)
 {
 	return self_read(pid, buf, addr, len) == (ssize_t)len;
