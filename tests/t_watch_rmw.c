@@ -1,7 +1,8 @@
 /*
  * Watchpoints on read-modify-write instructions (add, xadd, xchg to
  * memory), which compilers emit for `*p += 1` (clang even for a volatile
- * p): the CPU reports their fault as a write only, yet they read the
+ * p): the CPU reports their fault as a write (QEMU: an unlocked add as
+ * the read that comes first), yet they read the
  * watched memory first.  A read and write watch sees each as a read, then
  * a write, at the same instruction; a read watch sees the read; a write
  * watch the write only.  A plain store is a write only.  Both backends.

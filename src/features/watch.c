@@ -316,7 +316,7 @@ out:
 
 /* ---- signal context ---- */
 
-/* Whether the instruction at the fault also reads what it writes: x86
+/* Whether the instruction at the fault also reads what it writes: x86 mostly
  * reports a read-modify-write's fault (add, inc, xchg... to memory) as a
  * write only.  Its bytes come through the kernel: an execute-only page
  * cannot be read directly. */
@@ -339,9 +339,14 @@ static void report(uintptr_t a, bool write, void *uc)
 		uintptr_t s = __atomic_load_n(&w->addr, __ATOMIC_ACQUIRE);
 		if (!s || a < s || a - s >= w->len)
 			continue;
-		bool rd = !write || ((w->flags & MPK_WATCH_READ) && (rmw < 0 ? (rmw = reads_too(uc)) : rmw));
-		bool wr = write && (w->flags & MPK_WATCH_WRITE);
-		rd = rd && (w->flags & MPK_WATCH_READ);
+		/* The other half of a read-modify-write is not seen apart:
+		 * the step below runs it with every right, and a CPU may
+		 * report its fault as a write (most) or as the read that
+		 * comes first (QEMU's, for an unlocked add). */
+		bool other = (w->flags & (write ? MPK_WATCH_READ : MPK_WATCH_WRITE)) &&
+			     (rmw < 0 ? (rmw = reads_too(uc)) : rmw);
+		bool rd = (w->flags & MPK_WATCH_READ) && (!write || other);
+		bool wr = (w->flags & MPK_WATCH_WRITE) && (write || other);
 		if (!rd && !wr)
 			continue;
 		void *ip = mpk_arch_frame_ip(uc);
