@@ -112,7 +112,7 @@ void *mpk__ialloc(size_t n)
 	pthread_mutex_lock(&lock);
 	struct hdr *h = freel[c];
 	if (h) {
-		memcpy(&freel[c], h + 1, sizeof(h)); /* the link (never poisoned) */
+		memcpy(&freel[c], (const void *)(h + 1), sizeof(freel[c])); /* the link (never poisoned) */
 	} else if (!(h = carve(c))) {
 		pthread_mutex_unlock(&lock);
 		errno = ENOMEM;
