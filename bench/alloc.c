@@ -19,11 +19,6 @@
  */
 #define _GNU_SOURCE
 #include <errno.h>
-#ifdef __GLIBC__
-#include <gnu/libc-version.h>
-#else
-#define gnu_get_libc_version() "(not glibc)"
-#endif
 #include <pthread.h>
 #include <stdbool.h>
 #include <stdio.h>
@@ -38,7 +33,8 @@
 
 #include "output.h"
 #include "timing.h"
-#ifdef MPKIT_BENCH_SODIUM
+#ifdef MPKIT_BENCH_SODIUM /* found only for glibc builds (Debian's) */
+#include <gnu/libc-version.h>
 #include <sodium.h>
 #endif
 
