@@ -81,10 +81,13 @@ out=$(env -u MPKIT_WATCH_LIB MPKIT_WATCH=shell_level "$root/usr/bin/mpkit" watch
 	{ printf '%s\n' "$out"; echo "deb: FAIL, mpkit watch from the packages"; exit 1; }
 "$root/usr/bin/mpkit" bench --smoke --quiet --json - 2>/dev/null | grep -q '"hw_fast_path": {"ok": true' ||
 	{ echo "deb: FAIL, the packaged mpkit bench reads no fast path"; exit 1; }
+out=$("$root/usr/bin/mpkit" run --stats -- bash -c 'echo ran' 2>&1) &&
+	printf '%s\n' "$out" | grep -q '^ran$' && printf '%s\n' "$out" | grep -q '^libmpkit-malloc: bash\[' ||
+	{ printf '%s\n' "$out"; echo "deb: FAIL, mpkit run from the packages"; exit 1; }
 "$root/usr/bin/mpkit" info >/dev/null
 "$root/usr/bin/mpkit" maps self >/dev/null
 "$root/usr/bin/mpkit" scan "$root/usr/bin/mpkit" >/dev/null || [ $? = 1 ]
 # (dh_compress compresses the larger documents, as Debian does.)
 [ -f "$root/usr/share/doc/mpkit/guide.md.gz" ] || [ -f "$root/usr/share/doc/mpkit/guide.md" ] ||
 	{ echo "deb: FAIL, no /usr/share/doc/mpkit/guide.md"; exit 1; }
-echo "deb: every mpkit command runs from the packages (bench, watch, info, maps, scan), the docs are in /usr/share/doc/mpkit"
+echo "deb: every mpkit command runs from the packages (bench, watch, run, info, maps, scan), the docs are in /usr/share/doc/mpkit"
