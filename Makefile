@@ -3,6 +3,7 @@
 #   make demo       build and run examples/demo
 #   make check      the layer, export and man page checks, the native test
 #                   suite, then the same tests in a PKU VM
+#   make check-malloc  the native suite under the drop-in allocator
 #   make benchmarks build every benchmark program (bench/); `make` does not
 #   make bench      build them and run the main one (table on stdout, CSV, JSON
 #                   and SVG in build/bench/); BENCH_ARGS="--sizes 4K,2M" passes options
@@ -332,25 +333,26 @@ HELPER_LINK = -shared -Wl,--version-script=tools/watch_preload.map -Wl,-z,defs -
 $(B)/libmpkit-watch.so: $(HELPER_OBJ) $(HELPER_LIB) tools/watch_preload.map
 	$(CC) $(HELPER_LINK) -Wl,-rpath,$(abspath $(dir $(HELPER_LIB))) -o $@
 
-# The drop-in allocator (src/malloc/): the library's objects and its own,
-# linked into one self-contained library that exports only the C
-# library's allocation calls.  --wrap sends mpkit's own malloc() calls to
-# the internal allocator (src/malloc/boot.c): never to the heap it is
-# inside.  Like the watch helper it goes into programs built without
+# The drop-in allocator (src/malloc/): its own objects, linked to
+# libmpkit.so like the watch helper, so that a process has one mpkit even
+# when the program links it too (one registry, one fault handler, one
+# scan that knows mpkit's own WRPKRU sites); it exports only the C
+# library's allocation calls.  It goes into programs built without
 # sanitizers, so it is built without them.
 MALLOC_SRC := src/malloc/malloc.c src/malloc/boot.c
+MALLOC_DROPIN_OBJ := $(MALLOC_SRC:%.c=$(B)/preload/%.o)
+MALLOC_LINK = -shared -Wl,--version-script=src/malloc/malloc.map -Wl,-z,defs -Wl,-z,now \
+	$(PRELOAD_LDFLAGS) $(MALLOC_DROPIN_OBJ) $(HELPER_LIB)
+$(B)/libmpkit-malloc.so: $(MALLOC_DROPIN_OBJ) $(HELPER_LIB) src/malloc/malloc.map
+	$(CC) $(MALLOC_LINK) -Wl,-rpath,$(abspath $(dir $(HELPER_LIB))) -o $@
+# For a static program (the VM's stress test), one object with the
+# library's objects in it, linked with -r so that --wrap applies to
+# mpkit's objects alone: their malloc() calls go to the internal
+# allocator (src/malloc/boot.c), never to the heap they are inside.
 MALLOC_LIB_OBJ := $(if $(SANITIZE),$(LIB_SRC:%.c=$(B)/preload/%.o),$(PIC_OBJ))
-MALLOC_OBJ := $(MALLOC_SRC:%.c=$(B)/preload/%.o) $(MALLOC_LIB_OBJ)
-comma := ,
 MALLOC_WRAP_LD := --wrap=malloc --wrap=calloc --wrap=realloc --wrap=free
-MALLOC_WRAP := $(addprefix -Wl$(comma),$(MALLOC_WRAP_LD))
-$(B)/libmpkit-malloc.so: $(MALLOC_OBJ) src/malloc/malloc.map
-	$(CC) -shared -Wl,--version-script=src/malloc/malloc.map -Wl,-z,defs -Wl,-z,now $(MALLOC_WRAP) \
-		$(PRELOAD_LDFLAGS) $(MALLOC_OBJ) -o $@
-# The same as one object a static program links (the VM's stress test):
-# linked with -r, so that --wrap applies to mpkit's objects alone.
-$(B)/libmpkit-malloc.o: $(MALLOC_OBJ)
-	$(LD) -r $(MALLOC_WRAP_LD) $(MALLOC_OBJ) -o $@
+$(B)/libmpkit-malloc.o: $(MALLOC_DROPIN_OBJ) $(B)/preload/src/malloc/wrap.o $(MALLOC_LIB_OBJ)
+	$(LD) -r $(MALLOC_WRAP_LD) $^ -o $@
 
 # The JIT example (examples/jit/): its own directory, several files.
 JIT_SRC := $(wildcard examples/jit/*.c)
@@ -517,6 +519,8 @@ $(INST)/mpkit-bench-threads: $(B)/mpkit-bench-threads $(INST)/layout
 	$(call relink,$(BENCH_THREADS_OBJ),$(BENCH_THREADS_LIBS),$(HELPER_DIR))
 $(INST)/libmpkit-watch.so: $(B)/libmpkit-watch.so $(INST)/layout
 	$(CC) $(HELPER_LINK) $(call inst_rpath,$(HELPER_DIR)) -o $@
+$(INST)/libmpkit-malloc.so: $(B)/libmpkit-malloc.so $(INST)/layout
+	$(CC) $(MALLOC_LINK) $(call inst_rpath,$(HELPER_DIR)) -o $@
 # What goes into $(HELPER_DIR): mpkit-bench-scale is linked statically.
 HELPERS := $(addprefix $(INST)/,mpkit-bench mpkit-bench-alloc mpkit-bench-vault mpkit-bench-threads) $(B)/mpkit-bench-scale
 
@@ -528,7 +532,7 @@ INST_FILES = $(INCDIR)/mpkit.h $(LIBDIR)/libmpkit.a $(LIBDIR)/libmpkit.so.$(VERS
 	$(patsubst man/%,$(MANDIR)/%,$(MAN1) $(MAN3) $(MAN7)) $(patsubst docs/%,$(DOCDIR)/%,$(DOCS))
 INST_DIRS = $(CMAKEDIR) $(HELPER_DIR) $(sort $(patsubst %/,%,$(dir $(patsubst docs/%,$(DOCDIR)/%,$(DOCS))))) $(DOCDIR)
 
-install: $(ALL_BIN) $(INST)/mpkit $(INST)/libmpkit-watch.so $(HELPERS) gen-install-files
+install: $(ALL_BIN) $(INST)/mpkit $(INST)/libmpkit-watch.so $(INST)/libmpkit-malloc.so $(HELPERS) gen-install-files
 	install -d $(DESTDIR)$(INCDIR) $(DESTDIR)$(LIBDIR) $(DESTDIR)$(PCDIR) $(DESTDIR)$(BINDIR) \
 		$(DESTDIR)$(CMAKEDIR) $(DESTDIR)$(HELPER_DIR)
 	install -m 644 include/mpkit.h $(DESTDIR)$(INCDIR)/
@@ -536,7 +540,7 @@ install: $(ALL_BIN) $(INST)/mpkit $(INST)/libmpkit-watch.so $(HELPERS) gen-insta
 	install -m 644 $(B)/libmpkit.so $(DESTDIR)$(LIBDIR)/libmpkit.so.$(VERSION)
 	ln -sf libmpkit.so.$(VERSION) $(DESTDIR)$(LIBDIR)/$(SONAME)
 	ln -sf $(SONAME) $(DESTDIR)$(LIBDIR)/libmpkit.so
-	install -m 644 $(INST)/libmpkit-watch.so $(B)/libmpkit-malloc.so $(DESTDIR)$(HELPER_DIR)/
+	install -m 644 $(INST)/libmpkit-watch.so $(INST)/libmpkit-malloc.so $(DESTDIR)$(HELPER_DIR)/
 	install -m 644 $(GEN)/mpkit.pc $(DESTDIR)$(PCDIR)/
 	install -m 644 $(GEN)/mpkitConfig.cmake $(GEN)/mpkitConfigVersion.cmake $(DESTDIR)$(CMAKEDIR)/
 	install -m 755 $(INST)/mpkit $(DESTDIR)$(BINDIR)/
@@ -735,6 +739,14 @@ check-native: all tests
 	@tests/check-header.sh "$(CC)"
 	@tests/run-tests.sh native $(B)/tests
 
+# The native suite again, every test with the drop-in allocator preloaded:
+# mpkit's own calls never reach the heap they are inside, whatever the
+# program's malloc is (tests link libmpkit.a, so two mpkits share the
+# process: the drop-in's libmpkit.so and the test's own).
+check-malloc: all tests
+	@if [ -n "$(SANITIZE)" ]; then echo "check-malloc: a sanitizer's runtime owns malloc; not run"; exit 1; fi
+	@MPKIT_TEST_PRELOAD=$(abspath $(B))/libmpkit-malloc.so tests/run-tests.sh malloc $(B)/tests
+
 check-vm: all tests
 	@tests/vm/vm.sh $(B) $(B)/tests; vrc=$$?; \
 	if [ $$vrc = 77 ] && [ -z "$$MPKIT_VM_REQUIRED" ]; then vrc=0; fi; exit $$vrc
@@ -744,7 +756,7 @@ clean:
 
 .PHONY: FORCE bench-vault all benchmarks tests install uninstall gen-install-files dist distcheck check-cmake check-deb abi-check abi-baseline check-readme \
 	demo example-keyd example-sqlite-guard example-pstore bench bench-alloc bench-code bench-rss bench-sqlite bench-scale \
-	check check-native check-vm clean
+	check check-native check-malloc check-vm clean
 .SECONDARY:
 
 -include $(shell find $(BUILD) -name '*.d' 2>/dev/null)

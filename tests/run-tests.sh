@@ -27,6 +27,9 @@
 #   MPKIT_TEST_REPEAT  optional count: each test runs that many times in a
 #                      row and passes only if every run passes (stress runs
 #                      of racy tests: a failing run stops it and is named).
+#   MPKIT_TEST_PRELOAD optional library path: every test runs with it in
+#                      LD_PRELOAD (the whole suite under the drop-in
+#                      allocator: `make check-malloc`).
 #
 # Must stay POSIX sh: it runs under busybox sh inside the QEMU VM too.
 
@@ -122,7 +125,11 @@ for path in ./t_*; do
     while [ "$run" -lt "$repeat" ]; do
         run=$((run + 1))
         start=$(date +%s)
-        { timeout "$limit" "./$name"; } </dev/null >"$out" 2>&1
+        if [ -n "${MPKIT_TEST_PRELOAD:-}" ]; then
+            { LD_PRELOAD=$MPKIT_TEST_PRELOAD${LD_PRELOAD:+:$LD_PRELOAD} timeout "$limit" "./$name"; } </dev/null >"$out" 2>&1
+        else
+            { timeout "$limit" "./$name"; } </dev/null >"$out" 2>&1
+        fi
         rc=$?
         [ "$rc" -eq 0 ] || break
     done

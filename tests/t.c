@@ -44,6 +44,19 @@ void t_force_soft(void)
 	REQUIRE(mpk_backend() == MPK_BACKEND_SOFT);
 }
 
+bool t_dropin_loaded(void)
+{
+	char line[512];
+	bool found = false;
+	FILE *f = fopen("/proc/self/maps", "re");
+
+	REQUIRE(f);
+	while (!found && fgets(line, sizeof(line), f))
+		found = strstr(line, "/libmpkit-malloc.so") != NULL;
+	fclose(f);
+	return found;
+}
+
 /* ---- the child runner ---- */
 
 /* Where the SIGSEGV recorder writes what it caught (the child's end). */

@@ -12,6 +12,7 @@
 #include <setjmp.h>
 #include <signal.h>
 #include <stdarg.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -143,6 +144,11 @@ mpk_domain *t_hw_domain(const char *name, int *key);
 
 /* Force the soft backend (call before any other mpkit call). */
 void t_force_soft(void);
+
+/* Whether the drop-in allocator (libmpkit-malloc.so) is in this process
+ * (`make check-malloc` runs the suite under it): it brings a second mpkit,
+ * libmpkit.so, with a domain "malloc" and a registry of its own. */
+bool t_dropin_loaded(void);
 
 /*
  * Virtual domains: with no key left (budget or kernel), a create still

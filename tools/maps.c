@@ -64,45 +64,73 @@ static int read_smaps(const char *pid, struct maps *m)
 	return rc;
 }
 
-/* The registry of pid, copied whole and consistent; NULL with errno
- * ENOENT (none: not an mpkit process, or no region yet) or the error of
- * /proc/PID/mem (EACCES, EPERM: the ptrace rules). */
+/* Copy the registry at lo into r, whole and consistent: 1 done, 0 not a
+ * registry, -1 with errno (an error of /proc/PID/mem). */
+static int copy_registry(int fd, uint64_t lo, struct mpk_reg_header *r)
+{
+	for (int tries = 0; tries < 100; tries++) {
+		uint32_t seq;
+		if (pread(fd, r, MPK_REG_SIZE, (off_t)lo) != (ssize_t)MPK_REG_SIZE)
+			return -1;
+		if (memcmp(r->magic, MPK_REG_MAGIC, sizeof(r->magic)))
+			return 0;
+		if (pread(fd, &seq, sizeof(seq), (off_t)(lo + offsetof(struct mpk_reg_header, seq))) == sizeof(seq) &&
+		    seq == r->seq && !(seq & 1) && r->count <= r->cap)
+			return 1;
+		usleep(1000); /* an update under way */
+	}
+	return 0;
+}
+
+/* The registries of pid, copied whole and consistent, as one: a process
+ * may hold more than one mpkit (a program linked with libmpkit.a, run
+ * with the drop-in allocator, which brings libmpkit.so), each with its
+ * registry.  NULL with errno ENOENT (none: not an mpkit process, or no
+ * region yet) or the error of /proc/PID/mem (EACCES, EPERM: the ptrace
+ * rules). */
 static struct mpk_reg_header *read_registry(const char *pid, const struct maps *m)
 {
 	char path[64];
-	int err = ENOENT;
+	int err = ENOENT, found = 0;
 
 	snprintf(path, sizeof(path), "/proc/%s/mem", pid);
 	int fd = open(path, O_RDONLY | O_CLOEXEC);
 	if (fd < 0)
 		return NULL;
-	struct mpk_reg_header *r = malloc(MPK_REG_SIZE);
+	struct mpk_reg_header *all = NULL, *r = malloc(MPK_REG_SIZE);
 	for (size_t i = 0; r && i < m->n; i++) {
 		const struct vma *v = &m->v[i];
 		if (v->hi - v->lo != MPK_REG_SIZE || strcmp(v->perms, "rw-p") || v->inode ||
 		    (v->path[0] && strcmp(v->path, "[anon:mpk:registry]")))
 			continue;
-		for (int tries = 0; tries < 100; tries++) {
-			uint32_t seq;
-			if (pread(fd, r, MPK_REG_SIZE, (off_t)v->lo) != (ssize_t)MPK_REG_SIZE) {
-				err = errno;
-				break;
-			}
-			if (memcmp(r->magic, MPK_REG_MAGIC, sizeof(r->magic)))
-				break;
-			if (pread(fd, &seq, sizeof(seq), (off_t)(v->lo + offsetof(struct mpk_reg_header, seq))) ==
-				    sizeof(seq) &&
-			    seq == r->seq && !(seq & 1) && r->count <= r->cap) {
-				close(fd);
-				return r;
-			}
-			usleep(1000); /* an update under way */
+		int got = copy_registry(fd, v->lo, r);
+		if (got < 0)
+			err = errno;
+		if (got <= 0)
+			continue;
+		size_t have = all ? all->count : 0;
+		struct mpk_reg_header *n = realloc(all, sizeof(*all) + (have + r->count) * sizeof(r->entry[0]));
+		if (!n) {
+			err = errno;
+			break;
 		}
+		if (!all)
+			*n = *r, n->count = n->cap = n->dropped = 0;
+		all = n;
+		memcpy(&all->entry[have], r->entry, r->count * sizeof(r->entry[0]));
+		all->count += r->count;
+		all->cap += r->cap;
+		all->dropped += r->dropped;
+		found++;
 	}
 	free(r);
 	close(fd);
-	errno = err;
-	return NULL;
+	if (!found) {
+		free(all);
+		all = NULL;
+		errno = err;
+	}
+	return all;
 }
 
 /* The domain of each mapping: its name from the kernel, else the

@@ -1,8 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * The drop-in's internal allocator: what mpkit itself allocates inside
- * libmpkit-malloc.so (its objects are linked with --wrap, so their
- * malloc/calloc/realloc/free land here), whatever the C library or ld.so
+ * The drop-in's internal allocator: what mpkit itself allocates in a
+ * static program's libmpkit-malloc.o (its objects are linked with --wrap,
+ * so their malloc/calloc/realloc/free land here), whatever the C library or ld.so
  * allocates before the heap exists or while a thread is inside an mpkit
  * call (the heap is not reentrant: a nested call could wait on a lock its
  * own thread holds), and blocks the heap cannot give (alignment beyond
@@ -167,46 +167,4 @@ void *mpk__boot_realloc(void *p, size_t size)
 	memcpy(q, p, size < have ? size : have);
 	mpk__boot_free(p);
 	return q;
-}
-
-/* ---- mpkit's own allocations (-Wl,--wrap in the Makefile) ---- */
-
-void *__wrap_malloc(size_t size);
-void *__wrap_calloc(size_t n, size_t size);
-void *__wrap_realloc(void *p, size_t size);
-void __wrap_free(void *p);
-/* --wrap's names for the drop-in's own entry points (malloc.c). */
-void *__real_realloc(void *p, size_t size);
-void __real_free(void *p);
-
-void *__wrap_malloc(size_t size)
-{
-	return mpk__boot_alloc(size, 16);
-}
-
-void *__wrap_calloc(size_t n, size_t size)
-{
-	size_t len;
-
-	if (__builtin_mul_overflow(n, size, &len)) {
-		errno = ENOMEM;
-		return NULL;
-	}
-	void *p = mpk__boot_alloc(len, 16);
-	if (p)
-		memset(p, 0, len); /* a reused block is not zero */
-	return p;
-}
-
-void *__wrap_realloc(void *p, size_t size)
-{
-	if (p && !mpk__boot_owns(p)) /* from the C library (strdup()...): the heap's */
-		return __real_realloc(p, size);
-	return mpk__boot_realloc(p, size);
-}
-
-void __wrap_free(void *p)
-{
-	if (p)
-		__real_free(p); /* malloc.c's free() knows both kinds */
 }

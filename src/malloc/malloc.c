@@ -8,11 +8,13 @@
  * and returns NULL, posix_memalign() leaves errno alone on a bad
  * alignment, malloc_usable_size(NULL) is 0.
  *
- * The heap is made by the first call after the constructors start.
- * Until it is there, while it is
- * being made, and whenever a thread is already inside an mpkit call (the
- * C library allocating for mpkit), blocks come from the internal
+ * The heap is made by the drop-in's constructor (or by the first call
+ * after it starts).  Until it is there, while it is being made, and
+ * whenever a thread is already inside a call the drop-in made into mpkit
+ * (the C library allocating for mpkit), blocks come from the internal
  * allocator (boot.c); free() and realloc() tell the two apart by address.
+ * libmpkit-malloc.so links libmpkit.so, so a program that links mpkit
+ * too has one mpkit, which holds the "malloc" domain beside its own.
  * MPKIT_MALLOC_STATS=1 prints the calls and the metadata opens at exit.
  */
 #define _GNU_SOURCE
@@ -110,9 +112,17 @@ static inline mpk_heap *use_heap(void)
 	return h;
 }
 
+/* The C library is up: make the heap now, before the program can call
+ * mpkit itself.  A program that links libmpkit.so shares the drop-in's
+ * mpkit, and mpk_init() allocates (the unwinder loads libgcc) inside a
+ * once-guard: were the program to start it, that allocation would come
+ * here and wait on the guard its own thread holds.  From here, `inside`
+ * sends it to the internal allocator. */
 static __attribute__((constructor)) void libc_up(void)
 {
 	__atomic_store_n(&constructed, true, __ATOMIC_RELEASE);
+	if (!__atomic_load_n(&heap, __ATOMIC_ACQUIRE) && !inside)
+		(void)start();
 }
 
 static __attribute__((destructor)) void report(void)

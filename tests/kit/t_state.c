@@ -1,4 +1,6 @@
 /* SPDX-License-Identifier: MIT */
+#include <fcntl.h>
+
 #include "t_state.h"
 
 size_t t_page(void)
@@ -41,26 +43,41 @@ int t_intact(const void *p, size_t len, unsigned seed)
 	return 1;
 }
 
+/* Read with read(), not stdio: what fopen() allocates could itself be
+ * mapped where a test has just unmapped something and looks. */
 int t_map_of(const void *addr, struct t_map *m)
 {
 	unsigned long a = (unsigned long)addr;
-	char line[512];
+	static char buf[1 << 16];
+	size_t have = 0;
 	int found = 0;
-	FILE *f = fopen("/proc/self/maps", "r");
+	int fd = open("/proc/self/maps", O_RDONLY | O_CLOEXEC);
 
-	REQUIRE(f);
-	while (!found && fgets(line, sizeof(line), f)) {
-		struct t_map e = { 0 };
-		int n = sscanf(line, "%lx-%lx %4s %*s %*s %lu %255[^\n]", &e.lo,
-			       &e.hi, e.perms, &e.inode, e.name);
-		if (n < 4 || a < e.lo || a >= e.hi)
-			continue;
-		size_t skip = strspn(e.name, " ");
-		memmove(e.name, e.name + skip, strlen(e.name + skip) + 1);
-		*m = e;
-		found = 1;
+	REQUIRE(fd >= 0);
+	for (;;) {
+		ssize_t n = read(fd, buf + have, sizeof(buf) - 1 - have);
+		REQUIRE(n >= 0);
+		have += (size_t)n;
+		buf[have] = 0;
+		char *line = buf, *nl;
+		while (!found && (nl = strchr(line, '\n'))) {
+			*nl = 0;
+			struct t_map e = { 0 };
+			int k = sscanf(line, "%lx-%lx %4s %*s %*s %lu %255[^\n]", &e.lo, &e.hi, e.perms, &e.inode, e.name);
+			line = nl + 1;
+			if (k < 4 || a < e.lo || a >= e.hi)
+				continue;
+			size_t skip = strspn(e.name, " ");
+			memmove(e.name, e.name + skip, strlen(e.name + skip) + 1);
+			*m = e;
+			found = 1;
+		}
+		if (found || n == 0)
+			break;
+		have = strlen(line); /* a partial line: keep it */
+		memmove(buf, line, have);
 	}
-	fclose(f);
+	close(fd);
 	return found;
 }
 
