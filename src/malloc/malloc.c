@@ -19,6 +19,7 @@
  */
 #define _GNU_SOURCE
 #include <errno.h>
+#include <fcntl.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <malloc.h>
@@ -42,6 +43,7 @@ static bool fallback; /* no heap could be made: the internal allocator serves al
  * where mpk_init() could not yet unwind a stack (it primes backtrace()). */
 static bool constructed;
 static bool stats;
+static int stats_fd = -1;
 static uint64_t calls;
 static __thread unsigned inside __attribute__((tls_model("initial-exec")));
 
@@ -93,6 +95,10 @@ static __attribute__((noinline)) mpk_heap *start(void)
 	}
 	const char *s = getenv("MPKIT_MALLOC_STATS");
 	stats = s && *s && strcmp(s, "0");
+	/* A copy of stderr for the report at exit: coreutils (gnulib's
+	 * close_stdout) close stderr before the destructors run. */
+	if (stats)
+		stats_fd = fcntl(2, F_DUPFD_CLOEXEC, 3);
 	inside--;
 	__atomic_store_n(&heap, h, __ATOMIC_RELEASE);
 	return h;
@@ -130,13 +136,13 @@ static __attribute__((destructor)) void report(void)
 	struct mpk_heap_stats st;
 	mpk_heap *h = __atomic_load_n(&heap, __ATOMIC_ACQUIRE);
 
-	if (!stats || !h)
+	if (!stats || !h || stats_fd < 0)
 		return;
 	inside++;
 	uint64_t n = __atomic_load_n(&calls, __ATOMIC_RELAXED);
 	if (!mpk_heap_stats_get(h, &st)) {
 		size_t opens = st.meta_opens ? st.meta_opens - 1 : 0; /* not this call's */
-		fprintf(stderr,
+		dprintf(stats_fd,
 			"libmpkit-malloc: %s[%d]: backend %s, metadata %s, %llu calls, %zu metadata opens, "
 			"%.4f opens per call, %zu blocks live\n",
 			program_invocation_short_name, (int)getpid(), mpk_backend_name(mpk_backend()), st.meta_closed ? "closed" : "open",
