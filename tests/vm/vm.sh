@@ -409,13 +409,14 @@ elapsed=$(($(date +%s) - start))
 
 # ---------------------------------------------------------------- results
 
-# The runner's per-test lines, with the indented output that follows a
-# FAIL or SKIP line (but not kernel messages that may come in between).
+# The runner's per-test lines, with the indented output that follows them
+# (a FAIL's or SKIP's output, a PASS's own summary lines; not the kernel
+# messages that may come in between).
 results=$(awk '
     /^MPKIT-VM-TESTS$/ { on = 1; next }
     /^MPKIT-VM-DONE rc=/ { exit }
     !on { next }
-    /^(PASS|FAIL|SKIP) / { print; body = !/^PASS /; next }
+    /^(PASS|FAIL|SKIP) / { print; body = 1; next }
     /^    / && body { print; next }
     { body = 0 }
 ' "$console_log")
