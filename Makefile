@@ -9,6 +9,8 @@
 #                   and SVG in build/bench/); BENCH_ARGS="--sizes 4K,2M" passes options
 #   make bench-alloc  heaps against glibc malloc, vaults against libsodium
 #   make bench-rss  a heap's peak RSS against glibc, jemalloc and mimalloc
+#   make bench-malloc  real programs (python3, sqlite3, git, gcc, xz, zstd,
+#                   sort) under glibc, jemalloc, mimalloc and the drop-in
 #   make install PREFIX=/usr/local   (also the man pages, into $(MANDIR),
 #                   and docs/*.md, into $(DOCDIR)); DESTDIR stages it; make
 #                   uninstall removes the same files
@@ -175,13 +177,13 @@ $(shell mkdir -p $(B) && [ "$$(cat $(B)/config 2>/dev/null)" = '$(CONFIG)' ] || 
 # command and the benchmarks link these objects of their own, never the
 # library's internals.
 SHARED_OBJ := $(B)/obj/src/shared/procmaps.o $(B)/obj/src/shared/mapcheck.o
-BENCH_SRC := bench/engine.c bench/group.c bench/methods.c bench/sample.c bench/probe.c \
+BENCH_SRC := bench/engine.c bench/group.c bench/methods.c bench/sample.c bench/probe.c bench/gnuplot.c \
              bench/machine.c bench/extent.c bench/report.c bench/plot.c
 BENCH_OBJ := $(BENCH_SRC:%.c=$(B)/obj/%.o) $(SHARED_OBJ) $(B)/obj/src/shared/dynsym.o
 # Every benchmark program: `make benchmarks` (and bench, check, install)
 # builds them, `make` does not.
 BENCH_BIN := $(addprefix $(B)/,mpkit-bench mpkit-bench-alloc mpkit-bench-vault mpkit-bench-threads mpkit-bench-scale \
-             mpkit-bench-broadcast mpkit-bench-lockdown mpkit-bench-code mpkit-bench-rss) \
+             mpkit-bench-broadcast mpkit-bench-lockdown mpkit-bench-code mpkit-bench-rss mpkit-bench-malloc) \
              $(if $(SQLITE_OK),$(B)/mpkit-bench-sqlite)
 
 ALL_BIN := $(B)/libmpkit.a $(B)/libmpkit.so $(B)/mpkit $(B)/libmpkit-watch.so $(B)/libmpkit-malloc.so \
@@ -264,6 +266,13 @@ $(B)/mpkit-bench-alloc: $(BENCH_ALLOC_OBJ) $(B)/libmpkit.so
 # A heap's peak RSS against glibc's, jemalloc's and mimalloc's (`make bench-rss`).
 $(B)/mpkit-bench-rss: $(B)/obj/bench/rss.o $(B)/libmpkit.so
 	$(CC) $(ALL_LDFLAGS) $^ $(SO_RPATH) -o $@
+
+# Real programs under glibc, jemalloc, mimalloc and the drop-in allocator
+# (`make bench-malloc`; `mpkit bench malloc`).  Linked statically, so that
+# make install copies it (it runs the drop-in it finds beside itself).
+BENCH_MALLOC_OBJ := $(addprefix $(B)/obj/bench/,malloc.o malloc_run.o malloc_work.o gnuplot.o)
+$(B)/mpkit-bench-malloc: $(BENCH_MALLOC_OBJ) $(B)/libmpkit.a
+	$(CC) $(ALL_LDFLAGS) $^ -lm -o $@
 
 # Secrets against libsodium and OpenSSL's secure heap (`make bench-vault`).
 BENCH_VAULT_OBJ := $(B)/obj/bench/vault.o
@@ -371,7 +380,7 @@ $(B)/mpkit-bench-code: $(B)/obj/bench/code.o $(B)/libmpkit.a
 # the shared library for `mpkit scan` to read.
 TEST_FILES := $(B)/tests/ex-jit $(B)/tests/libmpkit-watch.so $(B)/tests/watch-target \
 	      $(B)/tests/libmpkit-malloc.so $(B)/tests/malloc-edge $(B)/tests/malloc-stress \
-	      $(B)/tests/malloc-stress-static \
+	      $(B)/tests/malloc-stress-static $(B)/tests/bench-noise.so \
 	      $(B)/tests/t_scan_lockdown_static $(B)/tests/scan-libmpkit.so
 $(B)/tests/ex-jit: $(B)/examples/jit
 	@mkdir -p $(@D)
@@ -386,6 +395,10 @@ $(B)/tests/libmpkit-malloc.so: $(B)/libmpkit-malloc.so
 $(B)/tests/malloc-%: tests/helpers/malloc_%.c
 	@mkdir -p $(@D)
 	$(CC) $(PRELOAD_CFLAGS) $< -ldl -o $@
+# t_cli_bench_malloc's stand-in for the drop-in: it prints a line more.
+$(B)/tests/bench-noise.so: tests/helpers/bench_noise.c
+	@mkdir -p $(@D)
+	$(CC) $(PRELOAD_CFLAGS) -shared -fPIC $< -o $@
 $(B)/tests/malloc-stress-static: tests/helpers/malloc_stress.c $(B)/libmpkit-malloc.o
 	@mkdir -p $(@D)
 	$(CC) $(PRELOAD_CFLAGS) -static $^ -o $@
@@ -521,8 +534,10 @@ $(INST)/libmpkit-watch.so: $(B)/libmpkit-watch.so $(INST)/layout
 	$(CC) $(HELPER_LINK) $(call inst_rpath,$(HELPER_DIR)) -o $@
 $(INST)/libmpkit-malloc.so: $(B)/libmpkit-malloc.so $(INST)/layout
 	$(CC) $(MALLOC_LINK) $(call inst_rpath,$(HELPER_DIR)) -o $@
-# What goes into $(HELPER_DIR): mpkit-bench-scale is linked statically.
-HELPERS := $(addprefix $(INST)/,mpkit-bench mpkit-bench-alloc mpkit-bench-vault mpkit-bench-threads) $(B)/mpkit-bench-scale
+# What goes into $(HELPER_DIR): mpkit-bench-scale and mpkit-bench-malloc
+# are linked statically.
+HELPERS := $(addprefix $(INST)/,mpkit-bench mpkit-bench-alloc mpkit-bench-vault mpkit-bench-threads) $(B)/mpkit-bench-scale \
+	   $(B)/mpkit-bench-malloc
 
 # Each installed file, as a path under DESTDIR, for install and uninstall.
 INST_FILES = $(INCDIR)/mpkit.h $(LIBDIR)/libmpkit.a $(LIBDIR)/libmpkit.so.$(VERSION) \
@@ -706,6 +721,12 @@ bench-rss: $(B)/mpkit-bench-rss
 bench-vault: $(B)/mpkit-bench-vault
 	$(B)/mpkit-bench-vault $(BENCH_VAULT_ARGS)
 
+# Not a test: real programs under five allocators, ratios to glibc, the
+# plot in build/bench/malloc.svg; BENCH_MALLOC_ARGS="--rounds 3 --workloads git".
+bench-malloc: $(B)/mpkit-bench-malloc $(B)/libmpkit-malloc.so
+	@mkdir -p $(BENCH_OUT)
+	$(B)/mpkit-bench-malloc --plot $(BENCH_OUT)/malloc.svg $(BENCH_MALLOC_ARGS)
+
 # Not a test: JIT patch+run and watched writes against mprotect.
 bench-code: $(B)/mpkit-bench-code
 	$(B)/mpkit-bench-code $(BENCH_CODE_ARGS)
@@ -755,7 +776,7 @@ clean:
 	rm -rf build mpkit.pc mpkit-*.tar.gz
 
 .PHONY: FORCE bench-vault all benchmarks tests install uninstall gen-install-files dist distcheck check-cmake check-deb abi-check abi-baseline check-readme \
-	demo example-keyd example-sqlite-guard example-pstore bench bench-alloc bench-code bench-rss bench-sqlite bench-scale \
+	demo example-keyd example-sqlite-guard example-pstore bench bench-alloc bench-code bench-malloc bench-rss bench-sqlite bench-scale \
 	check check-native check-malloc check-vm clean
 .SECONDARY:
 

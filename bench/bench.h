@@ -18,6 +18,8 @@
 #include <stdint.h>
 #include <stdio.h>
 
+#include "gnuplot.h"
+
 enum bench_method {
 	BM_HW_ENTER,     /* mpkit, hw backend: s = mpk_enter(d, NONE); mpk_leave(&s) */
 	BM_HW_SET,       /* mpkit, hw backend: mpk_set(d, NONE); mpk_set(d, RW) */
@@ -207,17 +209,7 @@ const char *bench_size_str(size_t bytes, char *buf, size_t len);
 const char *bench_ns_str(double ns, char *buf, size_t len);
 int bench_parse_size(const char *s, size_t *out);
 
-/* ---- plot.c: log-log SVG, by gnuplot ---- */
-struct bench_gnuplot {
-	int found;          /* an executable "gnuplot" is on PATH */
-	char exe[1024];     /* its path */
-	char version[128];  /* "gnuplot 5.4 patchlevel 4" */
-	char why[1400];     /* why it cannot be used, for the user */
-};
-
-/* A usable gnuplot (5.0 or later) on PATH: 0, or -1 and g->why. */
-int bench_gnuplot_find(struct bench_gnuplot *g);
-
+/* ---- plot.c: log-log SVG, by gnuplot (gnuplot.c) ---- */
 /* Draws the plot into path with g (from bench_gnuplot_find()).  0: drawn,
  * msg says by what; -1: not drawn, msg says why. */
 int bench_plot(const char *path, const struct bench_results *r, const struct bench_gnuplot *g, char *msg,

@@ -8,15 +8,9 @@
  */
 #define _GNU_SOURCE
 #include <errno.h>
-#include <fcntl.h>
 #include <math.h>
-#include <spawn.h>
 #include <stdio.h>
-#include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
-#include <sys/wait.h>
-#include <unistd.h>
 
 #include "mpkit.h"
 #include "bench.h"
@@ -108,145 +102,6 @@ static void subtitles(const struct bench_results *r, char *l1, size_t n1, char *
 		snprintf(l2 + n, n2 - n, "; SMOKE TEST: timings mean nothing");
 }
 
-/* ---- gnuplot, when it is on PATH ---- */
-
-extern char **environ;
-
-/* An executable name on PATH, searched the way execvp() would (no PATH: the
- * system default), so that we can say plainly when it is absent. */
-static int find_on_path(const char *name, char *out, size_t len)
-{
-	char def[256];
-	const char *path = getenv("PATH");
-	if (!path) {
-		size_t n = confstr(_CS_PATH, def, sizeof(def));
-		path = n > 0 && n <= sizeof(def) ? def : "/bin:/usr/bin";
-	}
-	for (const char *p = path;;) {
-		const char *end = strchrnul(p, ':');
-		int dl = (int)(end - p);
-		struct stat st;
-		/* an empty entry is the current directory */
-		int n = snprintf(out, len, "%.*s/%s", dl ? dl : 1, dl ? p : ".", name);
-		if (n > 0 && (size_t)n < len && !stat(out, &st) && S_ISREG(st.st_mode) && !access(out, X_OK))
-			return 0;
-		if (!*end)
-			return -1;
-		p = end + 1;
-	}
-}
-
-/* Starts argv[0] (a path, no PATH search: we run what we found) with stdin
- * from /dev/null, so that it never waits for a terminal, and stdout on fd
- * out.  0 and *pid, or an errno value. */
-static int spawn(char *const argv[], int out, pid_t *pid)
-{
-	posix_spawn_file_actions_t fa;
-	int err = posix_spawn_file_actions_init(&fa);
-	if (err)
-		return err;
-	err = posix_spawn_file_actions_addopen(&fa, 0, "/dev/null", O_RDONLY, 0);
-	if (!err && out != 1)
-		err = posix_spawn_file_actions_adddup2(&fa, out, 1);
-	if (!err)
-		err = posix_spawn(pid, argv[0], &fa, NULL, argv, environ);
-	posix_spawn_file_actions_destroy(&fa);
-	return err;
-}
-
-static int reap(pid_t pid)
-{
-	int status;
-	while (waitpid(pid, &status, 0) < 0)
-		if (errno != EINTR)
-			return -1;
-	return status;
-}
-
-/* "exit status 1", "killed by signal 9" */
-static const char *status_str(int status, char *buf, size_t len)
-{
-	if (status == -1)
-		snprintf(buf, len, "lost: %s", strerror(errno));
-	else if (WIFEXITED(status))
-		snprintf(buf, len, "exit status %d", WEXITSTATUS(status));
-	else if (WIFSIGNALED(status))
-		snprintf(buf, len, "killed by signal %d, %s", WTERMSIG(status), strsignal(WTERMSIG(status)));
-	else
-		snprintf(buf, len, "wait status %#x", status);
-	return buf;
-}
-
-int bench_gnuplot_find(struct bench_gnuplot *g)
-{
-	int fd[2], major = 0, minor = 0;
-	pid_t pid;
-	char out[128];
-	size_t n = 0;
-
-	memset(g, 0, sizeof(*g));
-	if (find_on_path("gnuplot", g->exe, sizeof(g->exe))) {
-		g->exe[0] = 0;
-		snprintf(g->why, sizeof(g->why), "gnuplot not found on PATH");
-		return -1;
-	}
-	g->found = 1;
-	/* Its first line of --version names it in our message: "gnuplot 5.4
-	 * patchlevel 4". */
-	if (pipe2(fd, O_CLOEXEC)) {
-		snprintf(g->why, sizeof(g->why), "cannot run %s: pipe: %s", g->exe, strerror(errno));
-		return -1;
-	}
-	char *argv[] = { g->exe, "--version", NULL };
-	int err = spawn(argv, fd[1], &pid);
-	close(fd[1]);
-	if (err) {
-		close(fd[0]);
-		snprintf(g->why, sizeof(g->why), "cannot run %s: %s", g->exe, strerror(err));
-		return -1;
-	}
-	for (;;) { /* read it all, so that the child never blocks on a full pipe */
-		char tmp[256];
-		ssize_t k = read(fd[0], tmp, sizeof(tmp));
-		if (k < 0 && errno == EINTR)
-			continue;
-		if (k <= 0)
-			break;
-		size_t c = (size_t)k < sizeof(out) - 1 - n ? (size_t)k : sizeof(out) - 1 - n;
-		memcpy(out + n, tmp, c);
-		n += c;
-	}
-	close(fd[0]);
-	out[n] = 0;
-	out[strcspn(out, "\r\n")] = 0;
-	int status = reap(pid);
-	if (status != 0 || sscanf(out, "gnuplot %d.%d", &major, &minor) != 2) {
-		char st[80];
-		snprintf(g->why, sizeof(g->why), "%s --version did not answer as gnuplot does (%s)", g->exe,
-			 status ? status_str(status, st, sizeof(st)) : "no version line");
-		return -1;
-	}
-	snprintf(g->version, sizeof(g->version), "%s", out);
-	/* The script uses gnuplot 5 syntax (dash types, NaN key entries). */
-	if (major < 5) {
-		snprintf(g->why, sizeof(g->why), "%s (%s) is older than gnuplot 5.0", g->version, g->exe);
-		return -1;
-	}
-	return 0;
-}
-
-/* A gnuplot string literal: in single quotes only '' is special. */
-static void gq(FILE *f, const char *s)
-{
-	fputc('\'', f);
-	for (; *s; s++) {
-		if (*s == '\'')
-			fputc('\'', f);
-		fputc(*s == '\n' || *s == '\r' ? ' ' : *s, f);
-	}
-	fputc('\'', f);
-}
-
 static int has_points(const struct bench_results *r, int m, int t)
 {
 	for (int s = 0; s < r->cfg.nsizes; s++) {
@@ -305,16 +160,16 @@ static void write_labels(FILE *f, const struct bench_results *r)
 	fprintf(f, "set label 1 '{/:Bold %s}' enhanced at screen %.4f, screen %.4f font ',17'\n", plot_title,
 		(PX0 - 40) / W, 1 - 28.0 / H);
 	fprintf(f, "set label 2 ");
-	gq(f, l1);
+	bench_gnuplot_quote(f, l1);
 	fprintf(f, " at screen %.4f, screen %.4f textcolor rgb '#444444' noenhanced\n", (PX0 - 40) / W, 1 - 50.0 / H);
 	fprintf(f, "set label 3 ");
-	gq(f, l2);
+	bench_gnuplot_quote(f, l2);
 	fprintf(f, " at screen %.4f, screen %.4f textcolor rgb '#444444' noenhanced\n", (PX0 - 40) / W, 1 - 68.0 / H);
 	fprintf(f, "set label 4 'median of %d samples per point' at screen %.4f, screen %.4f textcolor rgb '#444444'\n",
 		r->cfg.reps, (PX1 + 20) / W, 1 - (PY1 - 16) / H);
 	fprintf(f, "set label 5 ");
 	snprintf(l1, sizeof(l1), "mpkit %s, run took %.0f s", r->machine.mpkit_version, r->seconds);
-	gq(f, l1);
+	bench_gnuplot_quote(f, l1);
 	fprintf(f, " at screen %.4f, screen %.4f textcolor rgb '#444444' noenhanced\n", (PX1 + 20) / W, 1 - PY1 / H);
 }
 
@@ -361,7 +216,7 @@ static void write_lines(FILE *f, const char *dat, const struct bench_results *r,
 				continue;
 			fprintf(f, "%s", first ? "" : ", \\\n     ");
 			first = 0;
-			gq(f, dat);
+			bench_gnuplot_quote(f, dat);
 			fprintf(f, " index %d using 1:2 with linespoints lc rgb '%s' ", block[m][d], color(m));
 			if (d)
 				fprintf(f, "lw 1.5 dt (6,4) pt 6 ps 0.6");
@@ -369,13 +224,13 @@ static void write_lines(FILE *f, const char *dat, const struct bench_results *r,
 				fprintf(f, "lw 2.2 dt solid pt 7 ps 0.6");
 			if (!d || block[m][0] < 0) {
 				fprintf(f, " title ");
-				gq(f, bench_methods[m].label);
+				bench_gnuplot_quote(f, bench_methods[m].label);
 				fprintf(f, " noenhanced");
 			}
 		}
 	snprintf(l1, sizeof(l1), "%d other thread%s", cfg->threads[0], cfg->threads[0] == 1 ? "" : "s");
 	fprintf(f, "%sNaN with lines lc rgb '#333333' lw 2.2 dt solid title ", first ? "" : ", \\\n     ");
-	gq(f, l1);
+	bench_gnuplot_quote(f, l1);
 	if (last > 0)
 		fprintf(f, ", \\\n     NaN with lines lc rgb '#333333' lw 1.5 dt (6,4) title '%d other busy thread%s (TLB shootdowns)'",
 			cfg->threads[last], cfg->threads[last] == 1 ? "" : "s");
@@ -384,8 +239,9 @@ static void write_lines(FILE *f, const char *dat, const struct bench_results *r,
 
 /* The data and the script that draws it, SVG on stdout.  0, or -1 with
  * errno. */
-static int write_gnuplot_input(const char *dat, const char *gp, const struct bench_results *r)
+static int write_gnuplot_input(const char *dat, const char *gp, const void *arg)
 {
+	const struct bench_results *r = arg;
 	int block[BM_COUNT][2];
 	FILE *f;
 
@@ -397,99 +253,13 @@ static int write_gnuplot_input(const char *dat, const char *gp, const struct ben
 	return fclose(f);
 }
 
-/* Copies the SVG gnuplot wrote into the file asked for: written only once
- * gnuplot succeeded, so a failure leaves an older plot alone. */
-static int copy_file(const char *from, const char *to)
-{
-	char buf[1 << 16];
-	size_t n;
-	int err = 0;
-	FILE *in = fopen(from, "r"), *out;
-	if (!in)
-		return -1;
-	if (!(out = fopen(to, "w"))) {
-		err = errno;
-		fclose(in);
-		errno = err;
-		return -1;
-	}
-	while ((n = fread(buf, 1, sizeof(buf), in)) > 0)
-		if (fwrite(buf, 1, n, out) != n) {
-			err = errno;
-			break;
-		}
-	if (ferror(in) && !err)
-		err = errno ? errno : EIO;
-	fclose(in);
-	if (fclose(out) && !err)
-		err = errno;
-	errno = err;
-	return err ? -1 : 0;
-}
-
-/* Draws with gnuplot.  0; -1 with why (gnuplot failed or its input could
- * not be written); -2 with errno when only the copy to path failed. */
-static int draw_gnuplot(const char *path, const struct bench_results *r, const struct bench_gnuplot *g, char *why,
-			size_t len)
-{
-	const char *tmp = getenv("TMPDIR");
-	char dir[512], dat[600], gp[600], svg[600], st[80];
-	int rc = -1, fd = -1;
-	struct stat sb;
-
-	snprintf(dir, sizeof(dir), "%s/mpkit-plot.XXXXXX", tmp && *tmp ? tmp : "/tmp");
-	if (!mkdtemp(dir)) {
-		snprintf(why, len, "cannot make a temporary directory for gnuplot's input (%s): %s", dir, strerror(errno));
-		return -1;
-	}
-	snprintf(dat, sizeof(dat), "%s/plot.dat", dir);
-	snprintf(gp, sizeof(gp), "%s/plot.gp", dir);
-	snprintf(svg, sizeof(svg), "%s/plot.svg", dir);
-	if (write_gnuplot_input(dat, gp, r)) {
-		snprintf(why, len, "cannot write gnuplot's input in %s: %s", dir, strerror(errno));
-		goto out;
-	}
-	/* gnuplot writes the SVG on its stdout, so that the user's file name
-	 * never has to be quoted for gnuplot */
-	if ((fd = open(svg, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644)) < 0) {
-		snprintf(why, len, "cannot create %s: %s", svg, strerror(errno));
-		goto out;
-	}
-	char *argv[] = { (char *)g->exe, gp, NULL };
-	pid_t pid;
-	int err = spawn(argv, fd, &pid);
-	close(fd);
-	if (err) {
-		snprintf(why, len, "%s (%s) could not be started: %s", g->version, g->exe, strerror(err));
-		goto out;
-	}
-	int status = reap(pid);
-	if (status != 0) {
-		snprintf(why, len, "%s (%s) failed (%s; its messages are above on stderr)", g->version, g->exe,
-			 status_str(status, st, sizeof(st)));
-		goto out;
-	}
-	if (stat(svg, &sb) || sb.st_size == 0) {
-		snprintf(why, len, "%s (%s) exited 0 but wrote no SVG", g->version, g->exe);
-		goto out;
-	}
-	rc = copy_file(svg, path) ? -2 : 0;
-out:
-	err = errno;
-	unlink(dat);
-	unlink(gp);
-	unlink(svg);
-	rmdir(dir);
-	errno = err;
-	return rc;
-}
 
 int bench_plot(const char *path, const struct bench_results *r, const struct bench_gnuplot *g, char *msg,
 	       size_t len)
 {
 	char why[2048];
 
-	switch (draw_gnuplot(path, r, g, why, sizeof(why))) {
+	switch (bench_gnuplot_draw(path, g, write_gnuplot_input, r, why, sizeof(why))) {
 	case 0:
 		snprintf(msg, len, "drawn with %s (%s)", g->version, g->exe);
 		return 0;

@@ -27,13 +27,14 @@ build="gcc make libc6-dev"
 # through pkg-config, which also builds t_installed; valgrind runs
 # t_heap_valgrind, groff, man-db (man, lexgrog) and mandoc lint the man
 # pages; t_malloc_programs runs python3, sqlite3, git, xz and zstd with
-# the drop-in allocator preloaded (each skips when missing).
+# the drop-in allocator preloaded (each skips when missing), and `mpkit
+# bench malloc` runs them (t_cli_bench_malloc: sqlite3).
 test="pkg-config libsodium-dev libssl-dev libsqlite3-dev valgrind groff-base man-db mandoc python3 sqlite3 git xz-utils zstd"
 # vm: the VM suite's emulator (tests/vm/vm.sh fetches a static busybox and
 # the kernel into build/vm/ itself).
 vm="qemu-system-x86"
-# ci: the rest of .ci/run: the benchmark's plot and allocators
-# (gnuplot, jemalloc, mimalloc), check-cmake, check-deb, abi-check, and
+# ci: the rest of .ci/run: the benchmarks' plots and allocators
+# (gnuplot, jemalloc, mimalloc: mpkit bench malloc's columns), check-cmake, check-deb, abi-check, and
 # the other toolchains' native suites (clang; musl-gcc from musl-tools,
 # whose kernel headers come from linux-libc-dev).
 ci="gnuplot-nox libjemalloc-dev libmimalloc-dev cmake dpkg-dev debhelper lintian abigail-tools clang musl-tools linux-libc-dev"

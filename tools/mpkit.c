@@ -40,6 +40,9 @@ static void usage(FILE *f)
 		"  bench alloc     heaps against malloc, vaults against libsodium\n"
 		"  bench vault     secrets in 1-8 threads against libsodium and OpenSSL\n"
 		"  bench threads   rights changes for one thread and all, against mprotect\n"
+		"  bench malloc [--smoke]  real programs (python3, sqlite3, git, gcc, xz, zstd,\n"
+		"                  sort) under glibc, jemalloc, mimalloc and mpkit run's\n"
+		"                  allocator, sealed and open: time and peak RSS against glibc\n"
 		"  bench --scale [--smoke]  lookups and faults at 10..100,000 regions, no-change\n"
 		"                  sets at 1..8 threads, save/restore at 1..1,000 domains,\n"
 		"                  broadcasts, fast-path instruction counts, side by side\n"
@@ -300,8 +303,9 @@ static int cmd_info(int argc, char **argv)
 /*
  * The benchmarks are programs of their own: they link libsodium for their
  * comparison rows, which the mpkit command and the library do not need,
- * and they fork a process per backend.  `mpkit bench [alloc|vault|threads]`
- * runs mpkit-bench[-alloc|-vault|-threads] (`mpkit bench --scale`:
+ * and they fork a process per backend.  `mpkit bench
+ * [alloc|vault|threads|malloc]` runs mpkit-bench[-alloc|-vault|-threads|
+ * -malloc] (`mpkit bench --scale`:
  * mpkit-bench-scale), found in the helpers' directory (tools/paths.c).
  */
 static int cmd_bench(char **argv)
@@ -310,10 +314,11 @@ static int cmd_bench(char **argv)
 	const char *prog = "mpkit-bench";
 
 	if (argv[1] && (!strcmp(argv[1], "alloc") || !strcmp(argv[1], "threads") ||
-			!strcmp(argv[1], "vault"))) {
-		prog = !strcmp(argv[1], "alloc")   ? "mpkit-bench-alloc"
-		       : !strcmp(argv[1], "vault") ? "mpkit-bench-vault"
-						   : "mpkit-bench-threads";
+			!strcmp(argv[1], "vault") || !strcmp(argv[1], "malloc"))) {
+		prog = !strcmp(argv[1], "alloc")    ? "mpkit-bench-alloc"
+		       : !strcmp(argv[1], "vault")  ? "mpkit-bench-vault"
+		       : !strcmp(argv[1], "malloc") ? "mpkit-bench-malloc"
+						    : "mpkit-bench-threads";
 		argv++;
 	} else if (argv[1] && !strcmp(argv[1], "--scale")) {
 		prog = "mpkit-bench-scale"; /* the program behind make bench-scale */

@@ -7,9 +7,11 @@
  *   - bin/mpkit --version, info, maps self and scan of itself;
  *   - mpkit watch finds libmpkit-watch.so in libexec/mpkit/ and watches a
  *     global of this program (write reported, exit 0);
- *   - mpkit bench [alloc|threads|--scale] --help reach the benchmarks in
- *     libexec/mpkit/; mpkit bench --smoke and --scale --smoke read the hw
- *     fast path's instructions from the stripped files;
+ *   - mpkit bench [alloc|threads|malloc|--scale] --help reach the
+ *     benchmarks in libexec/mpkit/; mpkit bench --smoke and --scale --smoke
+ *     read the hw fast path's instructions from the stripped files; mpkit
+ *     bench malloc --smoke runs the drop-in in libexec/mpkit/ (where sort
+ *     is GNU's);
  *   - mpkit and the benchmarks that link libmpkit.so load the staged
  *     libmpkit.so.0, not the build tree's.
  * Skips where the stage is not (the VM).
@@ -90,6 +92,7 @@ int main(int argc, char **argv)
 	static const char *const helps[][4] = {
 		{ "bench", "--help" }, { "bench", "alloc", "--help" },
 		{ "bench", "threads", "--help" }, { "bench", "--scale", "--help" },
+		{ "bench", "malloc", "--help" },
 	};
 	for (size_t i = 0; i < sizeof(helps) / sizeof(*helps); i++)
 		ok(helps[i][1], mpkit(env, helps[i]), "usage");
@@ -102,5 +105,11 @@ int main(int argc, char **argv)
 	if (strstr(out, "objdump found no") || strstr(out, "objdump showed no") ||
 	    !strstr(out, "mpk_set"))
 		t_fail("bench --scale --smoke: no fast path from the stripped program:\n%s", out);
+	if (!system("sort --version 2>/dev/null | grep -q GNU")) {
+		st = mpkit(env, (const char *[]){ "bench", "malloc", "--smoke", "--quiet", "--workloads", "sort",
+						   "--allocators", "open", NULL });
+		ok("bench malloc --smoke", st, STAGE "/libexec/mpkit/libmpkit-malloc.so, MPKIT_HEAP_META=open");
+		ok("bench malloc --smoke", st, "\n  sort ");
+	}
 	return t_done();
 }

@@ -1,0 +1,80 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * `mpkit bench malloc --smoke` on the two quickest workloads there are
+ * (sqlite3, sort; skipped when neither is here): a correctness run, not
+ * a timed one.  The table has both sections, a row per workload, the
+ * glibc column and the geometric means, and no cell failed: each
+ * allocator's output was glibc's.  Then a stand-in for the drop-in that
+ * prints one line more (tests/helpers/bench_noise.c, MPKIT_MALLOC_LIB)
+ * must turn every mpkit cell into an error naming the step whose output
+ * differs, with exit status 1, while the other columns keep their
+ * figures.  A bad option is a usage error.
+ */
+#include <limits.h>
+
+#include "t_cli.h"
+
+static const char *const args[] = { "bench", "malloc", "--smoke", "--quiet", "--workloads", NULL, NULL };
+
+int main(void)
+{
+	static struct t_cli r;
+	const char *const cand[] = { "sqlite", "sort" };
+	const char *const need[] = { "sqlite3 -version", "sort --version | grep -q GNU" };
+	char list[64] = "", cmd[128], noise[PATH_MAX];
+	const char *a[sizeof(args) / sizeof(*args)];
+
+	for (int i = 0; i < 2; i++) {
+		snprintf(cmd, sizeof(cmd), "(%s) >/dev/null 2>&1", need[i]);
+		if (!system(cmd))
+			snprintf(list + strlen(list), sizeof(list) - strlen(list), "%s%s", *list ? "," : "", cand[i]);
+	}
+	if (!*list)
+		t_skip("neither sqlite3 nor GNU sort is installed (tools/deps.sh test)");
+	printf("workloads: %s\n", list);
+	memcpy(a, args, sizeof(a));
+	a[5] = list;
+
+	unsetenv("MPKIT_MALLOC_LIB");
+	t_cli_run(&r, NULL, a);
+	if (r.status == 1 && strstr(r.err, "not found"))
+		t_skip("mpkit-bench-malloc is not next to mpkit here");
+	printf("%s", r.out);
+	CHECK(r.status == 0);
+	CHECK(strstr(r.out, "SMOKE RUN") != NULL);
+	CHECK(strstr(r.out, "\nwall time, median of 1") != NULL);
+	CHECK(strstr(r.out, "\npeak RSS, median of 1") != NULL);
+	CHECK(strstr(r.out, "  workload             glibc") != NULL);
+	CHECK(strstr(r.out, "\n  geomean ") != NULL);
+	CHECK(strstr(r.out, "ERROR") == NULL);
+	CHECK(strstr(r.out, "mpkit sealed  ") != NULL); /* the allocators' list */
+	for (int i = 0; i < 2; i++) {
+		snprintf(cmd, sizeof(cmd), "\n  %-8s ", cand[i]);
+		if (strstr(list, cand[i]) && !strstr(r.out, cmd))
+			t_fail("no row for %s", cand[i]);
+	}
+	/* The drop-in's columns ran, unless the output says why not. */
+	if (!strstr(r.out, "mpkit sealed  left out"))
+		CHECK(strstr(r.out, "     mpkit sealed        mpkit open\n") != NULL);
+
+	/* A stand-in that changes the output. */
+	REQUIRE(realpath("bench-noise.so", noise) != NULL);
+	setenv("MPKIT_MALLOC_LIB", noise, 1);
+	t_cli_run(&r, NULL, a);
+	printf("%s", r.out);
+	CHECK(r.status == 1);
+	CHECK(strstr(r.out, noise) != NULL);
+	CHECK(strstr(r.out, "ERROR [1]") != NULL);
+	snprintf(cmd, sizeof(cmd), "] %s, mpkit sealed: round 1: the output of %s", strstr(list, "sqlite") ? "sqlite" : "sort",
+		 strstr(list, "sqlite") ? "sqlite3 db < w.sql" : "sort --parallel=2");
+	CHECK(strstr(r.out, cmd) != NULL);
+	CHECK(strstr(r.out, "differs from glibc's") != NULL);
+	CHECK(strstr(r.out, "jemalloc: round") == NULL && strstr(r.out, "glibc: round") == NULL);
+	unsetenv("MPKIT_MALLOC_LIB");
+
+	t_cli_run(&r, NULL, (const char *[]){ "bench", "malloc", "--bogus", NULL });
+	CHECK(r.status == 2 && strstr(r.err, "usage") != NULL);
+	t_cli_run(&r, NULL, (const char *[]){ "bench", "malloc", "--help", NULL });
+	CHECK(r.status == 0 && strstr(r.out, "usage: mpkit bench malloc") != NULL);
+	return t_done();
+}
