@@ -52,12 +52,13 @@ MPK_LDFLAGS := -pthread
 # The C library, probed: glibc, or another (musl: musl-gcc).  musl-gcc
 # searches musl's headers only, and they leave the kernel's (linux/,
 # asm/) to the system: a directory in the build tree points at the
-# system's, and nothing else of glibc's is seen.
+# system's, and at valgrind's client requests (macros only), and nothing
+# else of glibc's is seen.
 LIBC := $(if $(shell printf '\043include <features.h>\n\043ifdef __GLIBC__\nglibc\n\043endif\n' | \
 	$(CC) -E -P -x c - 2>/dev/null | grep -x glibc),glibc,other)
 KHDR := $(if $(shell printf '\043include <linux/futex.h>\n' | $(CC) -E -x c - >/dev/null 2>&1 || echo no),$(abspath $(BUILD))/kernel-headers)
 ifneq ($(KHDR),)
-$(shell mkdir -p $(KHDR) && for d in linux asm-generic; do ln -sfn /usr/include/$$d $(KHDR)/$$d; done && \
+$(shell mkdir -p $(KHDR) && for d in linux asm-generic valgrind; do ln -sfn /usr/include/$$d $(KHDR)/$$d; done && \
 	ln -sfn /usr/include/$$(gcc -print-multiarch)/asm $(KHDR)/asm)
 MPK_CFLAGS  += -isystem $(KHDR)
 endif
@@ -171,7 +172,7 @@ skip_test = @mkdir -p $(@D) && \
 # rewritten only when that changes, so a package installed after a build
 # (make check's after make demo's) rebuilds what it changes.
 CONFIG := sodium=$(SODIUM_OK) sqlite=$(SQLITE_OK) valgrind=$(shell printf '\043include <valgrind/memcheck.h>\n' | \
-	$(CC) $(CPPFLAGS) -E -x c - >/dev/null 2>&1 && echo yes)
+	$(CC) $(if $(KHDR),-isystem $(KHDR)) $(CPPFLAGS) -E -x c - >/dev/null 2>&1 && echo yes)
 $(shell mkdir -p $(B) && [ "$$(cat $(B)/config 2>/dev/null)" = '$(CONFIG)' ] || echo '$(CONFIG)' > $(B)/config)
 # The formats the library shares with the tools (src/shared/): the mpkit
 # command and the benchmarks link these objects of their own, never the
@@ -311,8 +312,10 @@ $(B)/tests/%: $(B)/obj/tests/%.o $(KIT_LIB) $(B)/libmpkit.a
 	@mkdir -p $(@D)
 	$(CC) $(ALL_LDFLAGS) $^ -o $@
 # It tells mpkit's code from the program's by the shared library's mapping;
-# -rdynamic: its malloc is the one every library calls.
-$(B)/tests/t_ialloc_no_malloc: $(B)/obj/tests/t_ialloc_no_malloc.o $(KIT_LIB) $(B)/libmpkit.so
+# -rdynamic: its malloc is the one every library calls.  Its stacks come
+# from src/shared/unwind.c (musl has no backtrace()).
+$(B)/obj/tests/t_ialloc_no_malloc.o: MPK_XCFLAGS += -Isrc/shared
+$(B)/tests/t_ialloc_no_malloc: $(B)/obj/tests/t_ialloc_no_malloc.o $(B)/obj/src/shared/unwind.o $(KIT_LIB) $(B)/libmpkit.so
 	@mkdir -p $(@D)
 	$(CC) $(ALL_LDFLAGS) -rdynamic $^ $(SO_RPATH) -o $@
 

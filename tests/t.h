@@ -73,6 +73,13 @@ static inline int pkey_set(int key, unsigned int rights)
 	return 0;
 }
 #endif
+/* mmap() with the kernel's errno: musl's wrapper reports EPERM for an
+ * anonymous mapping as ENOMEM, so a lockdown filter's refusal of
+ * PROT_EXEC reaches a musl program as ENOMEM. */
+static inline void *t_mmap_sys(void *addr, size_t len, int prot, int flags, int fd, off_t off)
+{
+	return (void *)syscall(SYS_mmap, addr, len, prot, flags, fd, off);
+}
 #ifdef __clang__
 #pragma clang diagnostic ignored "-Wnon-power-of-two-alignment"
 #endif

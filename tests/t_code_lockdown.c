@@ -49,7 +49,7 @@ int main(void)
 	void *mine = mmap(NULL, page, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
 	REQUIRE(mine != MAP_FAILED);
 	CHECK_ERR(mprotect(mine, page, PROT_READ | PROT_EXEC), EPERM);
-	CHECK(mmap(NULL, page, PROT_READ | PROT_EXEC, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0) ==
+	CHECK(t_mmap_sys(NULL, page, PROT_READ | PROT_EXEC, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0) ==
 		      MAP_FAILED && errno == EPERM);
 	/* A stray write to the code still faults. */
 	struct t_fault f = t_run_child(write_code, before);

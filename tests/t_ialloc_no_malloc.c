@@ -12,11 +12,11 @@
  * watchpoints, mpk_thread_create, mpk_set_all, the audit, fork in a
  * threaded program, a fault report and the lockdown (in children, whose
  * counts come back as their exit status).  Not under a sanitizer, whose
- * runtime owns malloc.
+ * runtime owns malloc.  musl's C library has no unwind tables: a stack
+ * ends at its frames, so there only mpkit's direct calls are seen.
  */
 #define _GNU_SOURCE
 #include <dlfcn.h>
-#include <execinfo.h>
 #include <link.h>
 #include <malloc.h>
 #include <pthread.h>
@@ -28,6 +28,7 @@
 #include <unistd.h>
 
 #include "t.h"
+#include "unwind.h"
 
 #if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
 int main(void)
@@ -36,11 +37,37 @@ int main(void)
 }
 #else
 
+/* The C library's allocator, under this program's. */
+#ifdef __GLIBC__
 extern void *__libc_malloc(size_t n);
 extern void *__libc_calloc(size_t n, size_t size);
 extern void *__libc_realloc(void *p, size_t n);
 extern void *__libc_memalign(size_t align, size_t n);
 extern void __libc_free(void *p);
+#define LIBC(fn) __libc_##fn
+#define LIBC_ALIGNED(align, n) __libc_memalign(align, n)
+#else
+/* musl has no __libc_ entry points: its own functions, found after this
+ * program's (its loader allocates for itself with a malloc of its own,
+ * so looking them up allocates nothing). */
+static void *libc_fn(const char *name)
+{
+	void *f = dlsym(RTLD_NEXT, name);
+	if (!f)
+		abort();
+	return f;
+}
+#define LIBC(fn)                                                            \
+	({                                                                  \
+		static __typeof__(&fn) f_;                                  \
+		if (!__atomic_load_n(&f_, __ATOMIC_ACQUIRE))                 \
+			__atomic_store_n(&f_, (__typeof__(&fn))libc_fn(#fn), \
+					 __ATOMIC_RELEASE);                  \
+		f_;                                                         \
+	})
+/* Its memalign() calls aligned_alloc(), which would be this program's. */
+#define LIBC_ALIGNED(align, n) LIBC(aligned_alloc)(align, n)
+#endif
 
 /* Objects are built with hidden visibility: these must be what every
  * library calls. */
@@ -63,7 +90,7 @@ static void check(void)
 	if (!__atomic_load_n(&armed, __ATOMIC_ACQUIRE) || busy)
 		return;
 	busy = 1;
-	int n = backtrace(f, FRAMES);
+	int n = mpk__bt(f, FRAMES);
 	for (int i = 1; i < n; i++) {
 		/* mpk_thread_create() makes a thread as the program would:
 		 * pthread_create() allocates its TLS. */
@@ -83,37 +110,37 @@ static void check(void)
 EXPORT void *malloc(size_t n)
 {
 	check();
-	return __libc_malloc(n);
+	return LIBC(malloc)(n);
 }
 
 EXPORT void free(void *p)
 {
 	check();
-	__libc_free(p);
+	LIBC(free)(p);
 }
 
 EXPORT void *calloc(size_t n, size_t size)
 {
 	check();
-	return __libc_calloc(n, size);
+	return LIBC(calloc)(n, size);
 }
 
 EXPORT void *realloc(void *p, size_t n)
 {
 	check();
-	return __libc_realloc(p, n);
+	return LIBC(realloc)(p, n);
 }
 
 EXPORT void *memalign(size_t align, size_t n)
 {
 	check();
-	return __libc_memalign(align, n);
+	return LIBC_ALIGNED(align, n);
 }
 
 EXPORT void *aligned_alloc(size_t align, size_t n)
 {
 	check();
-	return __libc_memalign(align, n);
+	return LIBC_ALIGNED(align, n);
 }
 
 EXPORT int posix_memalign(void **out, size_t align, size_t n)
@@ -157,7 +184,7 @@ static int disarm(const char *what)
 	int n = __atomic_load_n(&bad, __ATOMIC_ACQUIRE);
 	if (n) {
 		fprintf(stderr, "%s: %d allocator call(s) from inside mpkit; the first:\n", what, n);
-		backtrace_symbols_fd(first, nfirst, STDERR_FILENO);
+		mpk__bt_names_fd(first, nfirst, STDERR_FILENO);
 	}
 	return n;
 }
@@ -180,7 +207,7 @@ static mpk_heap *heap;
 static void *churn(void *arg)
 {
 	static const size_t sizes[] = { 24, 200, 1500, 3000, 9000, 40000, 70000, 300000 };
-	void **b = __libc_calloc(BLOCKS, sizeof(*b));
+	void **b = LIBC(calloc)(BLOCKS, sizeof(*b));
 	unsigned x = (unsigned)(uintptr_t)arg * 2654435761u + 7;
 
 	REQUIRE(b && mpk_set(hd, MPK_RW) == 0);
@@ -198,7 +225,7 @@ static void *churn(void *arg)
 	for (int i = 0; i < BLOCKS; i += 7)
 		if (!((x >> 3) % 2))
 			REQUIRE(mpk_heap_free(heap, b[i]) == 0);
-	__libc_free(b);
+	LIBC(free)(b);
 	return NULL;
 }
 
@@ -409,11 +436,13 @@ static void children(void)
 int main(void)
 {
 	REQUIRE(dl_iterate_phdr(find_lib, NULL) == 1 && lib_lo < lib_hi);
+#ifdef __GLIBC__
 	Dl_info info;
 	const ElfW(Sym) *sym = NULL;
 	REQUIRE(dladdr1((void *)pthread_create, &info, (void **)&sym, RTLD_DL_SYMENT) && sym);
 	pc_lo = (uintptr_t)info.dli_saddr;
 	pc_hi = pc_lo + sym->st_size;
+#endif /* musl's pthread_create() maps its thread's memory: no exception */
 	t_backend();
 	REQUIRE(mpk_init() == 0);
 

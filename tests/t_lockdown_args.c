@@ -24,7 +24,7 @@ int main(void)
 	CHECK(x != MAP_FAILED);
 	CHECK(mpk_lockdown(MPK_LOCK_ERRNO) == 0);
 	CHECK(mpk_lockdown_flags() == MPK_LOCK_ERRNO);
-	CHECK(mmap(NULL, 4096, PROT_READ | PROT_EXEC, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0) == MAP_FAILED);
+	CHECK(t_mmap_sys(NULL, 4096, PROT_READ | PROT_EXEC, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0) == MAP_FAILED);
 	CHECK(errno == EPERM);
 	CHECK_ERR(mpk_lockdown(0), EALREADY);
 	t_exit_locked();

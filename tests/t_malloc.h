@@ -9,9 +9,11 @@
  * it is not there. */
 const char *t_malloc_lib(void);
 
-/* Run `/bin/sh -c script`, with the drop-in preloaded if preload (and
- * the "NAME=VALUE" entries of env, NULL-terminated, or NULL); stdout and
- * stderr into out.  Returns the shell status (exit code, 128 + signal). */
+/* Run `/bin/sh -c script` with the "NAME=VALUE" entries of env
+ * (NULL-terminated, or NULL) and, if preload, the drop-in preloaded: into
+ * the shell and all it runs, or, with a C library other than glibc, into
+ * the script's command alone (a simple command).  stdout and stderr into
+ * out.  Returns the shell status (exit code, 128 + signal). */
 int t_malloc_sh(const char *script, int preload, char *const *env, char *out, size_t cap);
 
 /* The drop-in's MPKIT_MALLOC_STATS line of prog in out, printed, with

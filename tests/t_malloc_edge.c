@@ -7,11 +7,41 @@
  * same (realloc(p, 0) frees and returns NULL, calloc overflow is ENOMEM,
  * posix_memalign's EINVAL leaves errno and *p alone, memalign rounds a
  * bad alignment up, malloc_usable_size(NULL) is 0, free keeps errno), and
- * the preloaded run must have got the drop-in's malloc().
+ * the preloaded run must have got the drop-in's malloc().  With another C
+ * library (musl) the lines where it differs from glibc are glibc's.
  */
 #include "t_malloc.h"
 
 static char plain[65536], pre[65536];
+
+#ifndef __GLIBC__
+/* Where another C library answers otherwise, the drop-in still gives
+ * glibc's answer (musl: realloc(p, 0) returns a block, memalign()
+ * refuses a bad alignment with EINVAL): the plain run's lines are made
+ * glibc's here, each only once the line is found. */
+static void as_glibc(char *out)
+{
+	static const char *const glibc[] = {
+		"realloc(p, 0)                      NULL errno=0",
+		"reallocarray(p, 0, 10)             NULL errno=0",
+		"memalign(48, 100)                  block errno=0 aligned=1 usable>=size=1",
+	};
+	static char buf[sizeof(plain)];
+
+	for (size_t i = 0; i < sizeof(glibc) / sizeof(*glibc); i++) {
+		size_t call = 35; /* the call's column, "%-34s " */
+		char *at = out;
+		while ((at = strstr(at, "\n")) && strncmp(at + 1, glibc[i], call))
+			at++;
+		if (!at)
+			continue; /* missing: the comparison says so */
+		at++;
+		size_t len = strcspn(at, "\n");
+		snprintf(buf, sizeof(buf), "%s%s", glibc[i], at + len);
+		snprintf(at, sizeof(plain) - (size_t)(at - out), "%s", buf);
+	}
+}
+#endif
 
 int main(void)
 {
@@ -22,6 +52,9 @@ int main(void)
 	int b = t_malloc_sh("./malloc-edge", 1, NULL, pre, sizeof(pre));
 	if (a || b)
 		t_fail("malloc-edge: exit %d plain, %d preloaded:\n%s", a, b, pre);
+#ifndef __GLIBC__
+	as_glibc(plain);
+#endif
 	char *p1 = strchr(plain, '\n'), *p2 = strchr(pre, '\n');
 	REQUIRE(p1 && p2);
 	if (strstr(plain, "libmpkit-malloc") > p1 || !strstr(pre, "libmpkit-malloc") || strstr(pre, "libmpkit-malloc") > p2)

@@ -1,6 +1,7 @@
 /* Pitfall: WRPKRU written into new executable memory (a JIT, or an
  * exploit's shellcode).  After lockdown no mapping or protection change may
- * carry PROT_EXEC: EPERM, at mmap and at mprotect. */
+ * carry PROT_EXEC: EPERM, at mmap and at mprotect (the system calls: musl
+ * turns an anonymous mmap()'s EPERM into ENOMEM). */
 #include "t_pit.h"
 
 static int attempt(void)
@@ -8,7 +9,7 @@ static int attempt(void)
 	char buf[64] = { 0 };
 	/* xor ecx,ecx; xor edx,edx; xor eax,eax; wrpkru; ret */
 	static const unsigned char code[] = { 0x31, 0xc9, 0x31, 0xd2, 0x31, 0xc0, 0x0f, 0x01, 0xef, 0xc3 };
-	void *x = mmap(NULL, 4096, PROT_READ | PROT_WRITE | PROT_EXEC, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	void *x = t_mmap_sys(NULL, 4096, PROT_READ | PROT_WRITE | PROT_EXEC, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
 	if (x == MAP_FAILED) {
 		int e = errno;
 		x = mmap(NULL, 4096, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);

@@ -6,7 +6,8 @@
  * is there, the program runs on); writes and reads elsewhere in the page,
  * and reads of the range, go through silently.  Another thread's write is
  * reported with its tid.  A read watch reports reads (and not writes when
- * only MPK_WATCH_READ is asked).  After mpk_unwatch() nothing is reported
+ * only MPK_WATCH_READ is asked), and its callback can read the watched
+ * memory (so can an unwinder reading a loader's data there).  After mpk_unwatch() nothing is reported
  * and the page is as it was (rw-p, key 0).  hw: the page carries the key of
  * mpkit's "mpk-watch" domain while watched.
  */
@@ -20,6 +21,8 @@ struct rec {
 	void *frame0;
 	int nframes;
 	int writes;
+	volatile uint32_t *peek; /* read by the callback, if set */
+	uint32_t seen;
 } rec;
 
 static void on_hit(const struct mpk_watch_hit *h, void *arg)
@@ -30,6 +33,8 @@ static void on_hit(const struct mpk_watch_hit *h, void *arg)
 	r->writes += h->write;
 	r->frame0 = h->nframes > 0 ? h->frames[0] : NULL;
 	r->nframes = h->nframes;
+	if (r->peek)
+		r->seen = *r->peek;
 }
 
 static __attribute__((noinline)) void store(volatile uint64_t *p, uint64_t v)
@@ -98,8 +103,8 @@ static void scenario(void)
 	CHECK(rec.last.offset == 5);
 
 	/* A read watch on another range of the same page. */
-	struct rec rr = { 0 };
 	volatile uint32_t *r32 = (volatile uint32_t *)(page + 2048);
+	struct rec rr = { .peek = r32, .seen = 99 };
 	int rid = mpk_watch((void *)r32, 4, MPK_WATCH_READ, on_hit, &rr);
 	REQUIRE(rid >= 0 && rid != id);
 	uint32_t x = *r32;
@@ -107,6 +112,7 @@ static void scenario(void)
 	CHECK(x == 0);
 	CHECK(rr.n == 1);
 	CHECK(rr.last.write == 0 && rr.last.id == rid);
+	CHECK(rr.seen == 0); /* the callback read the watched value */
 	*r32 = 3; /* not reported: reads only */
 	SEEN();
 	CHECK(rr.n == 1);

@@ -374,6 +374,16 @@ static void report(uintptr_t a, bool write, void *uc)
 	}
 }
 
+/* The rights the report and the callback run with on hw: the thread's,
+ * and every watched page readable (for this thread only). */
+static mpk_reg_t report_rights(mpk_reg_t reg)
+{
+	for (int m = 0; m < 2; m++)
+		if (dom_key[m] > 0)
+			reg &= ~(mpk_arch_key_mask(dom_key[m]) & ~mpk_arch_key_bits(dom_key[m], MPK_READ));
+	return reg;
+}
+
 bool mpk__watch_fault(siginfo_t *si, void *uc)
 {
 	size_t ps = mpk_os_page_size();
@@ -391,19 +401,24 @@ bool mpk__watch_fault(siginfo_t *si, void *uc)
 	}
 	if (t_nopen == STEP_MAX || (hw() && !mpk_arch_frame_reg_get(uc, &reg)))
 		return false; /* cannot be: report it as a fault */
-	if (hw())
-		mpk_arch_reg_write(reg); /* the callback runs with the thread's rights */
-	report(a, mpk_arch_fault_is_write(uc), uc);
+	/* The page is opened before the report, not after: the unwinder
+	 * reads the loader's list of objects, which musl's loader keeps in
+	 * the free tail of an object's last data page, often the page of a
+	 * watched global.  A fault there now would kill the process. */
 	struct opened *o = &t_open[t_nopen++];
 	o->key = key;
 	o->page = pi;
 	if (key >= 0) {
 		o->bits = reg & mpk_arch_key_mask(key);
-		mpk_arch_frame_reg_set(uc, reg & ~mpk_arch_key_mask(key));
 	} else {
 		__atomic_add_fetch(&pages[pi].open, 1, __ATOMIC_ACQ_REL);
 		mpk_os_mprotect((void *)pages[pi].page, ps, pages[pi].orig);
 	}
+	if (hw())
+		mpk_arch_reg_write(report_rights(reg));
+	report(a, mpk_arch_fault_is_write(uc), uc);
+	if (key >= 0)
+		mpk_arch_frame_reg_set(uc, reg & ~mpk_arch_key_mask(key));
 	mpk_arch_frame_step(uc, true);
 	return true;
 }

@@ -85,7 +85,12 @@ static __attribute__((noinline)) mpk_heap *start(void)
 		snprintf(msg, sizeof(msg),
 			 "libmpkit-malloc: mpkit cannot make the heap (%s): the internal allocator serves "
 			 "this program, unprotected\n",
-			 strerrorname_np(errno) ? strerrorname_np(errno) : "?");
+#ifdef __GLIBC__
+			 strerrorname_np(errno) ? strerrorname_np(errno) : "?"
+#else
+			 strerror(errno) /* musl's: a static table, no allocation */
+#endif
+			 );
 		(void)!write(2, msg, strlen(msg));
 		if (d)
 			(void)mpk_domain_destroy(d);
@@ -289,6 +294,9 @@ EXPORT void *valloc(size_t size)
 	return memalign((size_t)sysconf(_SC_PAGESIZE), size);
 }
 
+#ifndef __GLIBC__
+void *pvalloc(size_t size); /* glibc's, undeclared by musl */
+#endif
 EXPORT void *pvalloc(size_t size)
 {
 	size_t page = (size_t)sysconf(_SC_PAGESIZE), len;

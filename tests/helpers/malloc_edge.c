@@ -118,9 +118,11 @@ int main(void)
 	size_t page = (size_t)sysconf(_SC_PAGESIZE);
 	p = valloc(10); show("valloc(10)", p, page, 10); free(p);
 	p = valloc(0); show("valloc(0)", p, page, 0); free(p);
+#ifdef __GLIBC__ /* glibc's only */
 	p = pvalloc(10); show("pvalloc(10)", p, page, page); free(p);
 	p = pvalloc(0); show("pvalloc(0)", p, page, 0); free(p);
 	p = pvalloc(big - 10); show("pvalloc(SIZE_MAX - 10)", p, 0, 0);
+#endif
 
 	printf("malloc_usable_size(NULL)=%zu\n", malloc_usable_size(NULL));
 	errno = 77;

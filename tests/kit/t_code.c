@@ -1,5 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 #include "t_code.h"
+#include "t_state.h"
 
 void t_emit_ret(uint8_t *p, uint32_t v)
 {
@@ -10,22 +11,9 @@ void t_emit_ret(uint8_t *p, uint32_t v)
 
 void t_perms(const void *addr, char out[5])
 {
-	char line[512];
-	FILE *f = fopen("/proc/self/maps", "r");
+	struct t_map m;
 
-	strcpy(out, "");
-	if (!f)
-		return;
-	while (fgets(line, sizeof(line), f)) {
-		unsigned long lo, hi;
-		char perms[5];
-		if (sscanf(line, "%lx-%lx %4s", &lo, &hi, perms) == 3 &&
-		    lo <= (unsigned long)addr && (unsigned long)addr < hi) {
-			strcpy(out, perms);
-			break;
-		}
-	}
-	fclose(f);
+	strcpy(out, t_map_of(addr, &m) ? m.perms : "");
 }
 
 int t_vma_pkey(const void *addr)

@@ -21,7 +21,18 @@ int t_malloc_sh(const char *script, int preload, char *const *env, char *out, si
 	int n = 0;
 
 	snprintf(pre, sizeof(pre), "LD_PRELOAD=%s", t_malloc_lib());
+#ifdef __GLIBC__
 	envs[n++] = preload ? pre : "LD_PRELOAD";
+#else
+	/* The shell is the system's, built for glibc: the drop-in, built
+	 * for this test's C library, goes to the script's command alone. */
+	static char cmd[8500];
+	envs[n++] = "LD_PRELOAD";
+	if (preload) {
+		snprintf(cmd, sizeof(cmd), "%s %s", pre, script);
+		argv[2] = cmd;
+	}
+#endif
 	for (; env && *env && n < 15; env++)
 		envs[n++] = *env;
 	envs[n] = NULL;

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
-#include <fcntl.h>
-
 #include "t_state.h"
+
+#include <fcntl.h>
 
 size_t t_page(void)
 {
@@ -43,42 +43,54 @@ int t_intact(const void *p, size_t len, unsigned seed)
 	return 1;
 }
 
-/* Read with read(), not stdio: what fopen() allocates could itself be
- * mapped where a test has just unmapped something and looks. */
+/* One line of /proc/self/maps into e; 1 if it parsed. */
+static int map_line(const char *line, struct t_map *e)
+{
+	memset(e, 0, sizeof(*e));
+	int n = sscanf(line, "%lx-%lx %4s %*s %*s %lu %255[^\n]", &e->lo, &e->hi, e->perms, &e->inode, e->name);
+	size_t skip = strspn(e->name, " ");
+	memmove(e->name, e->name + skip, strlen(e->name + skip) + 1);
+	return n >= 4;
+}
+
+/* read(), not stdio: a FILE is allocated, and an allocator that maps its
+ * memory (musl's) may place it in the very hole the test looks at. */
 int t_map_of(const void *addr, struct t_map *m)
 {
 	unsigned long a = (unsigned long)addr;
-	static char buf[1 << 16];
+	char buf[4096];
 	size_t have = 0;
-	int found = 0;
+	ssize_t r = 1;
 	int fd = open("/proc/self/maps", O_RDONLY | O_CLOEXEC);
 
 	REQUIRE(fd >= 0);
 	for (;;) {
-		ssize_t n = read(fd, buf + have, sizeof(buf) - 1 - have);
-		REQUIRE(n >= 0);
-		have += (size_t)n;
-		buf[have] = 0;
-		char *line = buf, *nl;
-		while (!found && (nl = strchr(line, '\n'))) {
-			*nl = 0;
-			struct t_map e = { 0 };
-			int k = sscanf(line, "%lx-%lx %4s %*s %*s %lu %255[^\n]", &e.lo, &e.hi, e.perms, &e.inode, e.name);
-			line = nl + 1;
-			if (k < 4 || a < e.lo || a >= e.hi)
+		char *nl = memchr(buf, '\n', have);
+		if (!nl) {
+			REQUIRE(have < sizeof(buf) - 1); /* a line fits */
+			if (r > 0)
+				r = read(fd, buf + have, sizeof(buf) - 1 - have);
+			if (r > 0) {
+				have += (size_t)r;
 				continue;
-			size_t skip = strspn(e.name, " ");
-			memmove(e.name, e.name + skip, strlen(e.name + skip) + 1);
-			*m = e;
-			found = 1;
+			}
+			if (!have)
+				break;
+			nl = buf + have; /* a last line without its newline */
 		}
-		if (found || n == 0)
-			break;
-		have = strlen(line); /* a partial line: keep it */
-		memmove(buf, line, have);
+		*nl = 0;
+		struct t_map e;
+		if (map_line(buf, &e) && a >= e.lo && a < e.hi) {
+			*m = e;
+			close(fd);
+			return 1;
+		}
+		size_t used = nl < buf + have ? (size_t)(nl + 1 - buf) : have;
+		memmove(buf, buf + used, have - used);
+		have -= used;
 	}
 	close(fd);
-	return found;
+	return 0;
 }
 
 int t_any_mapped(const void *p, size_t len)
