@@ -169,6 +169,7 @@ static int up_sodium(struct slot *s, const char *domain, struct bench_setup *st)
 	s->base = s->sodium;
 	return 0;
 #else
+	(void)s;
 	errno = ENOTSUP;
 	return fail(st, "libsodium");
 #endif
