@@ -128,8 +128,9 @@ int main(int argc, char **argv)
 	/* The drop-in from libexec/mpkit/ in a plain program (sort).  Not in
 	 * a sanitizer build: its stage's libmpkit.so, which the drop-in
 	 * links, is instrumented, and a plain program cannot load it (the
-	 * plain builds check this, and check-deb). */
-#if !defined(__SANITIZE_ADDRESS__) && !defined(__SANITIZE_THREAD__)
+	 * plain builds check this, and check-deb).  Nor for another C library
+	 * than glibc: Debian's sort is glibc's. */
+#if defined(__GLIBC__) && !defined(__SANITIZE_ADDRESS__) && !defined(__SANITIZE_THREAD__)
 	if (!system("sort --version 2>/dev/null | grep -q GNU")) {
 		st = mpkit(env, (const char *[]){ "bench", "malloc", "--smoke", "--quiet", "--workloads", "sort",
 						   "--allocators", "open", NULL });
