@@ -598,8 +598,10 @@ $(B)/stage.done: $(ALL_BIN) $(HELPERS) $(CLI_OBJ) $(BENCH_MAIN_OBJ) $(BENCH_ALLO
 	touch $@
 STAGE_PC = $$(PKG_CONFIG_PATH=$(SP)/lib/pkgconfig pkg-config --define-prefix --cflags --libs mpkit) -Wl,-rpath,$(SP)/lib
 $(B)/tests/t_installed: tests/installed/t_installed.c $(B)/stage.done
+	@mkdir -p $(@D)
 	$(CC) $(ALL_CFLAGS) $< -o $@ $(STAGE_PC) $(ALL_LDFLAGS)
 $(B)/tests/t_installed_cmds: tests/installed/cmds.c tests/t.h tests/t_exec.h $(KIT_LIB) $(B)/stage.done
+	@mkdir -p $(@D)
 	$(CC) $(ALL_CFLAGS) -Itests -DSTAGE='"$(SP)"' -rdynamic $< $(KIT_LIB) -o $@ $(STAGE_PC) $(ALL_LDFLAGS)
 
 # find_package(mpkit) from a CMake project, against the staged install that
