@@ -102,12 +102,9 @@ static const char *prog(const char *argv0)
 	return getenv("MPKIT_BENCH_PROG") ? "mpkit bench threads" : argv0;
 }
 
-int main(int argc, char **argv)
+/* Reads the options into scale: -1 to go on, else the exit status. */
+static int parse_args(int argc, char **argv)
 {
-	static const int counts[] = { 1, 2, 4, 8, 16 };
-	pthread_t th[16];
-	int alive = 1;
-
 	for (int i = 1; i < argc; i++) {
 		if (!strcmp(argv[i], "--quick")) {
 			scale = 0.1;
@@ -119,49 +116,76 @@ int main(int argc, char **argv)
 			return 2;
 		}
 	}
+	return -1;
+}
+
+/* The domain d with a page in it, the plain page and the idle threads'
+ * pipe; 0, or -1 after saying what failed. */
+static int setup(void)
+{
 	if (mpk_init()) {
 		perror("mpk_init");
-		return 1;
+		return -1;
 	}
 	d = mpk_domain_create("bench-threads", MPK_RW, 0);
 	page = mmap(NULL, 4096, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
 	unsigned char *dm = d ? mpk_alloc(d, 4096) : NULL;
 	if (!d || page == MAP_FAILED || !dm || pipe(pipefd)) {
 		perror("setup");
-		return 1;
+		return -1;
 	}
 	page[0] = dm[0] = 1;
-	printf("backend %s, ns per pair (median of %d runs)\n",
-	       mpk_backend_name(mpk_backend()), RUNS);
+	return 0;
+}
 
+/* The eviction row (hw): enter/leave against e and the mprotect pair mp;
+ * 0, or -1 after saying what failed. */
+static int evict_row(double e, double mp)
+{
+	if (mpk_backend() != MPK_BACKEND_HW) {
+		printf("%-34s %10s\n", "enter/leave, must evict", "n/a (soft: no keys)");
+		return 0;
+	}
+	/* One key for three domains: each enter below evicts. */
+	int budget_ok = mpk_set_key_budget(1) == 0;
+	ev[0] = mpk_domain_create("bench-ev0", MPK_NONE, 0);
+	ev[1] = mpk_domain_create("bench-ev1", MPK_NONE, 0);
+	unsigned char *e0 = ev[0] ? mpk_alloc(ev[0], 4096) : NULL;
+	unsigned char *e1 = ev[1] ? mpk_alloc(ev[1], 4096) : NULL;
+	if (!budget_ok || !e0 || !e1) {
+		perror("evict setup");
+		return -1;
+	}
+	double ee = measure(M_EVICT, (long)(2000 * scale) + 10);
+	printf("%-34s %10.1f  (%.1fx enter-leave, %.1fx mprotect pair)\n",
+	       "enter/leave, must evict", ee, ee / e, ee / mp);
+	/* Back to a keyed domain for the process-wide rows. */
+	if (mpk_set_key_budget(15) || mpk_set(d, MPK_RW) || mpk_domain_key(d) < 0) {
+		perror("re-key");
+		return -1;
+	}
+	return 0;
+}
+
+/* The one-thread rows: enter/leave, the mprotect pair, eviction. */
+static int one_thread_rows(void)
+{
 	double e = measure(M_ENTER, (long)(2000000 * scale));
 	double mp = measure(M_MPROTECT, (long)(200000 * scale));
 	printf("%-34s %10.1f\n", mpk_domain_key(d) >= 0 ? "enter/leave, domain with a key" : "enter/leave, soft domain", e);
 	printf("%-34s %10.1f\n", "mprotect pair, 1 page", mp);
 	printf("%-34s %10.3f  (mprotect / enter-leave: %.1fx)\n", "ratio enter-leave / mprotect",
 	       e / mp, mp / e);
-	if (mpk_backend() == MPK_BACKEND_HW) {
-		/* One key for three domains: each enter below evicts. */
-		int budget_ok = mpk_set_key_budget(1) == 0;
-		ev[0] = mpk_domain_create("bench-ev0", MPK_NONE, 0);
-		ev[1] = mpk_domain_create("bench-ev1", MPK_NONE, 0);
-		unsigned char *e0 = ev[0] ? mpk_alloc(ev[0], 4096) : NULL;
-		unsigned char *e1 = ev[1] ? mpk_alloc(ev[1], 4096) : NULL;
-		if (!budget_ok || !e0 || !e1) {
-			perror("evict setup");
-			return 1;
-		}
-		double ee = measure(M_EVICT, (long)(2000 * scale) + 10);
-		printf("%-34s %10.1f  (%.1fx enter-leave, %.1fx mprotect pair)\n",
-		       "enter/leave, must evict", ee, ee / e, ee / mp);
-		/* Back to a keyed domain for the process-wide rows. */
-		if (mpk_set_key_budget(15) || mpk_set(d, MPK_RW) || mpk_domain_key(d) < 0) {
-			perror("re-key");
-			return 1;
-		}
-	} else {
-		printf("%-34s %10s\n", "enter/leave, must evict", "n/a (soft: no keys)");
-	}
+	return evict_row(e, mp);
+}
+
+/* The process-wide rows, 1 to 16 threads alive, then the idle threads let
+ * go; 0, or -1 after saying what failed. */
+static int all_threads_rows(void)
+{
+	static const int counts[] = { 1, 2, 4, 8, 16 };
+	pthread_t th[16];
+	int alive = 1;
 
 	printf("\n%-8s %14s %14s %12s %14s\n", "threads", "set_all pair", "mprotect pair",
 	       "set_all/mp", "per thread");
@@ -169,7 +193,7 @@ int main(int argc, char **argv)
 		while (alive < counts[c]) {
 			if (pthread_create(&th[alive - 1], NULL, idle, NULL)) {
 				perror("pthread_create");
-				return 1;
+				return -1;
 			}
 			alive++;
 		}
@@ -180,8 +204,23 @@ int main(int argc, char **argv)
 	}
 	/* Let the idle threads go. */
 	if (write(pipefd[1], "xxxxxxxxxxxxxxxx", 16) < 0)
-		return 1;
+		return -1;
 	for (int i = 0; i < alive - 1; i++)
 		pthread_join(th[i], NULL);
+	return 0;
+}
+
+int main(int argc, char **argv)
+{
+	int rc = parse_args(argc, argv);
+
+	if (rc >= 0)
+		return rc;
+	if (setup())
+		return 1;
+	printf("backend %s, ns per pair (median of %d runs)\n",
+	       mpk_backend_name(mpk_backend()), RUNS);
+	if (one_thread_rows() || all_threads_rows())
+		return 1;
 	return bench_output_ok(prog(argv[0])) ? 0 : 1;
 }

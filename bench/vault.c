@@ -31,7 +31,9 @@
 
 #define MAXRUNS 15
 #define MAXT 8
+#define NT 4 /* the thread counts of the alloc+free rows */
 
+static const int threads[NT] = { 1, 2, 4, 8 };
 static const char *prog = "mpkit-bench-vault";
 static int runs = 5;
 static long per_thread = 200000; /* alloc+free pairs per row, shared by its threads */
@@ -149,11 +151,12 @@ static double run_threads(int m, int nt, long n)
 		if (pthread_create(&th[i], NULL, thread_main, &j))
 			die("pthread_create");
 	pthread_barrier_wait(&bar);
-	double t = 0;
-	for (int i = 0; i < nt; i++) {
+	/* All joined before any is read: cpu[] slots go by arrival, not by th[]. */
+	for (int i = 0; i < nt; i++)
 		pthread_join(th[i], NULL);
+	double t = 0;
+	for (int i = 0; i < nt; i++)
 		t += j.cpu[i];
-	}
 	pthread_barrier_destroy(&bar);
 	return t / ((double)nt * n);
 }
@@ -212,6 +215,17 @@ static double open_close(int o, long n)
 	return t;
 }
 
+/* Whether open+close method o has no figures here (built without it). */
+static bool oc_missing(int o)
+{
+#ifndef MPKIT_BENCH_SODIUM
+	if (o == O_SODIUM)
+		return true;
+#endif
+	(void)o;
+	return false;
+}
+
 /* Why a method has no figures here, or NULL. */
 static const char *missing(int m)
 {
@@ -235,12 +249,9 @@ static void usage(FILE *f)
 		prog, MAXRUNS);
 }
 
-int main(int argc, char **argv)
+/* Reads the options into runs and smoke: -1 to go on, else the exit status. */
+static int parse_args(int argc, char **argv)
 {
-	static const int threads[] = { 1, 2, 4, 8 };
-	double af[NM][4], oc[NO];
-	long cpus = sysconf(_SC_NPROCESSORS_ONLN);
-
 	if (getenv("MPKIT_BENCH_PROG"))
 		prog = getenv("MPKIT_BENCH_PROG");
 	for (int i = 1; i < argc; i++) {
@@ -265,8 +276,12 @@ int main(int argc, char **argv)
 		per_thread = 200;
 		oc_iters = 20;
 	}
-	if (cpus < 1)
-		cpus = 1;
+	return -1;
+}
+
+/* The libraries compared and the domain the secrets live in. */
+static void setup(void)
+{
 #ifdef MPKIT_BENCH_SODIUM
 	if (sodium_init() < 0)
 		die("sodium_init");
@@ -280,12 +295,13 @@ int main(int argc, char **argv)
 #endif
 	if (!(dom = mpk_domain_create("bench-vault", MPK_NONE, 0)))
 		die("mpk_domain_create");
-	struct mpk_info info;
-	if (mpk_info(&info))
-		die("mpk_info");
+}
 
+/* af[m][t]: CPU-ns per alloc+free of method m in threads[t] threads. */
+static void run_alloc(double af[NM][NT])
+{
 	for (int m = 0; m < NM; m++)
-		for (int t = 0; t < 4; t++) {
+		for (int t = 0; t < NT; t++) {
 			double v[MAXRUNS];
 			if (missing(m)) {
 				af[m][t] = 0;
@@ -297,22 +313,27 @@ int main(int argc, char **argv)
 				v[r] = run_threads(m, threads[t], n / threads[t]);
 			af[m][t] = median(v, runs);
 		}
-	for (int o = 0; o < NO; o++) {
-		double v[MAXRUNS];
-#ifndef MPKIT_BENCH_SODIUM
-		if (o == O_SODIUM) {
-			oc[o] = 0;
-			continue;
-		}
-#endif
-		for (int r = 0; r < runs; r++)
-			v[r] = open_close(o, oc_iters);
-		oc[o] = median(v, runs);
-	}
+}
 
-	printf("%s: secrets, %s backend, %ld CPUs; median of %d runs%s\n\n", prog,
-	       info.backend == MPK_BACKEND_HW ? "hw" : "soft", cpus, runs,
-	       smoke ? " (--smoke: a correctness run, the timings mean nothing)" : "");
+/* oc[o]: CPU-ns per open+close of method o.  The methods take turns
+ * within each run, and a different one goes first each run: the machine's
+ * speed drifts, and whichever ran last would otherwise be favoured. */
+static void run_open_close(double oc[NO])
+{
+	double v[NO][MAXRUNS];
+
+	for (int r = 0; r < runs; r++)
+		for (int k = 0; k < NO; k++) {
+			int o = (r + k) % NO;
+			if (!oc_missing(o))
+				v[o][r] = open_close(o, oc_iters);
+		}
+	for (int o = 0; o < NO; o++)
+		oc[o] = oc_missing(o) ? 0 : median(v[o], runs);
+}
+
+static void print_alloc(double af[NM][NT])
+{
 	printf("32-byte alloc+free, ns of CPU per pair (the threads' CPU time / pairs: flat\n"
 	       "across a row scales); (x) OpenSSL's time / this, above 1: faster\n");
 	printf("  %-46s %14s %14s %14s %14s\n", "", "1 thread", "2 threads", "4 threads", "8 threads");
@@ -323,7 +344,7 @@ int main(int argc, char **argv)
 			printf(" skipped: %s\n", missing(m));
 			continue;
 		}
-		for (int t = 0; t < 4; t++) {
+		for (int t = 0; t < NT; t++) {
 			if (ref && af[m][t] > 0)
 				printf(" %7.0f (%4.2fx)", af[m][t], ref[t] / af[m][t]);
 			else
@@ -331,10 +352,14 @@ int main(int argc, char **argv)
 		}
 		printf("\n");
 	}
+}
+
+static void print_open_close(const double oc[NO])
+{
 	printf("\nopen+close of one secret, ns of CPU; (x) libsodium's time / this, above 1: faster\n");
 	for (int o = 0; o < NO; o++) {
 		printf("  %-46s", oname[o]);
-		if (!oc[o]) {
+		if (oc_missing(o)) {
 			printf(" skipped: built without libsodium\n");
 			continue;
 		}
@@ -343,6 +368,31 @@ int main(int argc, char **argv)
 		else
 			printf(" %9.0f\n", oc[o]);
 	}
+}
+
+int main(int argc, char **argv)
+{
+	double af[NM][NT], oc[NO];
+	long cpus = sysconf(_SC_NPROCESSORS_ONLN);
+	struct mpk_info info;
+	int rc = parse_args(argc, argv);
+
+	if (rc >= 0)
+		return rc;
+	if (cpus < 1)
+		cpus = 1;
+	setup();
+	if (mpk_info(&info))
+		die("mpk_info");
+
+	run_alloc(af);
+	run_open_close(oc);
+
+	printf("%s: secrets, %s backend, %ld CPUs; median of %d runs%s\n\n", prog,
+	       info.backend == MPK_BACKEND_HW ? "hw" : "soft", cpus, runs,
+	       smoke ? " (--smoke: a correctness run, the timings mean nothing)" : "");
+	print_alloc(af);
+	print_open_close(oc);
 	if (mpk_domain_destroy(dom))
 		die("mpk_domain_destroy");
 	return bench_output_ok(prog) ? 0 : 1;

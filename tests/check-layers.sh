@@ -7,7 +7,9 @@
 #    header and src/shared/ (a name that is neither theirs nor known here
 #    fails too, so that a new -I cannot open another door);
 #  - the Layout section of docs/guide.md names every source file in src/,
-#    and names none that is not there.
+#    and names none that is not there;
+#  - no function in bench/*.c is over 80 lines: a benchmark's parsing,
+#    runs and table stay apart, each readable on one screen.
 # Exit 0 when all hold, 1 with a line per violation.
 top=$(cd "$(dirname "$0")/.." && pwd)
 cd "$top" || exit 1
@@ -86,9 +88,32 @@ grep -E '\.[ch]$' "$tmp/listed" | comm -23 - "$tmp/sources" | while read -r f; d
 	bad "$guide's Layout section names $f, which is not there"
 done
 
+# 4. Functions in bench/ of at most 80 lines, from the line naming the
+# function to its closing brace.  The house style makes a definition easy
+# to see: a line at column 0 starting lowercase (the return type, or the
+# name) with a "(" before any "=" or ";" and not ending in ";", confirmed by
+# a "{" alone at column 0, and ended by a "}" alone at column 0.
+awk -v max=80 '
+FNR == 1 { state = 0 }
+/^[a-z][^=;]*\(/ && !/;[ \t]*$/ {
+	match($0, /[A-Za-z_][A-Za-z0-9_]*\(/)
+	name = substr($0, RSTART, RLENGTH - 1); start = FNR; state = 1; next
+}
+state == 1 && /^\{/ { state = 2; next }
+state == 2 && /^}[ \t]*$/ {
+	n = FNR - start + 1
+	if (n > max)
+		printf "%s:%d: %s() is %d lines, over %d: split it by concern (parsing, runs, table)\n", FILENAME, start, name, n, max
+	state = 0
+}
+' bench/*.c > "$tmp/long"
+while read -r line; do
+	bad "$line"
+done < "$tmp/long"
+
 if [ -s "$tmp/bad" ]; then
 	cat "$tmp/bad"
 	echo "layers: FAIL, $(wc -l < "$tmp/bad") violation(s)"
 	exit 1
 fi
-echo "layers: $(wc -l < "$tmp/sources") sources in src/, each in the guide's layout; internal.h stays in the core; tools, bench and examples see mpkit.h and src/shared/ only"
+echo "layers: $(wc -l < "$tmp/sources") sources in src/, each in the guide's layout; internal.h stays in the core; tools, bench and examples see mpkit.h and src/shared/ only; no function in bench/ over 80 lines"
