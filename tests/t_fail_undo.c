@@ -9,8 +9,9 @@
  * rights (set, enter, set_all, restore), the first watch of each kind
  * (its domain and its SIGSEGV and SIGTRAP handlers go again), unwatch
  * (the watch stays), execute-only memory, the first heap (its metadata
- * domain goes again), heap blocks, and the first secret of a domain (its
- * vault goes again, and with it the metadata domain it made).  Both
+ * domain goes again), heap blocks, the first secret of a domain (its
+ * vault goes again, and with it the metadata domain it made), and a
+ * secret that makes more of its vault chunk live.  Both
  * backends; the heap metadata closed on both, so that it is a domain.
  */
 #include <fcntl.h>
@@ -67,6 +68,37 @@ static void no_memlock(void)
 	CHECK_ERR(mpk_secret_alloc(v, 32), EPERM);
 	t_snap_end(T_SNAP_WORK, "mpk_secret_alloc(v, 32), no memory to lock");
 	CHECK(mpk_domain_destroy(v) == 0);
+}
+
+/* A secret that needs more of its vault chunk made live (a run of 16
+ * pages, its first secret having taken one), in a new vault each time,
+ * with each of the first mprotect() calls it makes failing in turn
+ * (metadata opens and closes on soft, and the one that makes the pages
+ * live): it fails whole, or succeeds where that call's failure is one it
+ * may ignore. */
+static void grow_fails(void)
+{
+	for (int nth = 1; nth <= 10; nth++) {
+		char what[80];
+		mpk_domain *v = mpk_domain_create("undo-grow", MPK_NONE, 0);
+		REQUIRE(v);
+		void *first = mpk_secret_alloc(v, 32);
+		REQUIRE(first);
+		snprintf(what, sizeof(what), "a secret growing its chunk, mprotect %d failing", nth);
+		t_snap_begin();
+		mpk__test_fail(FAIL_MPROTECT, nth, ENOMEM);
+		errno = 0;
+		void *p = mpk_secret_alloc(v, 64 << 10);
+		int err = errno;
+		mpk__test_fail(FAIL_MPROTECT, 0, 0);
+		if (p) {
+			CHECK(mpk_secret_free(p) == 0);
+		} else {
+			CHECK(err == ENOMEM);
+			t_snap_end(T_SNAP_WORK, what);
+		}
+		CHECK(mpk_secret_free(first) == 0 && mpk_domain_destroy(v) == 0);
+	}
 }
 
 static void scenario(void)
@@ -144,6 +176,8 @@ static void scenario(void)
 		mpk__test_fail(FAIL_PKEY_ALLOC, 0, 0);
 		t_snap_end(T_SNAP_WORK, "mpk_domain_create(), pkey_alloc failing");
 	}
+
+	grow_fails();
 
 	/* Heap blocks, with a heap in place. */
 	mpk_heap *h = mpk_heap_create(d, 0);

@@ -37,6 +37,7 @@ struct t_vma {
 	unsigned long lo, hi;
 	char perms[5];
 	int pkey; /* -1 where smaps shows none (no PKU) */
+	bool dd;  /* left out of core dumps (VmFlags dd): vault memory is */
 	char name[80];
 };
 

@@ -175,7 +175,7 @@ bool mpk__range_overlaps(const void *addr, size_t len);
  * and/or code (mpk_code_alloc: see code_region.c's mpk__region_prot()),
  * and/or a vault's (memfd_secret where the kernel has it, see
  * mpk__secret_window_map()). */
-enum { MPK__REGION_OWNED = 1, MPK__REGION_EXEC = 2, MPK__REGION_VAULT = 4 };
+enum { MPK__REGION_OWNED = 1, MPK__REGION_EXEC = 2, MPK__REGION_VAULT = 4, MPK__REGION_GROWS = 8 };
 void *mpk__alloc_region(mpk_domain *d, size_t len, unsigned flags);
 
 /* fault.c: install the handler if it is not (keeps the callback).  If
@@ -271,8 +271,17 @@ size_t mpk__kept_each(void (*fn)(uintptr_t lo, uintptr_t hi, void *arg), void *a
 /* Fresh memory for d, owned, len bytes aligned to align (as
  * mpk__window_map), PROT_NONE until d's protection is put on it (for the
  * heap's chunks and guarded blocks, which mpk__free_owned() gives back);
- * flags: 0 or MPK__REGION_VAULT.  NULL/errno. */
+ * flags: 0 or MPK__REGION_VAULT, which MPK__REGION_GROWS may join: then
+ * only the first page is live (has d's protection, is d's region), the
+ * rest PROT_NONE until mpk__owned_grow() (or all live where the kernel
+ * cannot keep them apart).  NULL/errno. */
 void *mpk__map_fresh(mpk_domain *d, size_t len, size_t align, unsigned flags);
+/* The region at addr that grows: at least want bytes of it live
+ * (page-rounded, at most what was mapped), *live its live length then.
+ * 0, or -1/errno (EINVAL: no such region; mprotect()'s), nothing changed.
+ * _shrink: on a failure path, back to a live length it had. */
+int mpk__owned_grow(mpk_domain *d, void *addr, size_t want, size_t *live);
+void mpk__owned_shrink(mpk_domain *d, void *addr, size_t live);
 
 /*
  * secretmem.c: mpk__window_map() of memory the kernel cannot read for

@@ -24,6 +24,8 @@
 struct mpk_region {
 	uintptr_t start; /* 0: free slot; atomic */
 	size_t len;      /* atomic for readers */
+	size_t cap;      /* reserved for it: len, or more for a region that grows
+			  * (a vault chunk, mpk__owned_grow()); the rest is PROT_NONE */
 	struct mpk_domain *domain; /* atomic for readers */
 	struct mpk_region *next, **pprev; /* in the domain's list; under mpk_g.lock */
 	bool owned;              /* a heap's or vault's: mpk_free() refuses it */
@@ -130,14 +132,19 @@ void mpk__secretmem_child(void);
  * domain's lock) */
 struct mpk_region *mpk__region_add(struct mpk_domain *d, void *start, size_t len);
 void mpk__region_del(struct mpk_region *r);
+/* r (in a window) now covers len bytes (0 < len <= r->cap): grown, its
+ * new pages have its protection already; shrunk, the pages let go are
+ * the caller's to close.  0 or -1/errno. */
+int mpk__region_resize(struct mpk_region *r, size_t len);
 struct mpk_region *mpk__region_lookup(const void *addr); /* signal-safe */
 /* d's region starting at start, or NULL; O(1). */
 struct mpk_region *mpk__region_find(struct mpk_domain *d, const void *start);
 void mpk__domain_unmap_all(struct mpk_domain *d);
 /* Every region, in no order (lock held): fn(region, arg). */
 void mpk__regions_each(void (*fn)(struct mpk_region *r, void *arg), void *arg);
-/* Unmap a region's memory (after mpk__region_del): back into its window's
- * reservation, or mpk__covered_unmap() for an adopted range or a file. */
+/* Unmap a region's memory (after mpk__region_del; len: its cap): back
+ * into its window's reservation, or mpk__covered_unmap() for an adopted
+ * range or a file. */
 void mpk__region_release(void *start, size_t len);
 
 /* The services for layers above (hold, detach, owned regions): core.h. */
@@ -145,7 +152,8 @@ void mpk__region_release(void *start, size_t len);
 /* registry.c: the page `mpkit maps` reads (src/shared/registry.h).
  * Called with the region's domain's lock held (and mpk_g.lock for add
  * and del); best effort (no memory: not recorded).  _sync: d's regions'
- * key and protection changed: their entries follow; _set: r's kind did. */
+ * key and protection changed: their entries follow; _set: r's kind or
+ * length did. */
 void mpk__registry_add(struct mpk_region *r);
 void mpk__registry_del(struct mpk_region *r);
 void mpk__registry_sync(struct mpk_domain *d);

@@ -89,7 +89,7 @@ static int free_region(struct mpk_domain *d, void *addr, bool owned)
 		r = NULL;
 	bool sealed = r && r->sealed;
 	if (r && !sealed) {
-		size_t len = r->len;
+		size_t len = r->cap;
 		pthread_mutex_lock(&d->lock);
 		mpk__region_del(r);
 		pthread_mutex_unlock(&d->lock);
@@ -132,7 +132,7 @@ void *mpk__remap_owned(struct mpk_domain *d, void *addr, size_t new_len)
 	new_len = (new_len + page - 1) & ~(page - 1);
 	pthread_mutex_lock(&mpk_g.lock);
 	r = mpk__region_find(d, addr);
-	if (!r || !r->owned || !new_len) {
+	if (!r || !r->owned || !new_len || r->cap != r->len) {
 		errno = EINVAL;
 		pthread_mutex_unlock(&mpk_g.lock);
 		return NULL;
@@ -315,9 +315,11 @@ bool mpk__domain_secretmem(const struct mpk_domain *d)
 	return d->secretmem;
 }
 
-/* Put fresh memory mpkit just mapped (any protection) into d, owned; on
- * failure it is left PROT_NONE with no key, for the caller to unmap. */
-static int adopt_fresh(struct mpk_domain *d, void *addr, size_t len, bool secret)
+/* Put fresh memory mpkit just mapped (any protection) into d, owned: all
+ * of it, or where it grows its first page, gets d's protection, the rest
+ * stays PROT_NONE for mpk__owned_grow(); on failure it is left PROT_NONE
+ * with no key, for the caller to unmap. */
+static int adopt_fresh(struct mpk_domain *d, void *addr, size_t len, bool grows, bool secret)
 {
 	int rc = -1, err = EINVAL;
 
@@ -328,20 +330,28 @@ static int adopt_fresh(struct mpk_domain *d, void *addr, size_t len, bool secret
 		return -1;
 	}
 	pthread_mutex_lock(&d->lock);
+	/* The tail apart (see mpk__map_fresh); not after mpk_lockdown(),
+	 * whose filter denies MADV_DODUMP (it holds the core lock while it
+	 * installs it): all live then, as where the kernel refuses. */
+	size_t live = len, page = mpk_os_page_size();
+	if (grows && len > page && !__atomic_load_n(&mpk_os_locked, __ATOMIC_ACQUIRE) &&
+	    !mpk_os_madvise((char *)addr + page, len - page, MADV_DODUMP))
+		live = page;
 	/* The caller mapped it: no /proc check, and it may be PROT_NONE, so
 	 * the soft case always sets the protection. */
-	if (d->key >= 0 ? mpk_os_pkey_mprotect(addr, len, PROT_READ | PROT_WRITE, d->key)
-			: mpk_os_mprotect(addr, len, d->prot)) {
+	if (d->key >= 0 ? mpk_os_pkey_mprotect(addr, live, PROT_READ | PROT_WRITE, d->key)
+			: mpk_os_mprotect(addr, live, d->prot)) {
 		err = errno;
 		goto out;
 	}
-	struct mpk_region *r = mpk__region_add(d, addr, len);
+	struct mpk_region *r = mpk__region_add(d, addr, live);
 	if (!r) {
 		err = errno;
 		/* PROT_NONE and no key: the caller unmaps it. */
-		untag(d, addr, len, PROT_NONE);
+		untag(d, addr, live, PROT_NONE);
 		goto out;
 	}
+	r->cap = len;
 	r->owned = true; /* only the heap maps fresh memory */
 	r->secret = secret;
 	mpk_os_name_region(addr, len, d->name);
@@ -350,17 +360,95 @@ out:
 	return unlock_both(d, rc, err);
 }
 
+/*
+ * A region that grows (a vault chunk) is two mappings: the live part and
+ * a PROT_NONE tail.  A soft open or close then mprotect()s only the live
+ * part, so its cost follows the pages in use, not the chunk's size.  They
+ * must not merge into one VMA when the live part is closed, or each open
+ * would split it again: the tail differs in one flag, it may be dumped
+ * (it holds nothing yet), and growing turns that flag off.  Where that
+ * flag cannot be set, it is all live from the start.
+ */
 void *mpk__map_fresh(struct mpk_domain *d, size_t len, size_t align, unsigned flags)
 {
 	bool secret;
 	void *p = mpk__secret_window_map(d->secretmem, flags & MPK__REGION_VAULT, len, align,
 					 PROT_NONE, &secret);
 
-	if (p && adopt_fresh(d, p, len, secret)) {
+	if (p && adopt_fresh(d, p, len, flags & MPK__REGION_GROWS, secret)) {
 		int err = errno;
 		mpk__window_unmap(p, len);
 		errno = err;
 		p = NULL;
 	}
 	return p;
+}
+
+/* r, d's owned region at addr, with both locks held; or NULL/EINVAL and
+ * no lock held. */
+static struct mpk_region *owned_locked(struct mpk_domain *d, void *addr, size_t len)
+{
+	struct mpk_region *r;
+
+	pthread_mutex_lock(&mpk_g.lock);
+	r = mpk__region_find(d, addr);
+	if (!r || !r->owned || !len || len > r->cap) {
+		pthread_mutex_unlock(&mpk_g.lock);
+		errno = EINVAL;
+		return NULL;
+	}
+	pthread_mutex_lock(&d->lock); /* d owns r: alive */
+	return r;
+}
+
+int mpk__owned_grow(struct mpk_domain *d, void *addr, size_t want, size_t *live)
+{
+	size_t page = mpk_os_page_size();
+	struct mpk_region *r = owned_locked(d, addr, want = (want + page - 1) & ~(page - 1));
+	int rc = -1;
+
+	if (!r)
+		return -1;
+	if (want > r->len) {
+		char *lo = (char *)addr + r->len;
+		size_t n = want - r->len;
+		/* The live part's page state, then the flag that joins them. */
+		int prot = d->key >= 0 ? mpk__region_prot(r, PROT_READ | PROT_WRITE, d->key)
+				       : mpk__region_prot(r, d->prot, 0);
+		if (d->key >= 0 ? mpk_os_pkey_mprotect(lo, n, prot, d->key)
+				: prot != PROT_NONE && mpk_os_mprotect(lo, n, prot)) /* else so */
+			goto out;
+		if (mpk_os_madvise(lo, n, MADV_DONTDUMP) || mpk__region_resize(r, want)) {
+			int err = errno;
+			mpk_os_madvise(lo, n, MADV_DODUMP);
+			untag(d, lo, n, PROT_NONE);
+			errno = err;
+			goto out;
+		}
+		mpk__registry_set(r);
+	}
+	*live = r->len;
+	rc = 0;
+out:
+	return unlock_both(d, rc, errno);
+}
+
+void mpk__owned_shrink(struct mpk_domain *d, void *addr, size_t live)
+{
+	struct mpk_region *r = owned_locked(d, addr, live);
+
+	if (!r)
+		return;
+	/* After mpk_lockdown() it keeps the pages: MADV_DODUMP is denied. */
+	if (live < r->len && !(live & (mpk_os_page_size() - 1)) &&
+	    !__atomic_load_n(&mpk_os_locked, __ATOMIC_ACQUIRE)) {
+		char *lo = (char *)addr + live;
+		size_t n = r->len - live;
+		/* PROT_NONE and apart again, as mapped. */
+		mpk__region_resize(r, live);
+		untag(d, lo, n, PROT_NONE);
+		mpk_os_madvise(lo, n, MADV_DODUMP);
+		mpk__registry_set(r);
+	}
+	unlock_both(d, 0, 0);
 }

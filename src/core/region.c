@@ -102,6 +102,8 @@ static int table_put(uintptr_t *t, uintptr_t base, struct mpk_region *r, uintptr
 			__atomic_store_n(&t[g], (uintptr_t)r, __ATOMIC_RELEASE);
 			continue;
 		}
+		if (e == (uintptr_t)r)
+			continue; /* r grows within a granule it holds alone */
 		if (!(e & 1)) {
 			struct mpk_region *o = (struct mpk_region *)e;
 			uintptr_t *leaf = mpk__ialloc_array(leaf_words(), sizeof(*leaf));
@@ -203,6 +205,7 @@ struct mpk_region *mpk__region_add(struct mpk_domain *d, void *start, size_t len
 	if (!page_shift)
 		page_shift = (unsigned)__builtin_ctzl(mpk_os_page_size());
 	__atomic_store_n(&r->len, len, __ATOMIC_RELAXED);
+	r->cap = len;
 	__atomic_store_n(&r->domain, d, __ATOMIC_RELAXED);
 	r->owned = false;
 	r->sealed = false;
@@ -248,6 +251,37 @@ void mpk__region_del(struct mpk_region *r)
 		mpk__ranges_changed();
 	}
 	slot_put(r);
+}
+
+int mpk__region_resize(struct mpk_region *r, size_t len)
+{
+	uintptr_t s = r->start, base, size;
+	int w = mpk__window_of(s);
+
+	if (w < 0 || !len || len > r->cap) {
+		errno = EINVAL; /* only owned window memory grows */
+		return -1;
+	}
+	uintptr_t *t = mpk__window_table(w, &base, &size);
+	if (len > r->len) {
+		if (table_put(t, base, r, s + r->len, len - r->len))
+			return -1;
+		/* After the table: a lookup finds r there once len says so. */
+		__atomic_store_n(&r->len, len, __ATOMIC_RELEASE);
+		return 0;
+	}
+	/* Smaller: len first, so lookups stop there, then the table. */
+	uintptr_t lo = s + len, hi = s + r->len;
+	__atomic_store_n(&r->len, len, __ATOMIC_RELEASE);
+	for (uintptr_t g = (lo - base) >> GRANULE_SHIFT; g <= (hi - 1 - base) >> GRANULE_SHIFT; g++) {
+		uintptr_t gb = base + (g << GRANULE_SHIFT);
+		uintptr_t e = __atomic_load_n(&t[g], __ATOMIC_RELAXED);
+		if (e == (uintptr_t)r && gb >= lo)
+			__atomic_store_n(&t[g], 0, __ATOMIC_RELEASE); /* none of r left there */
+		else if (e & 1)
+			leaf_fill((uintptr_t *)(e - 1), gb, lo, hi - lo, NULL, (struct mpk_region *)r);
+	}
+	return 0;
 }
 
 void mpk__region_release(void *start, size_t len)
@@ -335,7 +369,7 @@ void mpk__domain_unmap_all(struct mpk_domain *d)
 	while (d->regions) {
 		struct mpk_region *r = d->regions;
 		void *start = (void *)r->start;
-		size_t len = r->len;
+		size_t len = r->cap;
 		mpk__region_del(r);
 		mpk__region_release(start, len);
 	}

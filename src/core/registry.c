@@ -78,6 +78,7 @@ static void expect(struct mpk_reg_entry *e, const struct mpk_region *r)
 	int key, prot;
 
 	mpk__region_expect(r, &key, &prot);
+	e->len = r->len; /* a vault chunk's grows */
 	e->key = key;
 	e->prot = prot;
 }

@@ -143,22 +143,29 @@ plain:
 }
 
 /* In a forked child: each secret region was not inherited (DONTFORK); it
- * gets fresh pages with its domain's protection, as a wiped vault. */
+ * gets fresh pages with its domain's protection, as a wiped vault, and a
+ * vault chunk's tail is PROT_NONE and apart again (memory.c). */
 static void renew(struct mpk_region *r, void *arg)
 {
 	(void)arg;
 	if (!r->secret)
 		return;
 	void *p = (void *)r->start;
+	char *tail = (char *)p + r->len;
+	size_t tail_len = r->cap - r->len;
 	/* Read-write, as mpk__protect_new() takes fresh pages to be. */
 	int rw = PROT_READ | PROT_WRITE;
-	if (map_secret(p, r->len, rw) &&
-	    (!mpk_os_map_at(p, r->len, rw, MAP_FIXED) || vault_anon(p, r->len))) {
-		mpk_os_mprotect(p, r->len, PROT_NONE);
+	if (map_secret(p, r->cap, rw) &&
+	    (!mpk_os_map_at(p, r->cap, rw, MAP_FIXED) || vault_anon(p, r->cap))) {
+		mpk_os_mprotect(p, r->cap, PROT_NONE);
 		return; /* no memory: the range stays reserved, PROT_NONE */
 	}
+	if (tail_len) {
+		mpk_os_mprotect(tail, tail_len, PROT_NONE);
+		mpk_os_madvise(tail, tail_len, MADV_DODUMP);
+	}
 	mpk__protect_new(r->domain, p, r->len, r->exec);
-	mpk_os_name_region(p, r->len, r->domain->name);
+	mpk_os_name_region(p, r->cap, r->domain->name);
 }
 
 void mpk__secretmem_child(void)

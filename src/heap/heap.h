@@ -66,6 +66,8 @@ struct chunk {
 	uint32_t magic;
 	uint16_t npages, nfree;
 	uint16_t spare_pages;                /* in empty slabs kept by bins */
+	uint16_t live;                       /* pages with the domain's protection
+					      * (a vault's grows: run.c) */
 	uintptr_t base;
 	struct heap *heap;
 	struct arena *arena;

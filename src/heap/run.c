@@ -89,9 +89,10 @@ static void free_remove(struct arena *a, struct run *r)
  * lockdown filter covers it.  NULL/errno. */
 static void *chunk_map(struct heap *h)
 {
-	/* A vault's: memfd_secret where the kernel has it (core.h). */
+	/* A vault's: memfd_secret where the kernel has it, live as pages
+	 * are taken, so a soft open changes only those (core.h). */
 	return mpk__map_fresh(h->domain, CHUNK_SIZE, CHUNK_SIZE,
-			      (h->flags & HEAP_SECRET) ? MPK__REGION_VAULT : 0);
+			      (h->flags & HEAP_SECRET) ? MPK__REGION_VAULT | MPK__REGION_GROWS : 0);
 }
 
 static void chunk_unmap(struct mpk_domain *d, void *base)
@@ -112,6 +113,13 @@ static struct chunk *chunk_new(struct arena *a)
 		return NULL;
 	if (!(a->heap->flags & (HEAP_SECRET | HEAP_GUARDS)))
 		mpk__san_poison((uintptr_t)base, CHUNK_SIZE); /* blocks open it */
+	/* A vault chunk's live part: a page, or all of it where the kernel
+	 * could not keep the rest apart (core.h). */
+	size_t live = CHUNK_SIZE;
+	if ((a->heap->flags & HEAP_SECRET) && mpk__owned_grow(d, base, page, &live)) {
+		err = errno;
+		goto unmap;
+	}
 	pthread_mutex_lock(&mpk__meta_lock);
 	c = mpk__meta_alloc(sizeof(*c));
 	if (c) {
@@ -120,6 +128,7 @@ static struct chunk *chunk_new(struct arena *a)
 		c->heap = a->heap;
 		c->arena = a;
 		c->npages = (uint16_t)(CHUNK_SIZE / page);
+		c->live = (uint16_t)(live / page);
 		if (mpk__map_add(c)) {
 			mpk__meta_free(c, sizeof(*c));
 			c = NULL;
@@ -277,6 +286,19 @@ int mpk__heap_lock_pages(struct heap *h, void *addr, size_t len)
 	return rc;
 }
 
+/* A vault chunk's pages up to end are live (the domain's protection). */
+static int live_to(struct heap *h, struct chunk *c, unsigned end)
+{
+	size_t live;
+
+	if (end <= c->live)
+		return 0;
+	if (mpk__owned_grow(h->domain, (void *)c->base, (size_t)end << mpk__heap_page_shift, &live))
+		return -1;
+	c->live = (uint16_t)(live >> mpk__heap_page_shift);
+	return 0;
+}
+
 struct run *mpk__run_alloc(struct arena *a, size_t pages, struct chunk **cp)
 {
 	struct run *r = NULL;
@@ -317,11 +339,18 @@ struct run *mpk__run_alloc(struct arena *a, size_t pages, struct chunk **cp)
 	set_owner(c, r->page, r->pages);
 	r->kind = RUN_NONE;
 	r->spare = 0;
+	unsigned live = c->live;
 	if ((a->heap->flags & HEAP_SECRET) &&
-	    mpk__heap_lock_pages(a->heap, (void *)run_addr(c, r), r->pages * mpk__page())) {
+	    (live_to(a->heap, c, r->page + r->pages) ||
+	     mpk__heap_lock_pages(a->heap, (void *)run_addr(c, r), r->pages * mpk__page()))) {
 		int err = errno;
 		r->clean = 1; /* mlock() failed before touching it */
 		mpk__run_free(a, c, r);
+		if (c->live != live) { /* nothing else took pages past live */
+			mpk__owned_shrink(a->heap->domain, (void *)c->base,
+					  (size_t)live << mpk__heap_page_shift);
+			c->live = (uint16_t)live;
+		}
 		errno = err;
 		return NULL;
 	}

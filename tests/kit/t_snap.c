@@ -92,6 +92,11 @@ void t_snap_maps(struct t_snap *s)
 			s->vma[s->nvma++] = v;
 		} else if (s->nvma && !strncmp(line, "ProtectionKey:", 14)) {
 			s->vma[s->nvma - 1].pkey = atoi(line + 14);
+		} else if (s->nvma && !strncmp(line, "VmFlags:", 8)) {
+			size_t len = strcspn(line, "\n");
+			for (const char *f = line + 8; f + 2 <= line + len; f += 3)
+				if (f[0] == ' ' && f[1] == 'd' && f[2] == 'd')
+					s->vma[s->nvma - 1].dd = true;
 		}
 	}
 	/* Neighbours alike are one range: whether the kernel merged them
@@ -99,7 +104,7 @@ void t_snap_maps(struct t_snap *s)
 	int n = 0;
 	for (int i = 0; i < s->nvma; i++) {
 		struct t_vma *v = &s->vma[i], *last = n ? &s->vma[n - 1] : NULL;
-		if (last && last->hi == v->lo && last->pkey == v->pkey &&
+		if (last && last->hi == v->lo && last->pkey == v->pkey && last->dd == v->dd &&
 		    !strcmp(last->perms, v->perms) && !strcmp(last->name, v->name))
 			last->hi = v->hi;
 		else
@@ -164,13 +169,14 @@ bool t_snap_vma_moves(const struct t_vma *v)
 
 void t_snap_vma_print(const char *how, const struct t_vma *v)
 {
-	fprintf(stderr, "    %s %lx-%lx %s key %d %s\n", how, v->lo, v->hi, v->perms, v->pkey, v->name);
+	fprintf(stderr, "    %s %lx-%lx %s key %d%s %s\n", how, v->lo, v->hi, v->perms, v->pkey,
+		v->dd ? " dd" : "", v->name);
 }
 
 bool t_snap_vma_same(const struct t_vma *a, const struct t_vma *b)
 {
 	return a->lo == b->lo && a->hi == b->hi && !strcmp(a->perms, b->perms) &&
-	       a->pkey == b->pkey && !strcmp(a->name, b->name);
+	       a->pkey == b->pkey && a->dd == b->dd && !strcmp(a->name, b->name);
 }
 
 int t_snap_maps_diff(const struct t_snap *a, const struct t_snap *b)
