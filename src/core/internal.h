@@ -123,6 +123,11 @@ struct mpk_domain *mpk__domain_by_key(int key); /* signal-safe */
 /* memory.c: give fresh pages of d its protection (key, or soft rights);
  * both locks held, or in a forked child. */
 int mpk__protect_new(struct mpk_domain *d, void *p, size_t len, bool exec);
+/* memory.c: mark [p, p+n) a growing region's tail, a mapping apart from
+ * its live part (MADV_DODUMP: it holds nothing); false where it cannot
+ * be: after mpk_lockdown(), whose filter denies that, or the kernel
+ * refused.  Growing takes the flag off again (mpk__owned_grow). */
+bool mpk__tail_apart(void *p, size_t n);
 /* secretmem.c: 0 if memfd_secret(2) works here, else -1/errno; the fork
  * child's renewal of secret regions (no lock: the child is alone). */
 int mpk__secretmem_probe(void);

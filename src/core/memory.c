@@ -330,12 +330,10 @@ static int adopt_fresh(struct mpk_domain *d, void *addr, size_t len, bool grows,
 		return -1;
 	}
 	pthread_mutex_lock(&d->lock);
-	/* The tail apart (see mpk__map_fresh); not after mpk_lockdown(),
-	 * whose filter denies MADV_DODUMP (it holds the core lock while it
-	 * installs it): all live then, as where the kernel refuses. */
+	/* The tail apart (see mpk__map_fresh), or all live.  Under the core
+	 * lock, which mpk_lockdown() holds while it installs its filter. */
 	size_t live = len, page = mpk_os_page_size();
-	if (grows && len > page && !__atomic_load_n(&mpk_os_locked, __ATOMIC_ACQUIRE) &&
-	    !mpk_os_madvise((char *)addr + page, len - page, MADV_DODUMP))
+	if (grows && len > page && mpk__tail_apart((char *)addr + page, len - page))
 		live = page;
 	/* The caller mapped it: no /proc check, and it may be PROT_NONE, so
 	 * the soft case always sets the protection. */
@@ -384,6 +382,12 @@ void *mpk__map_fresh(struct mpk_domain *d, size_t len, size_t align, unsigned fl
 	return p;
 }
 
+bool mpk__tail_apart(void *p, size_t n)
+{
+	return !__atomic_load_n(&mpk_os_locked, __ATOMIC_ACQUIRE) &&
+	       !mpk_os_madvise(p, n, MADV_DODUMP);
+}
+
 /* r, d's owned region at addr, with both locks held; or NULL/EINVAL and
  * no lock held. */
 static struct mpk_region *owned_locked(struct mpk_domain *d, void *addr, size_t len)
@@ -420,7 +424,7 @@ int mpk__owned_grow(struct mpk_domain *d, void *addr, size_t want, size_t *live)
 			goto out;
 		if (mpk_os_madvise(lo, n, MADV_DONTDUMP) || mpk__region_resize(r, want)) {
 			int err = errno;
-			mpk_os_madvise(lo, n, MADV_DODUMP);
+			mpk__tail_apart(lo, n);
 			untag(d, lo, n, PROT_NONE);
 			errno = err;
 			goto out;
@@ -439,15 +443,14 @@ void mpk__owned_shrink(struct mpk_domain *d, void *addr, size_t live)
 
 	if (!r)
 		return;
-	/* After mpk_lockdown() it keeps the pages: MADV_DODUMP is denied. */
+	/* Apart first: where they cannot be (after mpk_lockdown()) the pages
+	 * stay live rather than join the live part's mapping. */
 	if (live < r->len && !(live & (mpk_os_page_size() - 1)) &&
-	    !__atomic_load_n(&mpk_os_locked, __ATOMIC_ACQUIRE)) {
+	    mpk__tail_apart((char *)addr + live, r->len - live)) {
 		char *lo = (char *)addr + live;
 		size_t n = r->len - live;
-		/* PROT_NONE and apart again, as mapped. */
 		mpk__region_resize(r, live);
 		untag(d, lo, n, PROT_NONE);
-		mpk_os_madvise(lo, n, MADV_DODUMP);
 		mpk__registry_set(r);
 	}
 	unlock_both(d, 0, 0);

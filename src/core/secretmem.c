@@ -162,10 +162,9 @@ static void renew(struct mpk_region *r, void *arg)
 	}
 	if (tail_len) {
 		mpk_os_mprotect(tail, tail_len, PROT_NONE);
-		/* Not after mpk_lockdown() (its filter, inherited, denies it):
-		 * the tail may join the live part then, which costs splits. */
-		if (!__atomic_load_n(&mpk_os_locked, __ATOMIC_ACQUIRE))
-			mpk_os_madvise(tail, tail_len, MADV_DODUMP);
+		/* After mpk_lockdown() (its filter is inherited) the tail may
+		 * join the live part: opens then cost splits, nothing worse. */
+		mpk__tail_apart(tail, tail_len);
 	}
 	mpk__protect_new(r->domain, p, r->len, r->exec);
 	mpk_os_name_region(p, r->cap, r->domain->name);
