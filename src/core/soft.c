@@ -59,6 +59,7 @@ static void moved(void)
 #define RETIRED_MAX 4
 static __thread struct { struct mpk_soft_held *p; uint32_t cap; } t_retired[RETIRED_MAX]
 	__attribute__((tls_model("initial-exec")));
+static __thread bool t_any_retired __attribute__((tls_model("initial-exec")));
 /* Set once the thread's exit handler ran: it holds nothing from then on. */
 static __thread bool t_exiting __attribute__((tls_model("initial-exec")));
 
@@ -223,15 +224,20 @@ static void table_unmap(struct mpk_soft_held *p, uint32_t cap)
 }
 
 /* Room for slot in this thread's table; async-signal-safe (mmap only) when
- * in_signal, else it also unmaps the tables retired in signal context. */
+ * in_signal, else it also unmaps the tables retired in signal context.
+ * Every soft change comes here: with room and nothing retired it reads
+ * two thread-local words and returns. */
 static int reserve(uint32_t slot, bool in_signal)
 {
-	if (!in_signal)
+	if (!in_signal && unlikely(t_any_retired)) {
+		t_any_retired = false;
+		__atomic_signal_fence(__ATOMIC_SEQ_CST); /* a handler may retire one more */
 		for (int i = 0; i < RETIRED_MAX; i++) {
 			table_unmap(t_retired[i].p, t_retired[i].cap);
 			t_retired[i].p = NULL;
 		}
-	if (slot < T->cap)
+	}
+	if (likely(slot < T->cap))
 		return 0;
 	uint32_t cap = T->cap ? T->cap : 16;
 	while (cap <= slot)
@@ -260,10 +266,12 @@ static int reserve(uint32_t slot, bool in_signal)
 		while (i < RETIRED_MAX && t_retired[i].p)
 			i++;
 		if (i < RETIRED_MAX) /* else leaked: four growths in handlers */
-			t_retired[i].p = old, t_retired[i].cap = old_cap;
+			t_retired[i].p = old, t_retired[i].cap = old_cap, t_any_retired = true;
 	}
-	/* glibc and musl store a low key's value in the thread descriptor:
-	 * no lock, no allocation, so this is safe in a handler too. */
+	/* Only here: a thread's first table, or one after its exit handler
+	 * ran (which leaves cap 0), arms the handler.  glibc and musl store
+	 * a low key's value in the thread descriptor: no lock, no allocation,
+	 * so this is safe in a handler too. */
 	pthread_setspecific(exit_key, (void *)1);
 	return 0;
 }

@@ -312,6 +312,10 @@ static inline size_t mpk__page(void)
 }
 struct run *mpk__run_alloc(struct arena *a, size_t pages, struct chunk **cp);
 void mpk__run_free(struct arena *a, struct chunk *c, struct run *r);
+/* Moves on whenever a run is given back or a chunk goes (and in a forked
+ * child): an address may then name other metadata, so whatever a thread
+ * remembered about a block (vault.c) is stale. */
+extern uint64_t mpk__runs_epoch;
 /* Grow r to pages in place, from the free run after it: whether it did. */
 bool mpk__run_grow(struct arena *a, struct chunk *c, struct run *r, size_t pages);
 void mpk__chunks_release(struct arena *a); /* all of them, on destroy */
@@ -516,8 +520,9 @@ void mpk__vl_handed(struct mpk_domain *d, const void *p);
  * MPK_MISUSE_* with *m filled. */
 #define VL_SLOW (-2)
 int mpk__vl_free(struct heap *h, void *p, struct mpk_misuse *m);
-/* Whether slab block p of h is live: 1, 0, or -1 not a slab block. */
-int mpk__vl_live(struct heap *h, const void *p);
+/* Whether slab block p of h is live: 1, 0, or -1 not a slab block; *w
+ * and *mask: where its live bit is (unless -1). */
+int mpk__vl_live(struct heap *h, const void *p, const uint64_t **w, uint64_t *mask);
 unsigned mpk__vl_flush(struct tcache *tc); /* every listed block back: how many */
 /* heap.c: a batch in, the k oldest out (metadata open). */
 int mpk__tc_refill(struct tcache *tc, unsigned cls);

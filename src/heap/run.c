@@ -358,11 +358,19 @@ struct run *mpk__run_alloc(struct arena *a, size_t pages, struct chunk **cp)
 	return r;
 }
 
+uint64_t mpk__runs_epoch;
+
+static void runs_moved(void)
+{
+	__atomic_add_fetch(&mpk__runs_epoch, 1, __ATOMIC_RELEASE);
+}
+
 void mpk__run_free(struct arena *a, struct chunk *c, struct run *r)
 {
 	size_t page = mpk__page();
 	uint32_t now = now_ms();
 
+	runs_moved();
 	if (a->heap->flags & HEAP_SECRET) {
 		/* Wiped by the caller; unlocked first, as locked pages cannot
 		 * be purged. */
@@ -406,6 +414,7 @@ void mpk__run_free(struct arena *a, struct chunk *c, struct run *r)
 
 void mpk__chunks_release(struct arena *a)
 {
+	runs_moved();
 	while (a->chunks) {
 		struct chunk *c = a->chunks;
 		if (a->heap->flags & HEAP_SECRET)

@@ -175,10 +175,54 @@ MPK_EXPORT int mpk_secret_free(void *p)
 	return mpk__misuse_rc(rc, &m);
 }
 
+/*
+ * The secret this thread last opened or closed: its domain and its live
+ * bit, so that the next open or close of it skips the address map.  On
+ * the soft backend each follows a system call, after which every cache
+ * line is cold, and the map's levels, chunk and run were a third of the
+ * library's time around the mprotect() pair.  Good while no run went
+ * back since (mpk__runs_epoch) and the bit is set: a freed secret, or
+ * another block at its address after its run went, is never taken for it.
+ */
+static __thread struct {
+	const void *p;
+	const uint64_t *live;
+	uint64_t mask, epoch;
+	struct mpk_domain *d;
+} t_last __attribute__((tls_model("initial-exec")));
+
+/* The domain of live secret p, or NULL (metadata open). */
+static struct mpk_domain *secret_domain(const void *p)
+{
+	if (p == t_last.p && t_last.epoch == __atomic_load_n(&mpk__runs_epoch, __ATOMIC_ACQUIRE) &&
+	    (__atomic_load_n(t_last.live, __ATOMIC_RELAXED) & t_last.mask))
+		return t_last.d;
+	/* Read before the lookup: a run given back during it is seen. */
+	uint64_t epoch = __atomic_load_n(&mpk__runs_epoch, __ATOMIC_ACQUIRE);
+	struct heap *h = mpk__heap_owner(p);
+	if (!h || !(h->flags & HEAP_SECRET))
+		return NULL;
+	/* Slab blocks: the live bit (a listed block is not live). */
+	const uint64_t *w;
+	uint64_t mask;
+	int live = mpk__vl_live(h, p, &w, &mask);
+	if (live > 0) {
+		t_last.p = NULL; /* a handler's call in between sees no half entry */
+		t_last.live = w;
+		t_last.mask = mask;
+		t_last.epoch = epoch;
+		t_last.d = h->domain;
+		__atomic_signal_fence(__ATOMIC_RELEASE);
+		t_last.p = p;
+		return h->domain;
+	}
+	return live < 0 && mpk__heap_live(h, p) ? h->domain : NULL;
+}
+
 /* The calling thread's rights to the domain holding secret p. */
 static int secret_set(void *p, int rights)
 {
-	struct mpk_domain *d = NULL;
+	struct mpk_domain *d;
 	mpk_scope s;
 
 	if (mpk__ensure_init())
@@ -189,13 +233,7 @@ static int secret_set(void *p, int rights)
 	}
 	if (mpk__meta_open(&s))
 		return -1;
-	struct heap *h = mpk__heap_owner(p);
-	if (h && (h->flags & HEAP_SECRET)) {
-		/* Slab blocks: the live bit (a listed block is not live). */
-		int live = mpk__vl_live(h, p);
-		if (live > 0 || (live < 0 && mpk__heap_live(h, p)))
-			d = h->domain;
-	}
+	d = secret_domain(p);
 	mpk__meta_close(&s);
 	if (!d) {
 		errno = EINVAL;

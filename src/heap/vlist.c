@@ -111,15 +111,13 @@ int mpk__vl_free(struct heap *h, void *p, struct mpk_misuse *m)
 	return 0;
 }
 
-int mpk__vl_live(struct heap *h, const void *p)
+int mpk__vl_live(struct heap *h, const void *p, const uint64_t **w, uint64_t *mask)
 {
-	uint64_t mask;
 	size_t cap;
-	uint64_t *w = live_bit(h, (uintptr_t)p, &mask, &cap);
 
-	if (!w)
+	if (!(*w = live_bit(h, (uintptr_t)p, mask, &cap)))
 		return -1;
-	return !!(__atomic_load_n(w, __ATOMIC_RELAXED) & mask);
+	return !!(__atomic_load_n(*w, __ATOMIC_RELAXED) & *mask);
 }
 
 /* Listed blocks go back through the slow free, which finds them in use
