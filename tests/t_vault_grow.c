@@ -5,8 +5,11 @@
  * after them.  So a soft open or close changes only the pages in use, and
  * never splits or joins mappings.  From /proc/self/maps: the first secret
  * leaves the chunk as two mappings, the part in use small; secrets that
- * fill most of the chunk grow that part over all of them, still two
- * mappings, and ten opens and closes leave it so.  Opened for reading,
+ * fill most of the chunk grow that part over all of them, and ten opens
+ * and closes leave it so.  Ordinary vault memory stays two mappings;
+ * memfd_secret memory, which the kernel charges to RLIMIT_MEMLOCK whole
+ * when it is mapped, grows by a mapping at a time, each at least as
+ * large as the part before it (nine at most in 1 MiB), then the tail.  Opened for reading,
  * every secret reads zeros, the last one too; closed, the last faults
  * (hw: SEGV_PKUERR with the domain's key; soft: SEGV_ACCERR).
  * mpk_audit() finds nothing, here and in a forked child, where the
@@ -25,6 +28,7 @@ static unsigned char *s[N];
 struct span {
 	uintptr_t lo, hi;
 	char perms[5];
+	bool secret; /* memfd_secret memory */
 };
 
 /* The mappings that meet [lo, hi), in order; how many (at most max). */
@@ -39,6 +43,7 @@ static int spans(uintptr_t lo, uintptr_t hi, struct span *out, int max)
 		struct span v;
 		if (sscanf(line, "%lx-%lx %4s", &v.lo, &v.hi, v.perms) != 3 || v.hi <= lo || v.lo >= hi)
 			continue;
+		v.secret = strstr(line, "/secretmem") != NULL;
 		if (n < max)
 			out[n] = v;
 		n++;
@@ -47,24 +52,36 @@ static int spans(uintptr_t lo, uintptr_t hi, struct span *out, int max)
 	return n;
 }
 
-/* The chunk that holds p: its mapping in use, then the tail, which ends
- * where the chunk does (CHUNK_SIZE: 1 MiB, aligned). */
+/* The chunk that holds p: its mapping in use (memfd_secret: up to nine),
+ * then the tail, which ends where the chunk does (CHUNK_SIZE: 1 MiB,
+ * aligned) unless all of it is in use. */
 static void check_chunk(const void *p, const char *perms, const char *when)
 {
 	uintptr_t base = (uintptr_t)p & ~(MiB - 1);
-	struct span v[4];
-	int n = spans(base, base + MiB, v, 4);
+	struct span v[12];
+	int n = spans(base, base + MiB, v, 12), used = n;
 
-	if (n != 2) {
-		t_fail("%s: the chunk at %#lx is %d mappings, not 2 (in use, tail)", when,
-		       (unsigned long)base, n);
+	if (n < 1 || n > 10 || v[0].lo != base || v[n - 1].hi != base + MiB) {
+		t_fail("%s: the chunk at %#lx is %d mappings", when, (unsigned long)base, n);
 		return;
 	}
-	CHECK(v[0].lo == base && v[0].hi == v[1].lo && v[1].hi == base + MiB);
-	CHECK((uintptr_t)p < v[0].hi);
-	if (strncmp(v[0].perms, perms, 3) || strncmp(v[1].perms, "---", 3))
-		t_fail("%s: in use %.3s (want %s), tail %.3s (want ---)", when, v[0].perms, perms,
-		       v[1].perms);
+	if (!v[0].secret && n != 2)
+		t_fail("%s: the chunk at %#lx is %d mappings, not 2 (in use, tail)", when,
+		       (unsigned long)base, n);
+	/* The tail: ordinary memory's second mapping; the one not secret. */
+	if (!v[0].secret || !v[n - 1].secret)
+		used = n - 1;
+	if (used < 1 || used > 9)
+		t_fail("%s: %d mappings in use", when, used);
+	for (int i = 1; i < used; i++)
+		CHECK(v[i].secret && v[i].hi - v[i].lo >= v[i - 1].hi - v[i - 1].lo);
+	for (int i = 0; i < n; i++) {
+		CHECK(i == 0 || v[i].lo == v[i - 1].hi);
+		const char *want = i < used ? perms : "---";
+		if (strncmp(v[i].perms, want, 3))
+			t_fail("%s: mapping %d of the chunk is %.3s, want %s", when, i, v[i].perms, want);
+	}
+	CHECK((uintptr_t)p < v[used - 1].hi);
 }
 
 static void expect_clean(const char *when)

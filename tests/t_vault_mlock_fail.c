@@ -6,9 +6,11 @@
  * It locks and maps nothing more; every secret allocated before is intact
  * and still closed to the thread; secrets that fit in pages already locked
  * still come; freeing makes room again.  That is ordinary vault memory
- * (MPKIT_SECRETMEM=off); memfd_secret memory is charged to the limit a
- * vault chunk (1 MiB) at a time, when it is mapped: ENOMEM below that,
- * nothing mapped or locked.
+ * (MPKIT_SECRETMEM=off).  memfd_secret memory is charged to the limit
+ * when it is mapped, and a vault maps it as it takes pages (doubling), not
+ * a chunk (1 MiB) at a time: twenty domains with a secret each fit in 512
+ * KiB (none did before), and at the limit ENOMEM, the secrets before it
+ * intact and nothing more locked.
  */
 #include "t_heap.h"
 
@@ -87,30 +89,61 @@ static void unlockable(void)
 	CHECK(mpk_domain_destroy(d) == 0);
 }
 
-/* memfd_secret: a vault chunk is charged whole, when it is mapped, where
- * the kernel marks the mapping locked (lo); kernels that do not (6.1)
- * keep the pages unevictable without charging the limit. */
+/* Secrets of 3000 bytes in d until the limit: each written with its
+ * number; ENOMEM at the end, nothing more locked; all read back. */
+static void to_the_limit(mpk_domain *d)
+{
+	int n = 0;
+	size_t locked = 0;
+
+	while (n < MAXS && (s[n] = mpk_secret_alloc(d, 3000))) {
+		REQUIRE(mpk_secret_readwrite(s[n]) == 0);
+		memset(s[n], n & 0xff, 3000);
+		REQUIRE(mpk_secret_noaccess(s[n]) == 0);
+		locked = t_locked_kib();
+		n++;
+	}
+	CHECK(n < MAXS && errno == ENOMEM);
+	CHECK(n > 100); /* the limit's worth, 512 KiB, in 3000-byte secrets */
+	CHECK_ERR(mpk_secret_alloc(d, 3000), ENOMEM);
+	CHECK(t_locked_kib() == locked && locked <= 512);
+	REQUIRE(mpk_set(d, MPK_READ) == 0);
+	for (int i = 0; i < n; i++)
+		CHECK(s[i][0] == (i & 0xff) && s[i][2999] == (i & 0xff));
+	REQUIRE(mpk_set(d, MPK_NONE) == 0);
+	for (int i = 0; i < n; i++)
+		CHECK(mpk_secret_free(s[i]) == 0);
+	unsigned char *again = mpk_secret_alloc(d, 3000); /* room again */
+	CHECK(again && mpk_secret_free(again) == 0);
+}
+
+/* memfd_secret: charged when mapped, where the kernel marks the mapping
+ * locked (lo); kernels that do not (6.1) keep the pages unevictable
+ * without charging the limit. */
 static void secret_limited(void)
 {
+	enum { ND = 20 };
+	mpk_domain *d[ND];
+	unsigned char *k[ND];
+
 	t_drop_ipc_lock();
 	t_limit(RLIMIT_MEMLOCK, 512 * KiB);
-	mpk_domain *d = mpk_domain_create("vault-slimit", MPK_NONE, 0);
-	REQUIRE(d);
-	unsigned char *s0 = mpk_secret_alloc(d, 32);
-	if (s0) {
-		CHECK(!t_vmflag(s0, "lo"));
-		CHECK(mpk_secret_free(s0) == 0);
-		CHECK(mpk_domain_destroy(d) == 0);
-		return;
+	for (int i = 0; i < ND; i++) {
+		REQUIRE(d[i] = mpk_domain_create("vault-slimit", MPK_NONE, 0));
+		REQUIRE(k[i] = mpk_secret_alloc(d[i], 32));
 	}
-	CHECK(errno == ENOMEM);
-	CHECK_ERR(mpk_secret_alloc(d, 700000), ENOMEM);
-	CHECK(t_locked_kib() == 0);
-	t_limit(RLIMIT_MEMLOCK, 2048 * KiB);
-	unsigned char *s1 = mpk_secret_alloc(d, 32);
-	CHECK(s1 != NULL);
-	CHECK(mpk_secret_free(s1) == 0);
-	CHECK(mpk_domain_destroy(d) == 0);
+	if (t_vmflag(k[0], "lo")) {
+		CHECK(t_locked_kib() >= ND * 4 && t_locked_kib() <= ND * 8);
+		to_the_limit(d[1]);
+	} else {
+		CHECK(t_locked_kib() == 0);
+	}
+	for (int i = 0; i < ND; i++) {
+		CHECK(mpk_secret_readonly(k[i]) == 0 && k[i][0] == 0 && k[i][31] == 0);
+		CHECK(mpk_secret_noaccess(k[i]) == 0);
+		CHECK(mpk_secret_free(k[i]) == 0);
+		CHECK(mpk_domain_destroy(d[i]) == 0);
+	}
 }
 
 int main(void)

@@ -293,8 +293,14 @@ void mpk__owned_shrink(mpk_domain *d, void *addr, size_t live);
  * NULL/errno: EOPNOTSUPP (the kernel lacks it and it may not degrade),
  * ENOMEM (RLIMIT_MEMLOCK, which the kernel charges it to, or memory).
  */
-void *mpk__secret_window_map(bool must, bool vault, size_t len, size_t align, int prot,
-			     bool *secret);
+void *mpk__secret_window_map(bool must, bool vault, size_t len, size_t first, size_t align,
+			     int prot, bool *secret);
+/* ...with secret memory over only the first bytes (page-rounded, len for
+ * all), the rest reserved (PROT_NONE) for _extend: secret memory over
+ * reserved [p, p+len), 0 or -1/errno as above, reserved still on failure.
+ * _reserve: [p, p+len) reserved again in place (its pages given back). */
+int mpk__secret_extend(void *p, size_t len, int prot);
+void mpk__secret_reserve(void *p, size_t len);
 /* MPKIT_SECRETMEM as MPK_SECRETMEM_* (shared/env.h), -1 if bad. */
 int mpk__secretmem_mode(void);
 /* Whether addr is in a region of memfd_secret memory (no lock). */

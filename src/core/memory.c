@@ -45,7 +45,7 @@ void *mpk__alloc_region(struct mpk_domain *d, size_t len, unsigned flags)
 	}
 	len = (len + page - 1) & ~(page - 1);
 	bool secret;
-	p = mpk__secret_window_map(d->secretmem, flags & MPK__REGION_VAULT, len, 0,
+	p = mpk__secret_window_map(d->secretmem, flags & MPK__REGION_VAULT, len, len, 0,
 				   PROT_READ | PROT_WRITE, &secret);
 	if (!p)
 		return NULL;
@@ -331,9 +331,10 @@ static int adopt_fresh(struct mpk_domain *d, void *addr, size_t len, bool grows,
 	}
 	pthread_mutex_lock(&d->lock);
 	/* The tail apart (see mpk__map_fresh), or all live.  Under the core
-	 * lock, which mpk_lockdown() holds while it installs its filter. */
+	 * lock, which mpk_lockdown() holds while it installs its filter.
+	 * Secret memory's tail is reserved memory, apart already. */
 	size_t live = len, page = mpk_os_page_size();
-	if (grows && len > page && mpk__tail_apart((char *)addr + page, len - page))
+	if (grows && len > page && (secret || mpk__tail_apart((char *)addr + page, len - page)))
 		live = page;
 	/* The caller mapped it: no /proc check, and it may be PROT_NONE, so
 	 * the soft case always sets the protection. */
@@ -365,13 +366,17 @@ out:
  * must not merge into one VMA when the live part is closed, or each open
  * would split it again: the tail differs in one flag, it may be dumped
  * (it holds nothing yet), and growing turns that flag off.  Where that
- * flag cannot be set, it is all live from the start.
+ * flag cannot be set, it is all live from the start.  Secret memory
+ * (memfd_secret) is live over its first page only, the tail reserved
+ * memory, and grows by mapping more (secretmem.c: the kernel charges a
+ * secret mapping whole to RLIMIT_MEMLOCK).
  */
 void *mpk__map_fresh(struct mpk_domain *d, size_t len, size_t align, unsigned flags)
 {
 	bool secret;
-	void *p = mpk__secret_window_map(d->secretmem, flags & MPK__REGION_VAULT, len, align,
-					 PROT_NONE, &secret);
+	size_t first = (flags & MPK__REGION_GROWS) ? mpk_os_page_size() : len;
+	void *p = mpk__secret_window_map(d->secretmem, flags & MPK__REGION_VAULT, len, first,
+					 align, PROT_NONE, &secret);
 
 	if (p && adopt_fresh(d, p, len, flags & MPK__REGION_GROWS, secret)) {
 		int err = errno;
@@ -405,6 +410,22 @@ static struct mpk_region *owned_locked(struct mpk_domain *d, void *addr, size_t 
 	return r;
 }
 
+/* Secret memory over r's reserved [lo, lo+n) with the live part's state
+ * (d->lock held); 0 or -1/errno, reserved still. */
+static int grow_secret(struct mpk_domain *d, struct mpk_region *r, char *lo, size_t n, int prot)
+{
+	if (mpk__secret_extend(lo, n, d->key >= 0 ? PROT_NONE : prot))
+		return -1;
+	if ((d->key >= 0 && mpk_os_pkey_mprotect(lo, n, prot, d->key)) ||
+	    mpk__region_resize(r, r->len + n)) {
+		int err = errno;
+		mpk__secret_reserve(lo, n);
+		errno = err;
+		return -1;
+	}
+	return 0;
+}
+
 int mpk__owned_grow(struct mpk_domain *d, void *addr, size_t want, size_t *live)
 {
 	size_t page = mpk_os_page_size();
@@ -413,7 +434,22 @@ int mpk__owned_grow(struct mpk_domain *d, void *addr, size_t want, size_t *live)
 
 	if (!r)
 		return -1;
-	if (want > r->len) {
+	if (want > r->len && r->secret) {
+		/* A mapping a step: at least doubling, so a chunk is a few
+		 * mappings (nine at most for 1 MiB), not one a page. */
+		size_t need = want - r->len, n = need;
+		if (n < r->len)
+			n = r->len < r->cap - r->len ? r->len : r->cap - r->len;
+		int prot = d->key >= 0 ? mpk__region_prot(r, PROT_READ | PROT_WRITE, d->key)
+				       : mpk__region_prot(r, d->prot, 0);
+		char *lo = (char *)addr + r->len;
+		/* Near RLIMIT_MEMLOCK the pages needed may fit where the step
+		 * does not. */
+		if (grow_secret(d, r, lo, n, prot) &&
+		    (n == need || errno != ENOMEM || grow_secret(d, r, lo, need, prot)))
+			goto out;
+		mpk__registry_set(r);
+	} else if (want > r->len) {
 		char *lo = (char *)addr + r->len;
 		size_t n = want - r->len;
 		/* The live part's page state, then the flag that joins them. */
@@ -445,8 +481,12 @@ void mpk__owned_shrink(struct mpk_domain *d, void *addr, size_t live)
 		return;
 	/* Apart first: where they cannot be (after mpk_lockdown()) the pages
 	 * stay live rather than join the live part's mapping. */
-	if (live < r->len && !(live & (mpk_os_page_size() - 1)) &&
-	    mpk__tail_apart((char *)addr + live, r->len - live)) {
+	if (live < r->len && !(live & (mpk_os_page_size() - 1)) && r->secret) {
+		mpk__secret_reserve((char *)addr + live, r->len - live);
+		mpk__region_resize(r, live);
+		mpk__registry_set(r);
+	} else if (live < r->len && !(live & (mpk_os_page_size() - 1)) &&
+		   mpk__tail_apart((char *)addr + live, r->len - live)) {
 		char *lo = (char *)addr + live;
 		size_t n = r->len - live;
 		mpk__region_resize(r, live);

@@ -13,9 +13,12 @@
  * MADV_WIPEONFORK ignores: it is MADV_DONTFORK instead, and a forked
  * child maps the ranges afresh (zeros, as a wiped vault) in its fork
  * handler, so no hole is left where another mmap() could land.  The
- * kernel locks secretmem pages itself and charges the mapping to
- * RLIMIT_MEMLOCK: past the limit the mmap() fails with EAGAIN, said here
- * as ENOMEM.
+ * kernel locks secretmem pages itself and charges the whole mapping to
+ * RLIMIT_MEMLOCK when it is made, pages in use or not: past the limit
+ * the mmap() fails with EAGAIN, said here as ENOMEM.  So a vault chunk
+ * maps secret memory only over its first pages and leaves the rest
+ * reserved, and grows by mapping more (mpk__secret_extend): one 1 MiB
+ * chunk per vault would otherwise take an eighth of the usual 8 MiB limit.
  */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -103,8 +106,20 @@ static int vault_anon(void *p, size_t len)
 		       ? -1 : 0;
 }
 
-void *mpk__secret_window_map(bool must, bool vault, size_t len, size_t align, int prot,
-			     bool *secret)
+int mpk__secret_extend(void *p, size_t len, int prot)
+{
+	return map_secret(p, len, prot);
+}
+
+void mpk__secret_reserve(void *p, size_t len)
+{
+	/* In place: never a hole another mmap() could take.  Failing (no
+	 * memory for a mapping), the pages stay mapped and unused. */
+	mpk_os_map_at(p, len, PROT_NONE, MAP_FIXED | MAP_NORESERVE);
+}
+
+void *mpk__secret_window_map(bool must, bool vault, size_t len, size_t first, size_t align,
+			     int prot, bool *secret)
 {
 	int mode = mpk__secretmem_mode();
 
@@ -114,7 +129,7 @@ void *mpk__secret_window_map(bool must, bool vault, size_t len, size_t align, in
 	void *p = mpk__window_map(len, align, PROT_NONE);
 	if (!p)
 		return NULL;
-	if (!map_secret(p, len, prot)) {
+	if (!map_secret(p, first, prot)) {
 		*secret = true;
 		return p;
 	}
@@ -142,29 +157,21 @@ plain:
 	return p;
 }
 
-/* In a forked child: each secret region was not inherited (DONTFORK); it
- * gets fresh pages with its domain's protection, as a wiped vault, and a
- * vault chunk's tail is PROT_NONE and apart again (memory.c). */
+/* In a forked child: the secret part of each secret region was not
+ * inherited (DONTFORK); it gets fresh pages with its domain's protection,
+ * as a wiped vault.  A vault chunk's tail, reserved memory, was. */
 static void renew(struct mpk_region *r, void *arg)
 {
 	(void)arg;
 	if (!r->secret)
 		return;
 	void *p = (void *)r->start;
-	char *tail = (char *)p + r->len;
-	size_t tail_len = r->cap - r->len;
 	/* Read-write, as mpk__protect_new() takes fresh pages to be. */
 	int rw = PROT_READ | PROT_WRITE;
-	if (map_secret(p, r->cap, rw) &&
-	    (!mpk_os_map_at(p, r->cap, rw, MAP_FIXED) || vault_anon(p, r->cap))) {
-		mpk_os_mprotect(p, r->cap, PROT_NONE);
+	if (map_secret(p, r->len, rw) &&
+	    (!mpk_os_map_at(p, r->len, rw, MAP_FIXED) || vault_anon(p, r->len))) {
+		mpk_os_mprotect(p, r->len, PROT_NONE);
 		return; /* no memory: the range stays reserved, PROT_NONE */
-	}
-	if (tail_len) {
-		mpk_os_mprotect(tail, tail_len, PROT_NONE);
-		/* After mpk_lockdown() (its filter is inherited) the tail may
-		 * join the live part: opens then cost splits, nothing worse. */
-		mpk__tail_apart(tail, tail_len);
 	}
 	mpk__protect_new(r->domain, p, r->len, r->exec);
 	mpk_os_name_region(p, r->cap, r->domain->name);
