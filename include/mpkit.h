@@ -851,9 +851,9 @@ int mpk_secret_free(void *p);
  * EOPNOTSUPP (the kernel lacks memfd_secret(2) and MPKIT_SECRETMEM=require
  * or the domain has MPK_DOMAIN_SECRETMEM), or an error of madvise()
  * (EINVAL before Linux 4.14, which lacks MADV_WIPEONFORK).  memfd_secret
- * memory is charged to RLIMIT_MEMLOCK a 1 MiB vault chunk at a time (a
- * big secret: its own pages): ENOMEM past it.  Nothing is allocated when
- * it fails.
+ * memory is charged to RLIMIT_MEMLOCK as the vault maps it: the pages it
+ * takes of a 1 MiB chunk, at least doubling the part in use (a big secret:
+ * its own pages): ENOMEM past it.  Nothing is allocated when it fails.
  */
 void *mpk_secret_alloc(mpk_domain *d, size_t len)
 	MPK__NODISCARD MPK__ALLOC_SIZE(2) MPK__DEALLOC(mpk_secret_free, 1) MPK__NONNULL(1);
