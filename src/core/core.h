@@ -298,9 +298,10 @@ void *mpk__secret_window_map(bool must, bool vault, size_t len, size_t first, si
 /* ...with secret memory over only the first bytes (page-rounded, len for
  * all), the rest reserved (PROT_NONE) for _extend: secret memory over
  * reserved [p, p+len), 0 or -1/errno as above, reserved still on failure.
- * _reserve: [p, p+len) reserved again in place (its pages given back). */
+ * _reserve: [p, p+len) reserved again in place (its pages given back),
+ * 0 or -1/errno (no memory for a mapping: nothing changed). */
 int mpk__secret_extend(void *p, size_t len, int prot);
-void mpk__secret_reserve(void *p, size_t len);
+int mpk__secret_reserve(void *p, size_t len);
 /* MPKIT_SECRETMEM as MPK_SECRETMEM_* (shared/env.h), -1 if bad. */
 int mpk__secretmem_mode(void);
 /* Whether addr is in a region of memfd_secret memory (no lock). */

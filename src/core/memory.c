@@ -411,7 +411,8 @@ static struct mpk_region *owned_locked(struct mpk_domain *d, void *addr, size_t 
 }
 
 /* Secret memory over r's reserved [lo, lo+n) with the live part's state
- * (d->lock held); 0 or -1/errno, reserved still. */
+ * (d->lock held); 0 or -1/errno, reserved still (or, where even that
+ * mapping fails, PROT_NONE without a key: out of reach either way). */
 static int grow_secret(struct mpk_domain *d, struct mpk_region *r, char *lo, size_t n, int prot)
 {
 	if (mpk__secret_extend(lo, n, d->key >= 0 ? PROT_NONE : prot))
@@ -419,7 +420,8 @@ static int grow_secret(struct mpk_domain *d, struct mpk_region *r, char *lo, siz
 	if ((d->key >= 0 && mpk_os_pkey_mprotect(lo, n, prot, d->key)) ||
 	    mpk__region_resize(r, r->len + n)) {
 		int err = errno;
-		mpk__secret_reserve(lo, n);
+		if (mpk__secret_reserve(lo, n))
+			untag(d, lo, n, PROT_NONE);
 		errno = err;
 		return -1;
 	}
@@ -479,12 +481,15 @@ void mpk__owned_shrink(struct mpk_domain *d, void *addr, size_t live)
 
 	if (!r)
 		return;
-	/* Apart first: where they cannot be (after mpk_lockdown()) the pages
-	 * stay live rather than join the live part's mapping. */
+	/* Secret memory: reserved again in place, its pages given back (and
+	 * no longer charged).  Else apart first: where they cannot be (after
+	 * mpk_lockdown()) the pages stay live rather than join the live
+	 * part's mapping; so do secret pages where no mapping can be made. */
 	if (live < r->len && !(live & (mpk_os_page_size() - 1)) && r->secret) {
-		mpk__secret_reserve((char *)addr + live, r->len - live);
-		mpk__region_resize(r, live);
-		mpk__registry_set(r);
+		if (!mpk__secret_reserve((char *)addr + live, r->len - live)) {
+			mpk__region_resize(r, live);
+			mpk__registry_set(r);
+		}
 	} else if (live < r->len && !(live & (mpk_os_page_size() - 1)) &&
 		   mpk__tail_apart((char *)addr + live, r->len - live)) {
 		char *lo = (char *)addr + live;

@@ -111,11 +111,10 @@ int mpk__secret_extend(void *p, size_t len, int prot)
 	return map_secret(p, len, prot);
 }
 
-void mpk__secret_reserve(void *p, size_t len)
+int mpk__secret_reserve(void *p, size_t len)
 {
-	/* In place: never a hole another mmap() could take.  Failing (no
-	 * memory for a mapping), the pages stay mapped and unused. */
-	mpk_os_map_at(p, len, PROT_NONE, MAP_FIXED | MAP_NORESERVE);
+	/* In place: never a hole another mmap() could take. */
+	return mpk_os_map_at(p, len, PROT_NONE, MAP_FIXED | MAP_NORESERVE) ? 0 : -1;
 }
 
 void *mpk__secret_window_map(bool must, bool vault, size_t len, size_t first, size_t align,

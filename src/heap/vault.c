@@ -208,6 +208,7 @@ static struct mpk_domain *secret_domain(const void *p)
 	int live = mpk__vl_live(h, p, &w, &mask);
 	if (live > 0) {
 		t_last.p = NULL; /* a handler's call in between sees no half entry */
+		__atomic_signal_fence(__ATOMIC_SEQ_CST);
 		t_last.live = w;
 		t_last.mask = mask;
 		t_last.epoch = epoch;
