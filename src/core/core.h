@@ -268,6 +268,9 @@ size_t mpk__window_kept(void);
 /* The ranges so kept, one fn(lo, hi, arg) each (fn must not call into
  * mpkit; NULL counts them); returns how many there are. */
 size_t mpk__kept_each(void (*fn)(uintptr_t lo, uintptr_t hi, void *arg), void *arg);
+/* Whether [addr, addr+len) touches a range mpkit keeps reserved after
+ * mpk_lockdown() (given back outside the windows, still covered). */
+bool mpk__range_kept(const void *addr, size_t len);
 /* Fresh memory for d, owned, len bytes aligned to align (as
  * mpk__window_map), PROT_NONE until d's protection is put on it (for the
  * heap's chunks and guarded blocks, which mpk__free_owned() gives back);

@@ -430,6 +430,18 @@ size_t mpk__kept_each(void (*fn)(uintptr_t lo, uintptr_t hi, void *arg), void *a
 	return n;
 }
 
+bool mpk__range_kept(const void *addr, size_t len)
+{
+	uintptr_t lo = (uintptr_t)addr, hi = lo + len;
+	bool hit = false;
+
+	pthread_mutex_lock(&lock);
+	for (size_t i = 0; i < nkept && !hit; i++)
+		hit = kept[i].lo < hi && lo < kept[i].hi;
+	pthread_mutex_unlock(&lock);
+	return hit;
+}
+
 size_t mpk__window_kept(void)
 {
 	pthread_mutex_lock(&lock);

@@ -53,8 +53,12 @@ MPK_EXPORT int mpk_exec_only(void *addr, size_t len)
 		return -1;
 	}
 	mpk__core_lock();
-	if (mpk__range_overlaps(addr, len))
-		goto out; /* domain memory keeps its domain's key */
+	/* Domain memory keeps its domain's key, and the windows stay
+	 * mpkit's.  So do ranges kept after mpk_lockdown(), whose filter
+	 * refuses PROT_EXEC there (EPERM, or the process is killed): said
+	 * here, as for the windows, before any call. */
+	if (mpk__range_overlaps(addr, len) || mpk__range_kept(addr, len))
+		goto out;
 	int old = mpk_os_range_prot(addr, len), given = 0;
 	if (old < 0) {
 		err = errno;
