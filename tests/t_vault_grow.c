@@ -9,11 +9,12 @@
  * and closes leave it so.  Ordinary vault memory stays two mappings;
  * memfd_secret memory, which the kernel charges to RLIMIT_MEMLOCK whole
  * when it is mapped, grows by a mapping at a time, each at least as
- * large as the part before it (nine at most in 1 MiB), then the tail.  Opened for reading,
- * every secret reads zeros, the last one too; closed, the last faults
- * (hw: SEGV_PKUERR with the domain's key; soft: SEGV_ACCERR).
- * mpk_audit() finds nothing, here and in a forked child, where the
- * secrets are zero and the chunk is again two mappings.  Both backends.
+ * large as the part before it (nine at most in 1 MiB), then the tail.
+ * Opened for reading, every secret reads zeros, the last one too;
+ * closed, the last faults (hw: SEGV_PKUERR with the domain's key; soft:
+ * SEGV_ACCERR).  mpk_audit() finds nothing, here and in a forked child,
+ * where the secrets are zero and the chunk is again two mappings (the
+ * part in use mapped afresh as one).  Both backends.
  */
 #include <string.h>
 
@@ -71,8 +72,10 @@ static void check_chunk(const void *p, const char *perms, const char *when)
 	/* The tail: ordinary memory's second mapping; the one not secret. */
 	if (!v[0].secret || !v[n - 1].secret)
 		used = n - 1;
-	if (used < 1 || used > 9)
+	if (used < 1 || used > 9) {
 		t_fail("%s: %d mappings in use", when, used);
+		return;
+	}
 	for (int i = 1; i < used; i++)
 		CHECK(v[i].secret && v[i].hi - v[i].lo >= v[i - 1].hi - v[i - 1].lo);
 	for (int i = 0; i < n; i++) {
