@@ -436,27 +436,23 @@ int mpk__owned_grow(struct mpk_domain *d, void *addr, size_t want, size_t *live)
 
 	if (!r)
 		return -1;
-	if (want > r->len && r->secret) {
+	/* The new pages take the live part's page state. */
+	char *lo = (char *)addr + r->len;
+	size_t n = want > r->len ? want - r->len : 0;
+	int prot = d->key >= 0 ? mpk__region_prot(r, PROT_READ | PROT_WRITE, d->key)
+			       : mpk__region_prot(r, d->prot, 0);
+	if (n && r->secret) {
 		/* A mapping a step: at least doubling, so a chunk is a few
-		 * mappings (nine at most for 1 MiB), not one a page. */
-		size_t need = want - r->len, n = need;
-		if (n < r->len)
-			n = r->len < r->cap - r->len ? r->len : r->cap - r->len;
-		int prot = d->key >= 0 ? mpk__region_prot(r, PROT_READ | PROT_WRITE, d->key)
-				       : mpk__region_prot(r, d->prot, 0);
-		char *lo = (char *)addr + r->len;
-		/* Near RLIMIT_MEMLOCK the pages needed may fit where the step
+		 * mappings (nine at most for 1 MiB), not one a page.  Near
+		 * RLIMIT_MEMLOCK the pages needed may fit where the step
 		 * does not. */
-		if (grow_secret(d, r, lo, n, prot) &&
-		    (n == need || errno != ENOMEM || grow_secret(d, r, lo, need, prot)))
+		size_t step = n >= r->len ? n : r->len < r->cap - r->len ? r->len : r->cap - r->len;
+		if (grow_secret(d, r, lo, step, prot) &&
+		    (step == n || errno != ENOMEM || grow_secret(d, r, lo, n, prot)))
 			goto out;
 		mpk__registry_set(r);
-	} else if (want > r->len) {
-		char *lo = (char *)addr + r->len;
-		size_t n = want - r->len;
-		/* The live part's page state, then the flag that joins them. */
-		int prot = d->key >= 0 ? mpk__region_prot(r, PROT_READ | PROT_WRITE, d->key)
-				       : mpk__region_prot(r, d->prot, 0);
+	} else if (n) {
+		/* The page state, then the flag that joins them. */
 		if (d->key >= 0 ? mpk_os_pkey_mprotect(lo, n, prot, d->key)
 				: prot != PROT_NONE && mpk_os_mprotect(lo, n, prot)) /* else so */
 			goto out;

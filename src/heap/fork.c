@@ -73,7 +73,7 @@ static void parent(void)
 static void child(void)
 {
 	__atomic_add_fetch(&mpk__fork_gen, 1, __ATOMIC_RELAXED);
-	__atomic_add_fetch(&mpk__runs_epoch, 1, __ATOMIC_RELAXED);
+	mpk__runs_moved();
 	each_lock(renew);
 }
 

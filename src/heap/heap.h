@@ -316,6 +316,7 @@ void mpk__run_free(struct arena *a, struct chunk *c, struct run *r);
  * child): an address may then name other metadata, so whatever a thread
  * remembered about a block (vault.c) is stale. */
 extern uint64_t mpk__runs_epoch;
+void mpk__runs_moved(void);
 /* Grow r to pages in place, from the free run after it: whether it did. */
 bool mpk__run_grow(struct arena *a, struct chunk *c, struct run *r, size_t pages);
 void mpk__chunks_release(struct arena *a); /* all of them, on destroy */

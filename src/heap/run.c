@@ -345,12 +345,14 @@ struct run *mpk__run_alloc(struct arena *a, size_t pages, struct chunk **cp)
 	     mpk__heap_lock_pages(a->heap, (void *)run_addr(c, r), r->pages * mpk__page()))) {
 		int err = errno;
 		r->clean = 1; /* mlock() failed before touching it */
-		mpk__run_free(a, c, r);
-		if (c->live != live) { /* nothing else took pages past live */
+		/* Before the free, which may give the chunk back (c gone):
+		 * nothing else took pages past live, under the arena's lock. */
+		if (c->live != live) {
 			mpk__owned_shrink(a->heap->domain, (void *)c->base,
 					  (size_t)live << mpk__heap_page_shift);
 			c->live = (uint16_t)live;
 		}
+		mpk__run_free(a, c, r);
 		errno = err;
 		return NULL;
 	}
@@ -360,7 +362,7 @@ struct run *mpk__run_alloc(struct arena *a, size_t pages, struct chunk **cp)
 
 uint64_t mpk__runs_epoch;
 
-static void runs_moved(void)
+void mpk__runs_moved(void)
 {
 	__atomic_add_fetch(&mpk__runs_epoch, 1, __ATOMIC_RELEASE);
 }
@@ -370,7 +372,7 @@ void mpk__run_free(struct arena *a, struct chunk *c, struct run *r)
 	size_t page = mpk__page();
 	uint32_t now = now_ms();
 
-	runs_moved();
+	mpk__runs_moved();
 	if (a->heap->flags & HEAP_SECRET) {
 		/* Wiped by the caller; unlocked first, as locked pages cannot
 		 * be purged. */
@@ -414,7 +416,7 @@ void mpk__run_free(struct arena *a, struct chunk *c, struct run *r)
 
 void mpk__chunks_release(struct arena *a)
 {
-	runs_moved();
+	mpk__runs_moved();
 	while (a->chunks) {
 		struct chunk *c = a->chunks;
 		if (a->heap->flags & HEAP_SECRET)
