@@ -19,6 +19,8 @@
 #                   and uninstalls it
 # SANITIZE=address,undefined builds everything with those sanitizers into
 # build/san/ (and `make check` then runs the native suite only).
+# SODIUM=, OPENSSL=auto|yes|no: the benchmarks' libsodium and OpenSSL rows
+# (auto: where pkg-config finds the library; yes: required).
 # CFLAGS, CPPFLAGS and LDFLAGS from the command line add to the flags mpkit
 # needs (MPK_CFLAGS, MPK_LDFLAGS); they never replace them.
 
@@ -140,9 +142,23 @@ ifeq ($(SODIUM_OK),yes)
 BENCH_CPPFLAGS := -DMPKIT_BENCH_SODIUM $(shell $(PKG_CONFIG) --cflags libsodium)
 BENCH_LIBS     := $(shell $(PKG_CONFIG) --libs libsodium)
 endif
-# The vault benchmark's OpenSSL secure-heap rows, when pkg-config finds
-# libcrypto (libssl-dev); without it those rows say why they are missing.
+# The vault benchmark's OpenSSL secure-heap rows: OPENSSL=auto (default)
+# when pkg-config finds libcrypto (libssl-dev), OPENSSL=yes requires it,
+# OPENSSL=no leaves them out; without it those rows say why they are
+# missing.  A package build says which (debian/rules: yes), so that its
+# dependencies do not depend on what the build machine has.
+OPENSSL ?= auto
+ifeq ($(filter auto yes no,$(OPENSSL)),)
+$(error OPENSSL=$(OPENSSL): auto, yes or no)
+endif
+ifeq ($(OPENSSL),no)
+OPENSSL_OK :=
+else
 OPENSSL_OK := $(shell $(PKG_CONFIG) --exists libcrypto 2>/dev/null && echo yes)
+ifeq ($(OPENSSL)$(OPENSSL_OK),yes)
+$(error OPENSSL=yes but pkg-config finds no libcrypto (apt-get install libssl-dev))
+endif
+endif
 ifeq ($(OPENSSL_OK),yes)
 BENCH_VAULT_CPPFLAGS := -DMPKIT_BENCH_OPENSSL $(shell $(PKG_CONFIG) --cflags libcrypto)
 BENCH_VAULT_LIBS     := $(shell $(PKG_CONFIG) --libs libcrypto)
@@ -171,7 +187,7 @@ skip_test = @mkdir -p $(@D) && \
 # uses it where it is there).  Every object depends on $(B)/config,
 # rewritten only when that changes, so a package installed after a build
 # (make check's after make demo's) rebuilds what it changes.
-CONFIG := sodium=$(SODIUM_OK) sqlite=$(SQLITE_OK) valgrind=$(shell printf '\043include <valgrind/memcheck.h>\n' | \
+CONFIG := sodium=$(SODIUM_OK) openssl=$(OPENSSL_OK) sqlite=$(SQLITE_OK) valgrind=$(shell printf '\043include <valgrind/memcheck.h>\n' | \
 	$(CC) $(if $(KHDR),-isystem $(KHDR)) $(CPPFLAGS) -E -x c - >/dev/null 2>&1 && echo yes)
 $(shell mkdir -p $(B) && [ "$$(cat $(B)/config 2>/dev/null)" = '$(CONFIG)' ] || echo '$(CONFIG)' > $(B)/config)
 # The formats the library shares with the tools (src/shared/): the mpkit
@@ -423,7 +439,7 @@ $(B)/tests/scan-libmpkit.so: $(B)/libmpkit.so
 
 # The CLI tests run mpkit-bench and mpkit-bench-scale (the VM packs the
 # latter); building every benchmark here keeps them all compiling.
-tests: $(TEST_BIN) $(TEST_FILES) $(B)/tests/t_installed $(B)/tests/t_installed_cmds $(EX_TEST_BIN) $(BENCH_BIN)
+tests: $(TEST_BIN) $(TEST_FILES) $(B)/tests/t_installed $(B)/tests/t_installed_cmds $(B)/tests/t_installed_live $(EX_TEST_BIN) $(BENCH_BIN)
 
 # ---- the use-case examples (docs/examples.md) ----
 # Each is built under $(B)/examples/NAME/ and copied to $(B)/tests/ex/,
@@ -473,8 +489,16 @@ $(B)/mpkit-bench-sqlite: $(B)/obj/bench/sqlite_guard.o $(SQLG_OBJ) $(B)/libmpkit
 
 # ---- install, and a test program built against the installed copy ----
 
-# Man pages: real pages and one-line `.so` links.  They name the docs by
-# their Debian path, /usr/share/doc/mpkit/, which install turns into $(DOCDIR).
+# Man pages: real pages and one-line `.so` links.  They name the docs, the
+# helpers and the command by their Debian paths (/usr/share/doc/mpkit/,
+# /usr/libexec/mpkit/, ../libexec/mpkit from /usr/bin), which install turns
+# into this install's: $(DOCDIR), $(HELPER_DIR), from $(BINDIR) (a '-' in
+# them written \- as roff wants it).
+man_esc = $(subst -,\\-,$(1))
+MAN_PATHS = -e 's|/usr/share/doc/mpkit/|$(call man_esc,$(DOCDIR))/|g' \
+	-e 's|/usr/libexec/mpkit/|$(call man_esc,$(HELPER_DIR))/|g' \
+	-e 's|\.\./libexec/mpkit|$(call man_esc,$(call relpath,$(BINDIR),$(HELPER_DIR)))|g' \
+	-e 's|^\.IR /usr/bin )|.IR $(call man_esc,$(BINDIR)) )|'
 MAN1 := $(wildcard man/man1/*.1)
 MAN3 := $(wildcard man/man3/*.3)
 MAN7 := $(wildcard man/man7/*.7)
@@ -484,6 +508,8 @@ DOCS := $(wildcard docs/*.md docs/*/*.svg)
 # pkg-config and CMake files name their directories relative to ${prefix}
 # (pkg-config) or to their own place (CMake) wherever they are under PREFIX,
 # so an installed tree can move (and pkg-config --define-prefix works).
+# Both name the helpers' directory too (helperdir, mpkit_HELPER_DIR: where
+# libmpkit-malloc.so is, for an LD_PRELOAD in a service's unit file).
 pc_rel   = $(patsubst $(PREFIX)/%,$${prefix}/%,$(1))
 GEN := $(B)/gen
 # From CMAKEDIR up to PREFIX: one ".." per directory below PREFIX.
@@ -495,9 +521,11 @@ cm_rel   = $(if $(filter $(PREFIX)/%,$(1)),$${_mpkit_prefix}/$(patsubst $(PREFIX
 gen-install-files: mpkit.pc.in cmake/mpkitConfig.cmake.in cmake/mpkitConfigVersion.cmake.in include/mpkit.h
 	@mkdir -p $(GEN)
 	@sed -e 's|@PREFIX@|$(PREFIX)|' -e 's|@LIBDIR@|$(call pc_rel,$(LIBDIR))|' \
-	    -e 's|@INCDIR@|$(call pc_rel,$(INCDIR))|' -e 's|@VERSION@|$(VERSION)|' mpkit.pc.in > $(GEN)/mpkit.pc
+	    -e 's|@INCDIR@|$(call pc_rel,$(INCDIR))|' -e 's|@HELPERDIR@|$(call pc_rel,$(HELPER_DIR))|' \
+	    -e 's|@VERSION@|$(VERSION)|' mpkit.pc.in > $(GEN)/mpkit.pc
 	@sed -e 's|@PREFIX_FROM_HERE@|$(if $(filter $(PREFIX)/%,$(CMAKEDIR)),$${CMAKE_CURRENT_LIST_DIR}/$(CMAKE_UP),$(PREFIX))|' \
 	    -e 's|@LIBDIR@|$(call cm_rel,$(LIBDIR))|' -e 's|@INCDIR@|$(call cm_rel,$(INCDIR))|' \
+	    -e 's|@HELPERDIR@|$(call cm_rel,$(HELPER_DIR))|' \
 	    -e 's|@SONAME@|$(SONAME)|' -e 's|@VERSION@|$(VERSION)|' cmake/mpkitConfig.cmake.in > $(GEN)/mpkitConfig.cmake
 	@sed -e 's|@VERSION@|$(VERSION)|' cmake/mpkitConfigVersion.cmake.in > $(GEN)/mpkitConfigVersion.cmake
 
@@ -566,17 +594,19 @@ install: $(ALL_BIN) $(INST)/mpkit $(INST)/libmpkit-watch.so $(INST)/libmpkit-mal
 	install -d $(DESTDIR)$(MANDIR)/man1 $(DESTDIR)$(MANDIR)/man3 $(DESTDIR)$(MANDIR)/man7
 	@for f in $(MAN1) $(MAN3) $(MAN7); do \
 		d=$(DESTDIR)$(MANDIR)/$${f#man/}; echo "install $$f $$d"; \
-		sed 's|/usr/share/doc/mpkit/|$(DOCDIR)/|g' $$f > $$d && chmod 644 $$d || exit 1; \
+		sed $(MAN_PATHS) $$f > $$d && chmod 644 $$d || exit 1; \
 	done
 	@for f in $(DOCS); do \
 		d=$(DESTDIR)$(DOCDIR)/$${f#docs/}; echo "install $$f $$d"; \
 		install -D -m 644 $$f $$d || exit 1; \
 	done
+	$(if $(DESTDIR),,@tools/ldconfig.sh install $(LIBDIR) $(SONAME))
 
 # Removes what install put there, and the directories only mpkit uses.
 uninstall:
 	rm -f $(addprefix $(DESTDIR),$(INST_FILES))
 	-rmdir $(addprefix $(DESTDIR),$(INST_DIRS)) 2>/dev/null
+	$(if $(DESTDIR),,@tools/ldconfig.sh uninstall $(LIBDIR) $(SONAME))
 
 # A staged install (DESTDIR) for the tests of the installed copy:
 # t_installed builds against it, t_installed_cmds runs every installed
@@ -588,8 +618,9 @@ uninstall:
 STAGE := $(abspath $(B)/stage)
 STAGE_PREFIX := /usr/local
 SP := $(STAGE)$(STAGE_PREFIX)
-STAGE_DIRS := $(foreach d,LIBDIR=lib INCDIR=include BINDIR=bin LIBEXECDIR=libexec CMAKEDIR=lib/cmake/mpkit \
-	PCDIR=lib/pkgconfig MANDIR=share/man DOCDIR=share/doc/mpkit,$(subst =,=$(STAGE_PREFIX)/,$(d)))
+inst_dirs = $(foreach d,LIBDIR=lib INCDIR=include BINDIR=bin LIBEXECDIR=libexec CMAKEDIR=lib/cmake/mpkit \
+	PCDIR=lib/pkgconfig MANDIR=share/man DOCDIR=share/doc/mpkit,$(subst =,=$(1)/,$(d)))
+STAGE_DIRS := $(call inst_dirs,$(STAGE_PREFIX))
 $(B)/stage.done: $(ALL_BIN) $(HELPERS) $(CLI_OBJ) $(BENCH_MAIN_OBJ) $(BENCH_ALLOC_OBJ) $(BENCH_THREADS_OBJ) \
 		$(MAN1) $(MAN3) $(MAN7) $(DOCS) include/mpkit.h tools/paths.c
 	rm -rf $(STAGE)
@@ -603,6 +634,31 @@ $(B)/tests/t_installed: tests/installed/t_installed.c $(B)/stage.done
 $(B)/tests/t_installed_cmds: tests/installed/cmds.c tests/t.h tests/t_exec.h $(KIT_LIB) $(B)/stage.done
 	@mkdir -p $(@D)
 	$(CC) $(ALL_CFLAGS) -Itests -DSTAGE='"$(SP)"' -rdynamic $< $(KIT_LIB) -o $@ $(STAGE_PC) $(ALL_LDFLAGS)
+
+# A live install (no DESTDIR) into a throwaway PREFIX, with a stand-in
+# ldconfig first on PATH (tests/installed/fake-ldconfig: it logs how it
+# was run and lists the directories FAKE_LDCONFIG_DIRS names): once where
+# PREFIX/lib is one of them, uninstalled, then once where it is not.
+# t_installed_live reads what each did, and the installed man pages,
+# pkg-config file and mpkit --help.  Its own INST and GEN, so that it
+# runs beside the stage's install.  A '-' in PREFIX, for the man pages.
+LIVE := $(abspath $(B)/live)
+LIVE_PREFIX := $(LIVE)/my-prefix
+# $(call live_install,TARGET,NAME,DIRS): $(LIVE)/NAME.out and NAME.ldconfig.
+live_install = PATH=$(LIVE)/bin:$$PATH FAKE_LDCONFIG_LOG=$(LIVE)/$(2).ldconfig FAKE_LDCONFIG_DIRS='$(3)' \
+	$(MAKE) --no-print-directory $(1) DESTDIR= PREFIX=$(LIVE_PREFIX) $(call inst_dirs,$(LIVE_PREFIX)) \
+		INST=$(B)/inst-live GEN=$(B)/gen-live SANITIZE=$(SANITIZE) >$(LIVE)/$(2).out 2>&1 || \
+	{ cat $(LIVE)/$(2).out; exit 1; }
+$(B)/live.done: $(B)/stage.done tools/ldconfig.sh tests/installed/fake-ldconfig mpkit.pc.in cmake/mpkitConfig.cmake.in
+	rm -rf $(LIVE) && mkdir -p $(LIVE)/bin && cp tests/installed/fake-ldconfig $(LIVE)/bin/ldconfig
+	$(call live_install,install,seen,/usr/lib $(LIVE_PREFIX)/lib)
+	$(call live_install,uninstall,uninstall,/usr/lib $(LIVE_PREFIX)/lib)
+	$(call live_install,install,unseen,/usr/lib)
+	touch $@
+$(B)/tests/t_installed_live: tests/installed/live.c tests/t.h tests/t_exec.h $(KIT_LIB) $(B)/libmpkit.a $(B)/live.done
+	@mkdir -p $(@D)
+	$(CC) $(ALL_CFLAGS) -Itests -DLIVE='"$(LIVE)"' -DLIVE_PREFIX='"$(LIVE_PREFIX)"' $< $(KIT_LIB) $(B)/libmpkit.a \
+		-o $@ $(ALL_LDFLAGS)
 
 # find_package(mpkit) from a CMake project, against the staged install that
 # t_installed made: shared and static targets, both run.

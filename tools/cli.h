@@ -26,6 +26,9 @@ void cli_json_str(const char *s);
 extern const char cli_libexec[];
 /* The documents' directory (tools/paths.c). */
 extern const char cli_docdir[];
+/* The helpers' directory, absolute, in buf (at least PATH_MAX bytes): as
+ * this mpkit finds it, for its --help (tools/paths.c). */
+const char *cli_helper_dir(char *buf, size_t size);
 
 /* The path of the helper name (a benchmark, libmpkit-watch.so) in the
  * helpers' directory, in path: 0, or -1 with a message on stderr. */

@@ -16,6 +16,8 @@
 
 static void usage(FILE *f)
 {
+	char helpers[PATH_MAX];
+
 	fprintf(f,
 		"usage: mpkit [--help] [--version] COMMAND [ARGS]\n"
 		"\n"
@@ -54,8 +56,9 @@ static void usage(FILE *f)
 		"  MPKIT_WATCH, MPKIT_WATCH_OUT, MPKIT_WATCH_LIB: mpkit watch --help\n"
 		"  MPKIT_MALLOC_STATS, MPKIT_MALLOC_LIB: mpkit run --help\n"
 		"--json has the aliases -J and -j.\n"
+		"helpers: %s/ (libmpkit-malloc.so for LD_PRELOAD, libmpkit-watch.so, benchmarks)\n"
 		"documents: %s/ (guide.md first)\n",
-		cli_docdir);
+		cli_helper_dir(helpers, sizeof(helpers)), cli_docdir);
 }
 
 static const char *yes(int v)

@@ -24,6 +24,13 @@ tar -C "$out" -xzf "mpkit-$version.tar.gz"
 	{ tail -n 40 "$out/build.log"; echo "deb: FAIL, dpkg-buildpackage (log: $out/build.log)"; exit 1; }
 debs=$(ls "$out"/libmpkit0_*.deb "$out"/libmpkit-dev_*.deb "$out"/mpkit_*.deb)
 echo "deb: built $(echo $debs | wc -w) packages"
+# debian/rules asks for the optional libraries (SODIUM=yes OPENSSL=yes):
+# the command's package depends on them whatever the build machine had.
+deps=$(dpkg-deb -f "$out"/mpkit_*.deb Depends)
+for lib in libsodium libssl; do
+	printf '%s\n' "$deps" | grep -q "$lib" ||
+		{ echo "deb: FAIL, the mpkit package does not depend on $lib: $deps"; exit 1; }
+done
 
 if command -v lintian >/dev/null; then
 	lintian --pedantic --fail-on error,warning,pedantic --info "$out"/mpkit_*.changes >"$out/lintian.log" 2>&1 ||
