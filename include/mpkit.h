@@ -128,14 +128,36 @@ extern "C" {
 #define MPK__ACCESS_W(n)
 #define MPK__ACCESS_WS(n, size)
 #endif
+/*
+ * MPK__NOTHROW: no mpkit call throws or lets an exception through, so
+ * C++ sees every one as noexcept (throw() before C++11) and C with GCC's
+ * nothrow attribute, as glibc's __THROW marks libc's.  The handlers a
+ * program gives (faults, misuse, watches) run inside an mpkit call or its
+ * signal handler, whose frames no exception can pass: they must not
+ * throw either.
+ */
+#if defined(__cplusplus) && __cplusplus >= 201103L
+#define MPK__NOTHROW noexcept(true)
+#elif defined(__cplusplus)
+#define MPK__NOTHROW throw()
+#elif MPK__HAS_ATTR(__nothrow__)
+#define MPK__NOTHROW __attribute__((__nothrow__))
+#else
+#define MPK__NOTHROW
+#endif
 
 #define MPK_VERSION_MAJOR 0
 #define MPK_VERSION_MINOR 1
 #define MPK_VERSION_PATCH 0
 #define MPK_VERSION_STRING "0.1.0"
+/* The version as one integer, MAJOR * 10000 + MINOR * 100 + PATCH (0.1.0
+ * is 100, 1.2.3 would be 10203), for #if and comparisons. */
+#define MPK_VERSION_NUMBER (MPK_VERSION_MAJOR * 10000 + MPK_VERSION_MINOR * 100 + MPK_VERSION_PATCH)
 
-/* The version of the library actually loaded (may differ from the header). */
-const char *mpk_version(void);
+/* The version of the library actually loaded (may differ from the
+ * header): as a string, and as MPK_VERSION_NUMBER counts it. */
+const char *mpk_version(void) MPK__NOTHROW;
+int mpk_version_number(void) MPK__NOTHROW;
 
 /* ---- rights ------------------------------------------------------------ */
 
@@ -163,13 +185,13 @@ enum mpk_backend {
  * MPKIT_KEYS holds an unknown value), ENOTSUP (hw asked for but not
  * available).  The outcome is sticky for the life of the process.
  */
-int mpk_init(void) MPK__NODISCARD;
+int mpk_init(void) MPK__NOTHROW MPK__NODISCARD;
 
 /* The backend in use (MPK_BACKEND_HW or _SOFT), or -1 with errno as mpk_init. */
-int mpk_backend(void);
+int mpk_backend(void) MPK__NOTHROW;
 
 /* "hw" or "soft" for a backend value, NULL with EINVAL for anything else. */
-const char *mpk_backend_name(int backend);
+const char *mpk_backend_name(int backend) MPK__NOTHROW;
 
 /* What the machine and mpkit can do; filled by mpk_info(). */
 struct mpk_info {
@@ -208,7 +230,7 @@ struct mpk_info {
  * mpkit cannot start (a bad MPKIT_BACKEND or MPKIT_KEYS: EINVAL;
  * MPKIT_BACKEND=hw without keys: ENOTSUP) it still fills the hardware
  * facts and returns -1 with that errno.  EINVAL for info NULL. */
-int mpk_info(struct mpk_info *info) MPK__NONNULL(1) MPK__ACCESS_W(1);
+int mpk_info(struct mpk_info *info) MPK__NOTHROW MPK__NONNULL(1) MPK__ACCESS_W(1);
 
 /* Counters for tests and tools; monotonic over the life of the process. */
 struct mpk_stats {
@@ -217,13 +239,13 @@ struct mpk_stats {
 	uint64_t faults_reported; /* domain faults seen by the fault handler */
 	uint64_t mpk__reserved[13]; /* for counters to come; zero */
 };
-int mpk_stats_get(struct mpk_stats *stats) MPK__NONNULL(1) MPK__ACCESS_W(1);
+int mpk_stats_get(struct mpk_stats *stats) MPK__NOTHROW MPK__NONNULL(1) MPK__ACCESS_W(1);
 
 /*
  * Most hardware keys mpkit takes (1..15).  Default 15, or MPKIT_KEYS from
  * the environment.  Lowering below the number of keys held fails with EBUSY.
  */
-int mpk_set_key_budget(int keys);
+int mpk_set_key_budget(int keys) MPK__NOTHROW;
 
 /* ---- domains ----------------------------------------------------------- */
 
@@ -270,7 +292,7 @@ enum {
  * again cannot reach a thread either: then mpkit keeps it, closed, until
  * it can), ENOTSUP / EINVAL from mpk_init.
  */
-mpk_domain *mpk_domain_create(const char *name, int rights, unsigned flags)
+mpk_domain *mpk_domain_create(const char *name, int rights, unsigned flags) MPK__NOTHROW
 	MPK__NODISCARD MPK__NONNULL(1) MPK__ACCESS_R(1);
 
 /*
@@ -280,17 +302,17 @@ mpk_domain *mpk_domain_create(const char *name, int rights, unsigned flags)
  * EBUSY and changes nothing.  Destroying a domain twice is detected
  * (EINVAL) for a while, but like free() it is a bug.
  */
-int mpk_domain_destroy(mpk_domain *d) MPK__NONNULL(1);
+int mpk_domain_destroy(mpk_domain *d) MPK__NOTHROW MPK__NONNULL(1);
 
 /* The domain's name, NULL/EINVAL for a bad domain. */
-const char *mpk_domain_name(const mpk_domain *d) MPK__NONNULL(1);
+const char *mpk_domain_name(const mpk_domain *d) MPK__NOTHROW MPK__NONNULL(1);
 
 /* The hardware key the domain holds now, or -1 with errno ENOENT (soft
  * backend, or a domain without a key at the moment: keys move). */
-int mpk_domain_key(const mpk_domain *d) MPK__NONNULL(1);
+int mpk_domain_key(const mpk_domain *d) MPK__NOTHROW MPK__NONNULL(1);
 
 /* The domain owning addr, or NULL with errno ENOENT. */
-mpk_domain *mpk_domain_of(const void *addr);
+mpk_domain *mpk_domain_of(const void *addr) MPK__NOTHROW;
 
 /* ---- domain memory ----------------------------------------------------- */
 
@@ -301,7 +323,7 @@ mpk_domain *mpk_domain_of(const void *addr);
  * region.  EINVAL if it is not one (a region a heap or vault of d made for
  * itself is not: mpk_heap_destroy() gives it back); EPERM if it is sealed
  * (MPK_LOCK_SEAL). */
-int mpk_free(mpk_domain *d, void *addr) MPK__NONNULL(1) MPK__NONNULL(2);
+int mpk_free(mpk_domain *d, void *addr) MPK__NOTHROW MPK__NONNULL(1) MPK__NONNULL(2);
 
 /*
  * Map len bytes (rounded up to pages) of zeroed memory in domain d.  The
@@ -309,7 +331,7 @@ int mpk_free(mpk_domain *d, void *addr) MPK__NONNULL(1) MPK__NONNULL(2);
  * Errors: EINVAL (bad domain, len 0), ENOMEM (out of memory, or a len no
  * memory can hold: see "Sizes" at the top).
  */
-void *mpk_alloc(mpk_domain *d, size_t len)
+void *mpk_alloc(mpk_domain *d, size_t len) MPK__NOTHROW
 	MPK__NODISCARD MPK__DEALLOC(mpk_free, 2) MPK__NONNULL(1);
 
 /*
@@ -319,7 +341,8 @@ void *mpk_alloc(mpk_domain *d, size_t len)
  * Contents are kept.  Errors: EINVAL (unaligned, zero length, not private
  * anonymous read/write, overlaps memory of a domain), ENOMEM.
  */
-int mpk_adopt(mpk_domain *d, void *addr, size_t len) MPK__NODISCARD MPK__NONNULL(1) MPK__NONNULL(2);
+int mpk_adopt(mpk_domain *d, void *addr, size_t len) MPK__NOTHROW
+	MPK__NODISCARD MPK__NONNULL(1) MPK__NONNULL(2);
 
 /*
  * Map len bytes of the file open on fd, from offset (a multiple of the page
@@ -333,7 +356,7 @@ int mpk_adopt(mpk_domain *d, void *addr, size_t len) MPK__NODISCARD MPK__NONNULL
  * for reading and writing), ENODEV (a file that cannot be mapped), ENOMEM;
  * nothing is mapped then.
  */
-void *mpk_map_file(mpk_domain *d, int fd, off_t offset, size_t len)
+void *mpk_map_file(mpk_domain *d, int fd, off_t offset, size_t len) MPK__NOTHROW
 	MPK__NODISCARD MPK__DEALLOC(mpk_free, 2) MPK__NONNULL(1);
 
 /* ---- rights of the calling thread ---------------------------------------
@@ -350,10 +373,10 @@ void *mpk_map_file(mpk_domain *d, int fd, off_t offset, size_t len)
  * rights); where rights take mprotect() (soft, or a domain without a key)
  * ENOMEM or another mprotect() error, and nothing changed.  The same holds
  * for mpk_enter() and mpk_leave(). */
-int mpk_set(mpk_domain *d, int rights) MPK__NODISCARD MPK__NONNULL(1);
+int mpk_set(mpk_domain *d, int rights) MPK__NOTHROW MPK__NODISCARD MPK__NONNULL(1);
 
 /* The calling thread's rights to d (MPK_NONE/READ/RW), or -1/EINVAL. */
-int mpk_get(const mpk_domain *d) MPK__NONNULL(1);
+int mpk_get(const mpk_domain *d) MPK__NOTHROW MPK__NONNULL(1);
 
 /* A saved right, from mpk_enter(), for mpk_leave(). */
 typedef struct mpk_scope {
@@ -366,8 +389,8 @@ typedef struct mpk_scope {
  * mpk_leave() restores exactly that, so scopes nest, also on one domain.
  * On failure scope.saved is -1 and errno is set; leaving it is a no-op.
  */
-mpk_scope mpk_enter(mpk_domain *d, int rights) MPK__NODISCARD MPK__NONNULL(1);
-int mpk_leave(mpk_scope *scope) MPK__NODISCARD MPK__NONNULL(1);
+mpk_scope mpk_enter(mpk_domain *d, int rights) MPK__NOTHROW MPK__NODISCARD MPK__NONNULL(1);
+int mpk_leave(mpk_scope *scope) MPK__NOTHROW MPK__NODISCARD MPK__NONNULL(1);
 
 /*
  * Block scopes: rights to d inside the block, restored on every way out of
@@ -421,10 +444,11 @@ int mpk_leave(mpk_scope *scope) MPK__NODISCARD MPK__NONNULL(1);
 		if (s.domain)
 
 /* Used by MPK_WITH with MPK_WITH_ABORTS: prints the failure, aborts. */
-__attribute__((noreturn)) void mpk__scope_failed(const mpk_scope *scope, const char *file, int line);
+__attribute__((noreturn)) void mpk__scope_failed(const mpk_scope *scope, const char *file, int line)
+	MPK__NOTHROW;
 
 /* Used by MPK_WITH's cleanup; also fine to call directly. */
-void mpk__scope_cleanup(mpk_scope *scope);
+void mpk__scope_cleanup(mpk_scope *scope) MPK__NOTHROW;
 
 /* MPK_WITH's cleanup, inline: a scope left the usual way (the body ran
  * to its end, domain NULL) costs one test and no call; only a scope left
@@ -458,7 +482,7 @@ mpk__scope_end(mpk_scope *scope)
  * 100 ms or did not answer within 5 s; the threads reached, and the caller,
  * are given back what they held, so nothing changed; call again).
  */
-int mpk_set_all(mpk_domain *d, int rights) MPK__NODISCARD MPK__NONNULL(1);
+int mpk_set_all(mpk_domain *d, int rights) MPK__NOTHROW MPK__NODISCARD MPK__NONNULL(1);
 
 /* ---- saving and restoring a thread's rights ------------------------------
  *
@@ -492,16 +516,17 @@ typedef struct mpk_rights {
 
 /* Save the calling thread's rights into *r (overwrites it: dispose of an
  * earlier save first).  Errors: EINVAL (r NULL), ENOMEM (soft). */
-int mpk_rights_save(mpk_rights_t *r) MPK__NODISCARD MPK__NONNULL(1) MPK__ACCESS_W(1);
+int mpk_rights_save(mpk_rights_t *r) MPK__NOTHROW MPK__NODISCARD MPK__NONNULL(1) MPK__ACCESS_W(1);
 
 /* Make the calling thread's rights those saved in *r (which stays valid:
  * restore it as often as wanted).  Errors: EINVAL (r NULL or not a save),
  * ENOMEM and mprotect() errors (soft; nothing changed). */
-int mpk_rights_restore(const mpk_rights_t *r) MPK__NODISCARD MPK__NONNULL(1) MPK__ACCESS_R(1);
+int mpk_rights_restore(const mpk_rights_t *r) MPK__NOTHROW
+	MPK__NODISCARD MPK__NONNULL(1) MPK__ACCESS_R(1);
 
 /* Free what a save holds (soft) and invalidate *r; NULL or an invalid *r
  * is a no-op.  Always 0. */
-int mpk_rights_dispose(mpk_rights_t *r);
+int mpk_rights_dispose(mpk_rights_t *r) MPK__NOTHROW;
 
 /* ---- faults ------------------------------------------------------------ */
 
@@ -542,16 +567,16 @@ typedef int (*mpk_fault_fn)(const struct mpk_fault *fault, void *arg);
  * mpkit's go to the handler that was installed before, or the default
  * action.  Calling it again replaces fn/arg.  Errors: errno of sigaction().
  */
-int mpk_fault_handler_install(mpk_fault_fn fn, void *arg);
+int mpk_fault_handler_install(mpk_fault_fn fn, void *arg) MPK__NOTHROW;
 
 /* Restore the previous SIGSEGV handler. EINVAL if none was installed. */
-int mpk_fault_handler_remove(void);
+int mpk_fault_handler_remove(void) MPK__NOTHROW;
 
 /* Format the report for fault into buf (async-signal-safe), like
  * snprintf(): it returns the length of the whole report, writes at most
  * size bytes, NUL included.  0 with EINVAL for fault NULL, or buf NULL with
  * size not 0. */
-size_t mpk_fault_format(const struct mpk_fault *fault, char *buf, size_t size)
+size_t mpk_fault_format(const struct mpk_fault *fault, char *buf, size_t size) MPK__NOTHROW
 	MPK__NONNULL(1) MPK__ACCESS_R(1) MPK__ACCESS_WS(2, 3);
 
 /* ---- code: JIT (W^X) and execute-only memory ---------------------------
@@ -583,7 +608,7 @@ size_t mpk_fault_format(const struct mpk_fault *fault, char *buf, size_t size)
  * acquire that told it to.  Errors: EINVAL (bad domain, len 0), ENOMEM
  * (also a len no memory can hold), sigaction() errors.
  */
-void *mpk_code_alloc(mpk_domain *d, size_t len)
+void *mpk_code_alloc(mpk_domain *d, size_t len) MPK__NOTHROW
 	MPK__NODISCARD MPK__DEALLOC(mpk_free, 2) MPK__NONNULL(1);
 
 /*
@@ -600,11 +625,11 @@ void *mpk_code_alloc(mpk_domain *d, size_t len)
  * readable on x86), ENOSPC (no key could be given to the kernel; the
  * range is as it was), mprotect() errors.
  */
-int mpk_exec_only(void *addr, size_t len) MPK__NODISCARD MPK__NONNULL(1);
+int mpk_exec_only(void *addr, size_t len) MPK__NOTHROW MPK__NODISCARD MPK__NONNULL(1);
 
 /* The kernel's execute-only key in this process (after a successful
  * mpk_exec_only()), or -1 with ENOENT. */
-int mpk_exec_only_key(void);
+int mpk_exec_only_key(void) MPK__NOTHROW;
 
 /* ---- audit ---------------------------------------------------------------
  *
@@ -652,11 +677,11 @@ struct mpk_audit_entry {
  * region with the very protection its rights give cannot be told from
  * the region.  Changes nothing.
  */
-int mpk_audit(struct mpk_audit_entry *out, size_t max);
+int mpk_audit(struct mpk_audit_entry *out, size_t max) MPK__NOTHROW;
 
 /* One line (no newline) describing e into buf, as snprintf(): its
  * length, or 0 with EINVAL (e NULL, or buf NULL with size not 0). */
-size_t mpk_audit_format(const struct mpk_audit_entry *e, char *buf, size_t size);
+size_t mpk_audit_format(const struct mpk_audit_entry *e, char *buf, size_t size) MPK__NOTHROW;
 
 /* ---- watchpoints ----------------------------------------------------------
  *
@@ -702,12 +727,12 @@ typedef void (*mpk_watch_fn)(const struct mpk_watch_hit *hit, void *arg);
  * (64 watches, or 256 pages, at once), EAGAIN (hw: a thread could not be
  * reached), mprotect() errors.
  */
-int mpk_watch(void *addr, size_t len, unsigned flags, mpk_watch_fn fn, void *arg)
+int mpk_watch(void *addr, size_t len, unsigned flags, mpk_watch_fn fn, void *arg) MPK__NOTHROW
 	MPK__NODISCARD MPK__NONNULL(1) MPK__NONNULL(4);
 
 /* Stop watch id; its pages are given back as they were once no watch
  * covers them.  Errors: EINVAL (not a live watch), mprotect() errors. */
-int mpk_unwatch(int id);
+int mpk_unwatch(int id) MPK__NOTHROW;
 
 /* ---- guarded heaps -------------------------------------------------------
  *
@@ -758,19 +783,20 @@ enum {
  * first heap) is virtual like any other: with no key free it is protected
  * with mprotect() until it wins one back, never an error.
  */
-mpk_heap *mpk_heap_create(mpk_domain *d, unsigned flags) MPK__NODISCARD MPK__NONNULL(1);
+mpk_heap *mpk_heap_create(mpk_domain *d, unsigned flags) MPK__NOTHROW
+	MPK__NODISCARD MPK__NONNULL(1);
 
 /* Destroy h: every block and all its metadata go; the domain stays.  A
  * destroyed heap is detected (EINVAL) for a while, but like free() it is a
  * bug to use it.  Errors: EINVAL (and see above). */
-int mpk_heap_destroy(mpk_heap *h) MPK__NONNULL(1);
+int mpk_heap_destroy(mpk_heap *h) MPK__NOTHROW MPK__NONNULL(1);
 
 /* The domain of h, or NULL with EINVAL. */
-mpk_domain *mpk_heap_domain(const mpk_heap *h) MPK__NONNULL(1);
+mpk_domain *mpk_heap_domain(const mpk_heap *h) MPK__NOTHROW MPK__NONNULL(1);
 
 /* free(): NULL is a no-op.  Errors: EINVAL (bad heap, or misuse reported
  * to a handler that returned). */
-int mpk_heap_free(mpk_heap *h, void *p) MPK__NONNULL(1);
+int mpk_heap_free(mpk_heap *h, void *p) MPK__NOTHROW MPK__NONNULL(1);
 
 /*
  * malloc(), calloc(), aligned_alloc() and realloc() for heap h.  Size 0
@@ -782,23 +808,24 @@ int mpk_heap_free(mpk_heap *h, void *p) MPK__NONNULL(1);
  * an alignment that is not a power of two up to 2 MiB), ENOMEM (out of
  * memory, or a size no memory can hold).
  */
-void *mpk_heap_malloc(mpk_heap *h, size_t size)
+void *mpk_heap_malloc(mpk_heap *h, size_t size) MPK__NOTHROW
 	MPK__NODISCARD MPK__ALLOC_SIZE(2) MPK__DEALLOC(mpk_heap_free, 2)
 	MPK__NONNULL(1);
-void *mpk_heap_calloc(mpk_heap *h, size_t n, size_t size)
+void *mpk_heap_calloc(mpk_heap *h, size_t n, size_t size) MPK__NOTHROW
 	MPK__NODISCARD MPK__ALLOC_SIZE2(2, 3) MPK__DEALLOC(mpk_heap_free, 2)
 	MPK__NONNULL(1);
-void *mpk_heap_aligned_alloc(mpk_heap *h, size_t align, size_t size)
+void *mpk_heap_aligned_alloc(mpk_heap *h, size_t align, size_t size) MPK__NOTHROW
 	MPK__NODISCARD MPK__ALLOC_SIZE(3) MPK__ALLOC_ALIGN(2)
 	MPK__DEALLOC(mpk_heap_free, 2) MPK__NONNULL(1);
-void *mpk_heap_realloc(mpk_heap *h, void *p, size_t size)
+void *mpk_heap_realloc(mpk_heap *h, void *p, size_t size) MPK__NOTHROW
 	MPK__NODISCARD MPK__ALLOC_SIZE(3) MPK__DEALLOC(mpk_heap_free, 2) MPK__NONNULL(1);
 
 /* Bytes usable at p (at least the size asked for), or 0 with EINVAL (bad
  * heap, p NULL, misuse reported to a handler that returned).  The
  * compiler knows the size asked for (alloc_size): with _FORTIFY_SOURCE a
  * copy past it aborts, so realloc to use more. */
-size_t mpk_heap_usable_size(mpk_heap *h, const void *p) MPK__NONNULL(1) MPK__NONNULL(2);
+size_t mpk_heap_usable_size(mpk_heap *h, const void *p) MPK__NOTHROW
+	MPK__NONNULL(1) MPK__NONNULL(2);
 
 struct mpk_heap_stats {
 	size_t blocks;   /* live blocks */
@@ -811,7 +838,7 @@ struct mpk_heap_stats {
 	uint64_t mpk__reserved[3]; /* for members to come; zero */
 };
 /* Fill *stats.  Errors: EINVAL (bad heap, stats NULL). */
-int mpk_heap_stats_get(mpk_heap *h, struct mpk_heap_stats *stats)
+int mpk_heap_stats_get(mpk_heap *h, struct mpk_heap_stats *stats) MPK__NOTHROW
 	MPK__NONNULL(1) MPK__NONNULL(2) MPK__ACCESS_W(2);
 
 /* ---- secrets --------------------------------------------------------------
@@ -839,7 +866,7 @@ int mpk_heap_stats_get(mpk_heap *h, struct mpk_heap_stats *stats)
 /* Wipe and free a secret; NULL is a no-op.  Misuse (double free, not a
  * secret) goes to the misuse handler.  Errors: EINVAL (after a handler
  * returned). */
-int mpk_secret_free(void *p);
+int mpk_secret_free(void *p) MPK__NOTHROW;
 
 /*
  * A zeroed secret of len bytes in d's vault, 16-byte aligned.  Errors:
@@ -855,22 +882,22 @@ int mpk_secret_free(void *p);
  * takes of a 1 MiB chunk, at least doubling the part in use (a big secret:
  * its own pages): ENOMEM past it.  Nothing is allocated when it fails.
  */
-void *mpk_secret_alloc(mpk_domain *d, size_t len)
+void *mpk_secret_alloc(mpk_domain *d, size_t len) MPK__NOTHROW
 	MPK__NODISCARD MPK__ALLOC_SIZE(2) MPK__DEALLOC(mpk_secret_free, 1) MPK__NONNULL(1);
 
 /* An array of n secrets of size bytes each, as one zeroed secret of
  * n * size bytes (libsodium's sodium_allocarray()): ENOMEM when n * size
  * overflows, EINVAL when n or size is 0, else as mpk_secret_alloc(). */
-void *mpk_secret_allocarray(mpk_domain *d, size_t n, size_t size)
+void *mpk_secret_allocarray(mpk_domain *d, size_t n, size_t size) MPK__NOTHROW
 	MPK__NODISCARD MPK__ALLOC_SIZE2(2, 3) MPK__DEALLOC(mpk_secret_free, 1)
 	MPK__NONNULL(1);
 
 /* The calling thread's rights to the domain of secret p (every secret in
  * it): none, read-only, read-write.  mpk_set() on mpk_domain_of(p), for a
  * live secret only.  Errors: EINVAL (p is not a live secret). */
-int mpk_secret_noaccess(void *p) MPK__NODISCARD MPK__NONNULL(1);
-int mpk_secret_readonly(void *p) MPK__NODISCARD MPK__NONNULL(1);
-int mpk_secret_readwrite(void *p) MPK__NODISCARD MPK__NONNULL(1);
+int mpk_secret_noaccess(void *p) MPK__NOTHROW MPK__NODISCARD MPK__NONNULL(1);
+int mpk_secret_readonly(void *p) MPK__NOTHROW MPK__NODISCARD MPK__NONNULL(1);
+int mpk_secret_readwrite(void *p) MPK__NOTHROW MPK__NODISCARD MPK__NONNULL(1);
 
 /* ---- misuse of heaps and vaults ------------------------------------------ */
 
@@ -902,11 +929,11 @@ typedef void (*mpk_misuse_fn)(const struct mpk_misuse *misuse, void *arg);
  * may call mpkit; if it returns, the call fails with EINVAL and changes
  * nothing.  Errors: EINVAL (arg without fn).
  */
-int mpk_misuse_handler_set(mpk_misuse_fn fn, void *arg);
+int mpk_misuse_handler_set(mpk_misuse_fn fn, void *arg) MPK__NOTHROW;
 
 /* Format the report for misuse into buf; returns its length (as snprintf),
  * or 0 with EINVAL. */
-size_t mpk_misuse_format(const struct mpk_misuse *misuse, char *buf, size_t size)
+size_t mpk_misuse_format(const struct mpk_misuse *misuse, char *buf, size_t size) MPK__NOTHROW
 	MPK__NONNULL(1) MPK__ACCESS_R(1) MPK__ACCESS_WS(2, 3);
 
 /*
@@ -943,10 +970,10 @@ size_t mpk_misuse_format(const struct mpk_misuse *misuse, char *buf, size_t size
  * caller's but no more of them, ENOMEM for the filters' total length)
  * leaves it set.
  */
-int mpk_lockdown(unsigned flags) MPK__NODISCARD;
+int mpk_lockdown(unsigned flags) MPK__NOTHROW MPK__NODISCARD;
 
 /* The flags of the lockdown in force, or -1 if there is none. */
-int mpk_lockdown_flags(void);
+int mpk_lockdown_flags(void) MPK__NOTHROW;
 
 /*
  * pthread_create(), but the new thread starts with every domain closed,
@@ -956,7 +983,7 @@ int mpk_lockdown_flags(void);
  * pthread_create()'s error (EAGAIN, EPERM...); nothing started then.
  */
 int mpk_thread_create(pthread_t *thread, const pthread_attr_t *attr, void *(*fn)(void *), void *arg)
-	MPK__NODISCARD MPK__NONNULL(1) MPK__NONNULL(3);
+	MPK__NOTHROW MPK__NODISCARD MPK__NONNULL(1) MPK__NONNULL(3);
 
 #ifdef __cplusplus
 }

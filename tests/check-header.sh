@@ -4,9 +4,10 @@
 # unchecked mpk_set(), mpk_enter(), mpk_domain_create(), mpk_lockdown()
 # fails under -Werror=unused-result; NULL to mpk_set() under
 # -Werror=nonnull; an overflow of a secret and of a heap block under
-# -Werror (GCC); and every whole program in the man pages (mpkit(7)'s
-# and section 3's) compiles with -Wall -Wextra -Werror.  Compiles only;
-# clang and c++ are tried when they are there.
+# -Werror (GCC); in C++ every exported function is noexcept; and every
+# whole program in the man pages (mpkit(7)'s and section 3's) compiles
+# with -Wall -Wextra -Werror.  Compiles only; clang and c++ are tried
+# when they are there.
 #   check-header.sh [CC]
 cc=${1:-cc}
 top=$(cd "$(dirname "$0")/.." && pwd)
@@ -70,6 +71,24 @@ if [ -n "$cxx" ]; then
 	printf '%s\n' "$use" | sed 's/unsigned char \*k = /unsigned char *k = (unsigned char *)/' > "$tmp/use.cc"
 	$cxx $inc -std=c++11 -pedantic -O2 -Wall -Wextra -Werror -x c++ -c "$tmp/use.cc" -o "$tmp/use.o" 2>"$tmp/err" ||
 		{ say "c++ -std=c++11 -pedantic: the header does not compile clean:"; sed 's/^/        /' "$tmp/err"; }
+	# throw() before C++11 (whose -pedantic refuses the enums' last commas).
+	$cxx $inc -std=c++98 -O2 -Wall -Wextra -Werror -x c++ -c "$tmp/use.cc" -o "$tmp/use.o" 2>"$tmp/err" ||
+		{ say "c++ -std=c++98: the header does not compile clean:"; sed 's/^/        /' "$tmp/err"; }
+	# Every exported function is noexcept (C++17: part of its type, so a
+	# pointer to it converts to a noexcept one; the ellipsis takes the rest).
+	{
+		echo '#include <mpkit.h>'
+		echo 'template <class R, class... A> constexpr bool nothrow_fn(R (*)(A...) noexcept) { return true; }'
+		echo 'constexpr bool nothrow_fn(...) { return false; }'
+		echo 'int mpkit_test_plain(int);'
+		echo 'static_assert(!nothrow_fn(&mpkit_test_plain), "the noexcept test cannot tell");'
+		sed -n '/global:/,/local:/s/^[[:space:]]*\(mpk_[a-z0-9_]*\);.*/\1/p' "$top/src/libmpkit.map" |
+			sed 's/.*/static_assert(nothrow_fn(\&&), "& is not noexcept");/'
+	} > "$tmp/nothrow.cc"
+	nfn=$(grep -c 'is not noexcept' "$tmp/nothrow.cc")
+	[ "$nfn" -gt 50 ] || say "src/libmpkit.map: only $nfn functions read"
+	$cxx $inc -std=c++17 -pedantic -Wall -Wextra -Werror -c "$tmp/nothrow.cc" -o "$tmp/nothrow.o" 2>"$tmp/err" ||
+		{ say "c++ -std=c++17: not every exported function is noexcept:"; grep 'error' "$tmp/err" | sed 's/^/        /'; }
 fi
 
 # Overflows the size attributes let GCC see (clang warns on neither).
@@ -102,4 +121,4 @@ for p in "$top"/man/man3/*.3 "$top"/man/man7/*.7; do
 	done
 done
 [ $bad = 0 ] || exit 1
-echo "header: compiles clean (C11, GNU C$( [ -n "$cxx" ] && echo ", C++")); unchecked calls, NULL and overflows refused ($compilers); $n man page programs compile with -Werror"
+echo "header: compiles clean (C11, GNU C$( [ -n "$cxx" ] && echo ", C++98/11, every function noexcept")); unchecked calls, NULL and overflows refused ($compilers); $n man page programs compile with -Werror"

@@ -160,6 +160,11 @@ MPK_EXPORT const char *mpk_version(void)
 	return MPK_VERSION_STRING;
 }
 
+MPK_EXPORT int mpk_version_number(void)
+{
+	return MPK_VERSION_NUMBER;
+}
+
 /*
  * Keys the kernel would give now: take them all, then give them back.
  * pkey_alloc() opens each new key in this thread; only those keys' bits go

@@ -7,8 +7,9 @@
 
 int main(void)
 {
-	if (strcmp(mpk_version(), MPK_VERSION_STRING)) {
-		fprintf(stderr, "header %s, library %s\n", MPK_VERSION_STRING, mpk_version());
+	if (strcmp(mpk_version(), MPK_VERSION_STRING) || mpk_version_number() != MPK_VERSION_NUMBER) {
+		fprintf(stderr, "header %s (%d), library %s (%d)\n", MPK_VERSION_STRING, MPK_VERSION_NUMBER,
+			mpk_version(), mpk_version_number());
 		return 1;
 	}
 	mpk_domain *d = mpk_domain_create("installed", MPK_RW, 0);
