@@ -683,20 +683,30 @@ abi-check: $(B)/libmpkit.so
 abi-baseline: $(B)/libmpkit.so
 	@tests/check-abi.sh $(B)/libmpkit.so --store
 
-# README's example program, cut out of README.md as printed, compiled
-# with every warning as an error, and run: it must work, and it must
-# fail cleanly (exit 1, a message, no crash) when mpkit cannot start.
+# README's example programs, cut out of README.md as printed (the block
+# after <!-- example: NAME -->), compiled with every warning as an error,
+# and run.  The first program must work, and fail cleanly (exit 1, a
+# message, no crash) when mpkit cannot start; the first screen's short one
+# must be stopped by its stray read, reported.
+readme_cut = awk -v m='<!-- example: $(1) -->' '$$0 == m { f = 1; next } f && /^```c/ { on = 1; next } \
+		on && /^```/ { exit } on { print }' README.md > $(B)/readme/$(1) && test -s $(B)/readme/$(1) || \
+	{ echo "readme: FAIL, no example $(1) marked in README.md"; exit 1; }
+readme_cc = $(CC) $(ALL_CFLAGS) -Werror $(B)/readme/$(1).c -o $(B)/readme/$(1) $(B)/libmpkit.a $(ALL_LDFLAGS)
 check-readme: $(B)/libmpkit.a
 	@mkdir -p $(B)/readme
-	@awk '/^<!-- example: readme.c -->/ { f = 1; next } f && /^```c/ { on = 1; next } \
-		on && /^```/ { exit } on { print }' README.md > $(B)/readme/readme.c
-	@test -s $(B)/readme/readme.c || { echo "readme: FAIL, no example marked in README.md"; exit 1; }
-	$(CC) $(ALL_CFLAGS) -Werror $(B)/readme/readme.c -o $(B)/readme/readme $(B)/libmpkit.a $(ALL_LDFLAGS)
+	@$(call readme_cut,readme.c)
+	$(call readme_cc,readme)
 	$(B)/readme/readme
 	@MPKIT_BACKEND=bogus $(B)/readme/readme 2>$(B)/readme/bogus.err; rc=$$?; \
 	if [ $$rc != 1 ] || ! grep -q 'MPKIT_BACKEND="bogus"' $(B)/readme/bogus.err; then \
 		echo "readme: FAIL, with MPKIT_BACKEND=bogus the example exits $$rc:"; cat $(B)/readme/bogus.err; exit 1; fi
-	@echo "readme: the example compiles as printed, runs, and fails cleanly on a bad environment"
+	@$(call readme_cut,short.c)
+	$(call readme_cc,short)
+	@$(B)/readme/short 2>$(B)/readme/short.err; rc=$$?; \
+	if [ $$rc -lt 128 ] || ! grep -q 'read of domain "keys"' $(B)/readme/short.err; then \
+		echo "readme: FAIL, the short example exits $$rc, its stray read not reported:"; \
+		cat $(B)/readme/short.err; exit 1; fi
+	@echo "readme: both examples compile as printed; the first runs and fails cleanly on a bad environment, the short one's stray read is reported"
 
 # ---- release tarball ----
 
