@@ -75,6 +75,14 @@ if command -v cmake >/dev/null; then
 fi
 
 "$root/usr/bin/mpkit" --version
+# The helpers' directory as pkg-config and the man pages name it.
+helperdir=$(pc --variable=helperdir mpkit)
+case $helperdir in
+*/usr/libexec/mpkit) [ -f "$root/usr/libexec/mpkit/libmpkit-malloc.so" ] ;;
+*) false ;;
+esac || { echo "deb: FAIL, pkg-config's helperdir is '$helperdir', not /usr/libexec/mpkit with the drop-in"; exit 1; }
+zcat -f "$root"/usr/share/man/man1/mpkit-run.1* | grep -q '^\.B LD_PRELOAD=/usr/libexec/mpkit/libmpkit\\-malloc.so' ||
+	{ echo "deb: FAIL, mpkit-run(1) does not name /usr/libexec/mpkit/libmpkit-malloc.so"; exit 1; }
 # Every command from where the packages put it (issue 24, item 1): the
 # benchmarks print their usage (mpkit itself prints none: "not found" would
 # be its exit 1), mpkit watch finds its helper in /usr/libexec/mpkit and
