@@ -35,6 +35,27 @@ MANDIR  ?= $(PREFIX)/share/man
 DOCDIR  ?= $(PREFIX)/share/doc/mpkit
 DESTDIR ?=
 
+# What a fresh Debian machine lacks for the goals (tools/deps.sh, the one
+# list that .ci/run installs too): `make demo` the build group, the test
+# targets the test group as well, the benchmarks (`make bench`, `make
+# bench-*`) the bench group too (gnuplot for the plots; jemalloc, mimalloc).  As root they are installed here, before
+# the probes below run the compiler (without gcc the C library would be
+# taken for another than glibc) and pkg-config; otherwise make stops with
+# one line naming them.  DEPS=no checks nothing (the Debian package build:
+# its Build-Depends say what it has).
+DEPS ?= yes
+DEPS_GROUPS := $(strip $(if $(filter demo check check-native check-vm tests example-% bench bench-%,$(MAKECMDGOALS)),build) \
+	$(if $(filter check check-native check-vm tests example-% bench bench-%,$(MAKECMDGOALS)),test) \
+	$(if $(filter bench bench-%,$(MAKECMDGOALS)),bench))
+ifeq ($(DEPS),yes)
+ifneq ($(DEPS_GROUPS),)
+DEPS_MSG := $(shell out=$$(tools/deps.sh $(DEPS_GROUPS)) || echo "$${out:-tools/deps.sh $(DEPS_GROUPS) failed}")
+ifneq ($(DEPS_MSG),)
+$(error $(DEPS_MSG))
+endif
+endif
+endif
+
 CC      ?= cc
 VERSION := $(shell sed -n 's/^#define MPK_VERSION_STRING "\(.*\)"/\1/p' include/mpkit.h)
 SONAME  := libmpkit.so.0
@@ -74,23 +95,6 @@ endif
 DEPFLAGS = -MMD -MP
 ALL_CFLAGS  = $(MPK_CFLAGS) $(MPK_XCFLAGS) $(CPPFLAGS) $(CFLAGS)
 ALL_LDFLAGS = $(MPK_LDFLAGS) $(LDFLAGS)
-
-# What a fresh Debian machine lacks for the goals (tools/deps.sh, the one
-# list that .ci/run installs too): `make demo` the build group, the test
-# targets the test group as well.  As root they are installed here, before
-# the pkg-config probes below look for the optional libraries; otherwise
-# make stops with one line naming them.  DEPS=no checks nothing (the
-# Debian package build: its Build-Depends say what it has).
-DEPS ?= yes
-DEPS_GROUPS := $(if $(filter check check-native check-vm tests example-%,$(MAKECMDGOALS)),build test,$(if $(filter demo,$(MAKECMDGOALS)),build))
-ifeq ($(DEPS),yes)
-ifneq ($(DEPS_GROUPS),)
-DEPS_MSG := $(shell out=$$(tools/deps.sh $(DEPS_GROUPS)) || echo "$${out:-tools/deps.sh $(DEPS_GROUPS) failed}")
-ifneq ($(DEPS_MSG),)
-$(error $(DEPS_MSG))
-endif
-endif
-endif
 
 # The library's sources by layer, bottom to top (docs/guide.md, Layout;
 # tests/check-layers.sh keeps includes pointing down).
@@ -772,10 +776,12 @@ example-pstore: $(B)/tests/t_ex_pstore $(EX_TEST_BIN)
 # Not a test: builds every benchmark, then prints a table of timings (never
 # compared against limits).
 BENCH_OUT := $(B)/bench
+# Without gnuplot (DEPS=no, or not Debian) the plot is left out, saying so.
 bench: $(B)/mpkit benchmarks
 	@mkdir -p $(BENCH_OUT)
+	@command -v gnuplot >/dev/null || echo "bench: no gnuplot (Debian: gnuplot-nox): the plot is left out"
 	$(B)/mpkit bench --csv $(BENCH_OUT)/results.csv --json $(BENCH_OUT)/results.json \
-		--plot $(BENCH_OUT)/results.svg $(BENCH_ARGS)
+		$$(command -v gnuplot >/dev/null && echo --plot $(BENCH_OUT)/results.svg) $(BENCH_ARGS)
 
 # Not a test: the scale table (lookups, faults, threads, save/restore).
 bench-scale: $(B)/mpkit-bench-scale
@@ -851,4 +857,5 @@ clean:
 	check check-native check-malloc check-vm clean
 .SECONDARY:
 
--include $(shell find $(BUILD) -name '*.d' 2>/dev/null)
+# (not in tests/minroot/run.sh's Debian root, a tree of its own)
+-include $(shell find $(BUILD) -path '$(BUILD)/minroot' -prune -o -name '*.d' -print 2>/dev/null)

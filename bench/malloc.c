@@ -279,8 +279,17 @@ static void probe_alloc(struct alloc *a, const char *cat, const char *tmp)
 	}
 	if (f)
 		fclose(f);
-	if (!a->on)
+	/* ld.so's line ("ERROR: ld.so: object ... cannot be preloaded (cannot
+	 * open shared object file): ignored.") told as what it means here: an
+	 * allocator that is not installed is a column left out, no error. */
+	const char *ld = r.failed ? strstr(r.why, "cannot be preloaded (") : NULL;
+	if (!a->on && ld) {
+		ld += strlen("cannot be preloaded (");
+		int n = (int)strcspn(ld, ")");
+		snprintf(a->why, sizeof(a->why), "%.300s: %.*s", a->lib, n < 80 ? n : 80, ld);
+	} else if (!a->on) {
 		snprintf(a->why, sizeof(a->why), "%.390s", r.failed ? r.why : "not loaded into a program");
+	}
 	mb_rmtree(dir);
 }
 
@@ -326,7 +335,7 @@ static void find_allocators(struct state *st)
 		probe_alloc(&al[a], cat, st->tmp);
 		if (!al[a].on && !al[a].meta)
 			snprintf(al[a].why + strlen(al[a].why), sizeof(al[a].why) - strlen(al[a].why),
-				 " (Debian: %s)", a == A_JEMALLOC ? "libjemalloc2" : "libmimalloc2.0");
+				 "; install %s for its column", a == A_JEMALLOC ? "libjemalloc2" : "libmimalloc2.0");
 	}
 }
 

@@ -1,9 +1,10 @@
 #!/bin/sh
 # deps.sh - the Debian packages that mpkit's make targets and CI need: the
 # one list.  `make demo` asks for the build group, `make check` for build
-# and test, tests/vm/vm.sh for vm, .ci/run for all of them.
+# and test, `make bench*` for build, test and bench, tests/vm/vm.sh for vm,
+# .ci/run for all of them.
 #
-# Usage: tools/deps.sh [--list] GROUP...      GROUP: build test vm ci all
+# Usage: tools/deps.sh [--list] GROUP...      GROUP: build test vm bench ci all
 #
 # Installs what is missing of the GROUPs' packages: as root with apt-get
 # (after apt-get update when apt knows no candidate for one of them, or
@@ -33,14 +34,16 @@ test="pkg-config libsodium-dev libssl-dev libsqlite3-dev valgrind groff-base man
 # vm: the VM suite's emulator (tests/vm/vm.sh fetches a static busybox and
 # the kernel into build/vm/ itself).
 vm="qemu-system-x86"
-# ci: the rest of .ci/run: the benchmarks' plots and allocators
-# (gnuplot, jemalloc, mimalloc: mpkit bench malloc's columns), check-cmake, check-deb, abi-check, and
-# the other toolchains' native suites (clang; musl-gcc from musl-tools,
-# whose kernel headers come from linux-libc-dev).
-ci="gnuplot-nox libjemalloc-dev libmimalloc-dev cmake dpkg-dev debhelper lintian abigail-tools clang musl-tools linux-libc-dev"
+# bench: what `make bench*` adds to the test group: gnuplot for the plots,
+# jemalloc and mimalloc for bench-malloc's and bench-rss's columns.
+bench="gnuplot-nox libjemalloc2 libmimalloc2.0"
+# ci: the rest of .ci/run: the allocators' headers, check-cmake,
+# check-deb, abi-check, and the other toolchains' native suites (clang;
+# musl-gcc from musl-tools, whose kernel headers come from linux-libc-dev).
+ci="libjemalloc-dev libmimalloc-dev cmake dpkg-dev debhelper lintian abigail-tools clang musl-tools linux-libc-dev"
 
 usage() {
-	echo "usage: $0 [--list] build|test|vm|ci|all..." >&2
+	echo "usage: $0 [--list] build|test|vm|bench|ci|all..." >&2
 	exit 2
 }
 
@@ -53,8 +56,9 @@ for g in "$@"; do
 		build) want="$want $build" ;;
 		test) want="$want $test" ;;
 		vm) want="$want $vm" ;;
+		bench) want="$want $bench" ;;
 		ci) want="$want $ci" ;;
-		all) want="$want $build $test $vm $ci" ;;
+		all) want="$want $build $test $vm $bench $ci" ;;
 		*) usage ;;
 	esac
 done
