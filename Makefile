@@ -644,8 +644,9 @@ $(B)/tests/t_installed_cmds: tests/installed/cmds.c tests/t.h tests/t_exec.h $(K
 # was run and lists the directories FAKE_LDCONFIG_DIRS names): once where
 # PREFIX/lib is one of them, uninstalled, then once where it is not.
 # t_installed_live reads what each did, and the installed man pages,
-# pkg-config file and mpkit --help.  Its own INST and GEN, so that it
-# runs beside the stage's install.  A '-' in PREFIX, for the man pages.
+# pkg-config file and mpkit --help.  Its own INST and GEN: the stage's
+# programs, linked for the stage's layout, are not linked again for this
+# one (and back).  A '-' in PREFIX, for the man pages' \-.
 LIVE := $(abspath $(B)/live)
 LIVE_PREFIX := $(LIVE)/my-prefix
 # $(call live_install,TARGET,NAME,DIRS): $(LIVE)/NAME.out and NAME.ldconfig.
