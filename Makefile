@@ -180,7 +180,7 @@ $(shell mkdir -p $(B) && [ "$$(cat $(B)/config 2>/dev/null)" = '$(CONFIG)' ] || 
 SHARED_OBJ := $(B)/obj/src/shared/procmaps.o $(B)/obj/src/shared/mapcheck.o
 BENCH_SRC := bench/engine.c bench/group.c bench/methods.c bench/sample.c bench/probe.c bench/gnuplot.c \
              bench/machine.c bench/extent.c bench/report.c bench/plot.c
-BENCH_OBJ := $(BENCH_SRC:%.c=$(B)/obj/%.o) $(SHARED_OBJ) $(B)/obj/src/shared/dynsym.o
+BENCH_OBJ := $(BENCH_SRC:%.c=$(B)/obj/%.o) $(SHARED_OBJ) $(B)/obj/src/shared/dynsym.o $(B)/obj/src/shared/json.o
 # Every benchmark program: `make benchmarks` (and bench, check, install)
 # builds them, `make` does not.
 BENCH_BIN := $(addprefix $(B)/,mpkit-bench mpkit-bench-alloc mpkit-bench-vault mpkit-bench-threads mpkit-bench-scale \
@@ -233,8 +233,8 @@ SO_RPATH = -Wl,-rpath,$(abspath $(B))
 # library.  tools/paths.c says where the helpers are (INST compiles it for
 # the installed layout).
 CLI_LIB_SRC := src/shared/scan.c src/shared/scan_class.c src/shared/insn.c src/shared/insn_0f.c src/core/env.c
-CLI_OBJ := $(addprefix $(B)/obj/tools/,mpkit.o scan.o maps.o maps_check.o run.o) $(CLI_LIB_SRC:%.c=$(B)/obj/%.o) \
-           $(SHARED_OBJ)
+CLI_OBJ := $(addprefix $(B)/obj/tools/,mpkit.o cli.o info.o scan.o maps.o maps_check.o run.o watch.o bench.o) \
+           $(CLI_LIB_SRC:%.c=$(B)/obj/%.o) $(SHARED_OBJ) $(B)/obj/src/shared/json.o
 $(B)/mpkit: $(CLI_OBJ) $(B)/obj/tools/paths.o $(B)/libmpkit.so
 	$(CC) $(ALL_LDFLAGS) $^ $(SO_RPATH) -o $@
 
