@@ -30,7 +30,7 @@
  * registers) cost one trap per write too, but there are 4 of them, each
  * covering at most 8 aligned bytes: see docs/watch.md.
  *
- *   mpkit-bench-code [--quick]
+ *   mpkit-bench-code [--smoke]
  *   mpkit-bench-code --gdb-target N   (the child gdb runs)
  */
 #define _GNU_SOURCE
@@ -47,6 +47,7 @@
 
 #include <mpkit.h>
 
+#include "options.h"
 #include "timing.h"
 
 #define RUNS 7
@@ -237,12 +238,12 @@ int main(int argc, char **argv)
 {
 	if (argc > 2 && !strcmp(argv[1], "--gdb-target"))
 		return gdb_target(atol(argv[2]));
-	if (argc > 1 && !strcmp(argv[1], "--quick"))
+	int smoke = 0, rc = bench_smoke_options(argv[0], "JIT patching and watchpoints against mprotect.\n", argc, argv,
+						&smoke);
+	if (rc >= 0)
+		return rc;
+	if (smoke)
 		iters = 20000;
-	else if (argc > 1) {
-		fprintf(stderr, "usage: mpkit-bench-code [--quick]\n");
-		return 2;
-	}
 	const char *backend = mpk_backend_name(mpk_backend());
 	if (!backend) {
 		perror("mpkit-bench-code: mpk_backend");

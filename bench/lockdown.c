@@ -13,7 +13,7 @@
  *   getppid       one system call outside mpkit, before and after: the
  *                 filter's cost per call.
  *
- *   mpkit-bench-lockdown [--quick]
+ *   mpkit-bench-lockdown [--smoke]
  */
 #define _GNU_SOURCE
 #include <stdbool.h>
@@ -28,15 +28,10 @@
 
 #include <mpkit.h>
 #include "bench.h"
+#include "options.h"
+#include "timing.h"
 
 #define RUNS 9
-
-static double now_ns(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return ts.tv_sec * 1e9 + ts.tv_nsec;
-}
 
 static double median_of(const double *v, int n)
 {
@@ -128,7 +123,10 @@ static double lockdown_ns(int nd, int nr, unsigned flags)
 
 int main(int argc, char **argv)
 {
-	bool quick = argc > 1 && !strcmp(argv[1], "--quick");
+	int quick = 0, rc = bench_smoke_options(argv[0], "What mpk_lockdown() costs, and MPK_WITH before and after it.\n",
+						argc, argv, &quick);
+	if (rc >= 0)
+		return rc;
 	long iters = quick ? 2000 : 20000, sys_iters = quick ? 20000 : 200000;
 	static const int shapes[][2] = { { 1, 1 }, { 10, 10 }, { 50, 3 } };
 

@@ -31,6 +31,7 @@
 
 #include <mpkit.h>
 
+#include "options.h"
 #include "output.h"
 
 extern char **environ;
@@ -240,15 +241,15 @@ static long variant(const char *self, int kind, int w)
 
 int main(int argc, char **argv)
 {
-	const char *me = getenv("MPKIT_BENCH_PROG") ? "mpkit bench rss" : argv[0];
+	static const struct bench_opt none[] = { { NULL, 0 } };
+	const char *me = argv[0];
+	const struct bench_cli cli = { me, "A heap's peak RSS against glibc's, jemalloc's and mimalloc's.\n", NULL, none };
 
 	if (argc == 4 && !strcmp(argv[1], "--child"))
 		return child(atoi(argv[2]), atoi(argv[3]));
-	if (argc > 1) {
-		bool help = !strcmp(argv[1], "-h") || !strcmp(argv[1], "--help");
-		fprintf(help ? stdout : stderr, "usage: %s\n", me);
-		return help ? !bench_output_ok(me) : 2;
-	}
+	int rc = bench_options(&cli, argc, argv);
+	if (rc >= 0)
+		return rc;
 	long kib[W_COUNT][A_COUNT], run[RUNS];
 	int bad = 0;
 	for (int w = 0; w < W_COUNT; w++)
