@@ -715,7 +715,7 @@ bench: $(B)/mpkit benchmarks
 bench-scale: $(B)/mpkit-bench-scale
 	$(B)/mpkit-bench-scale
 
-# Not a test either: heap and vault figures with ratios; BENCH_ALLOC_ARGS=--quick.
+# Not a test either: heap and vault figures with ratios; BENCH_ALLOC_ARGS=--smoke.
 bench-alloc: $(B)/mpkit-bench-alloc
 	$(B)/mpkit-bench-alloc $(BENCH_ALLOC_ARGS)
 
@@ -727,7 +727,7 @@ bench-vault: $(B)/mpkit-bench-vault
 	$(B)/mpkit-bench-vault $(BENCH_VAULT_ARGS)
 
 # Not a test: real programs under five allocators, ratios to glibc, the
-# plot in build/bench/malloc.svg; BENCH_MALLOC_ARGS="--rounds 3 --workloads git".
+# plot in build/bench/malloc.svg; BENCH_MALLOC_ARGS="--reps 3 --workloads git".
 bench-malloc: $(B)/mpkit-bench-malloc $(B)/libmpkit-malloc.so
 	@mkdir -p $(BENCH_OUT)
 	$(B)/mpkit-bench-malloc --plot $(BENCH_OUT)/malloc.svg $(BENCH_MALLOC_ARGS)
