@@ -15,7 +15,7 @@
 static int cmd_help(int argc, char **argv);
 
 static const struct cli_command cli_help_cmd = {
-	"help", cmd_help, "[COMMAND [ARGS]]", "this text, or a command's (as mpkit COMMAND --help)", ""
+	"help", cmd_help, "[COMMAND | bench NAME]", "this text, or a command's (as mpkit COMMAND --help)", ""
 };
 
 /* In the order `mpkit --help` lists them. */
@@ -55,11 +55,11 @@ static int unknown(const char *name)
 	return 2;
 }
 
-/* `mpkit help CMD ARGS`: `mpkit CMD ARGS --help` (bench's ARGS choose
- * which benchmark). */
+/* `mpkit help CMD`: `mpkit CMD --help`; `mpkit help bench NAME`: that
+ * benchmark's (the other commands' operands are programs: not run). */
 static int cmd_help(int argc, char **argv)
 {
-	char *args[8];
+	char *args[4];
 	int n = 0;
 
 	if (argc < 2) {
@@ -69,9 +69,9 @@ static int cmd_help(int argc, char **argv)
 	const struct cli_command *c = find(argv[1]);
 	if (!c)
 		return unknown(argv[1]);
-	if (c == &cli_help_cmd || argc > 5) {
-		cli_usage(c, argc > 5 ? stderr : stdout);
-		return argc > 5 ? 2 : cli_finish_output("help", 0);
+	if (c == &cli_help_cmd || argc > 3 || (argc > 2 && c != &cli_bench)) {
+		cli_usage(&cli_help_cmd, c == &cli_help_cmd ? stdout : stderr);
+		return c == &cli_help_cmd ? cli_finish_output("help", 0) : 2;
 	}
 	for (int i = 1; i < argc; i++)
 		args[n++] = argv[i];
