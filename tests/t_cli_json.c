@@ -98,7 +98,6 @@ int main(void)
 	}
 	t_cli_run(&r, NULL, args);
 	CHECK(r.status == 1); /* the gadget */
-	args[0] = "scan";
 	check_json("scan --json", r.out, (const char *const[]){ "scan", names[0], names[1], names[2], names[3],
 							      names[4], names[5], names[6] }, N + 1);
 
