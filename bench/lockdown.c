@@ -137,6 +137,7 @@ int main(int argc, char **argv)
 	printf("mpk_lockdown() time          domains x regions   no scan      with scan (report)\n");
 	for (size_t s = 0; s < sizeof(shapes) / sizeof(shapes[0]); s++) {
 		double a[RUNS], b[RUNS];
+		bench_progress("mpk_lockdown(), %d x %d", shapes[s][0], shapes[s][1]);
 		for (int r = 0; r < RUNS; r++) {
 			a[r] = lockdown_ns(shapes[s][0], shapes[s][1], MPK_LOCK_ERRNO);
 			b[r] = lockdown_ns(shapes[s][0], shapes[s][1], MPK_LOCK_ERRNO | MPK_LOCK_SCAN_REPORT);
@@ -151,11 +152,13 @@ int main(int argc, char **argv)
 	double w0[RUNS], w1[RUNS], s0[RUNS], s1[RUNS], wr[RUNS], sr[RUNS];
 	for (int r = 0; r < RUNS; r++) {
 		double v[4];
+		bench_progress("before and after, run %d of %d", r + 1, RUNS);
 		if (loop_child(iters, sys_iters, v))
 			return perror("loop"), 1;
 		w0[r] = v[0], w1[r] = v[1], s0[r] = v[2], s1[r] = v[3];
 		wr[r] = v[1] / v[0], sr[r] = v[3] / v[2];
 	}
+	bench_progress_done();
 	printf("\n                             before       after        after/before (median of ratios)\n");
 	printf("MPK_WITH(READ) { read }      %8.1f ns  %8.1f ns   %.3fx\n", median_of(w0, RUNS),
 	       median_of(w1, RUNS), median_of(wr, RUNS));

@@ -134,14 +134,18 @@ int bench_options(const struct bench_cli *c, int argc, char **argv)
 
 int bench_smoke_options(const char *prog, const char *about, int argc, char **argv, int *smoke)
 {
+	int quiet = 0;
 	const struct bench_opt opts[] = {
 		{ "smoke", 0, BO_FLAG, smoke, NULL, "fewer iterations: a correctness run" },
+		{ "quiet", 'q', BO_FLAG, &quiet, NULL, "no progress on stderr" },
 		{ "quick", 0, BO_FLAG, smoke, NULL, NULL },
 		{ NULL, 0 },
 	};
 	const struct bench_cli c = { prog, about, NULL, opts };
+	int rc = bench_options(&c, argc, argv);
 
-	return bench_options(&c, argc, argv);
+	bench_progress_start(quiet);
+	return rc;
 }
 
 /* ---- progress ---- */

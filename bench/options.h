@@ -49,8 +49,8 @@ const char *bench_prog(const char *argv0, const char *sub);
  * --help (1 if stdout failed), 2 after a usage error on stderr. */
 int bench_options(const struct bench_cli *c, int argc, char **argv);
 void bench_usage(const struct bench_cli *c, FILE *f);
-/* The same for a benchmark whose one option is --smoke (--quick its old
- * name), into *smoke. */
+/* The same for a benchmark whose options are --smoke (--quick its old
+ * name), into *smoke, and --quiet; progress starts (-1 returned). */
 int bench_smoke_options(const char *prog, const char *about, int argc, char **argv, int *smoke);
 
 /* Progress on stderr, unless quiet: one line rewritten on a terminal, a
