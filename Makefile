@@ -198,9 +198,9 @@ $(shell mkdir -p $(B) && [ "$$(cat $(B)/config 2>/dev/null)" = '$(CONFIG)' ] || 
 # command and the benchmarks link these objects of their own, never the
 # library's internals.
 SHARED_OBJ := $(B)/obj/src/shared/procmaps.o $(B)/obj/src/shared/mapcheck.o
-BENCH_SRC := bench/engine.c bench/group.c bench/methods.c bench/sample.c bench/probe.c bench/gnuplot.c \
+BENCH_SRC := bench/options.c bench/engine.c bench/group.c bench/methods.c bench/sample.c bench/probe.c bench/gnuplot.c \
              bench/machine.c bench/extent.c bench/report.c bench/plot.c
-BENCH_OBJ := $(BENCH_SRC:%.c=$(B)/obj/%.o) $(SHARED_OBJ) $(B)/obj/src/shared/dynsym.o
+BENCH_OBJ := $(BENCH_SRC:%.c=$(B)/obj/%.o) $(SHARED_OBJ) $(B)/obj/src/shared/dynsym.o $(B)/obj/src/shared/json.o
 # Every benchmark program: `make benchmarks` (and bench, check, install)
 # builds them, `make` does not.
 BENCH_BIN := $(addprefix $(B)/,mpkit-bench mpkit-bench-alloc mpkit-bench-vault mpkit-bench-threads mpkit-bench-scale \
@@ -253,8 +253,8 @@ SO_RPATH = -Wl,-rpath,$(abspath $(B))
 # library.  tools/paths.c says where the helpers are (INST compiles it for
 # the installed layout).
 CLI_LIB_SRC := src/shared/scan.c src/shared/scan_class.c src/shared/insn.c src/shared/insn_0f.c src/core/env.c
-CLI_OBJ := $(addprefix $(B)/obj/tools/,mpkit.o scan.o maps.o maps_check.o run.o) $(CLI_LIB_SRC:%.c=$(B)/obj/%.o) \
-           $(SHARED_OBJ)
+CLI_OBJ := $(addprefix $(B)/obj/tools/,mpkit.o cli.o info.o scan.o maps.o maps_check.o run.o watch.o bench.o) \
+           $(CLI_LIB_SRC:%.c=$(B)/obj/%.o) $(SHARED_OBJ) $(B)/obj/src/shared/json.o
 $(B)/mpkit: $(CLI_OBJ) $(B)/obj/tools/paths.o $(B)/libmpkit.so
 	$(CC) $(ALL_LDFLAGS) $^ $(SO_RPATH) -o $@
 
@@ -279,31 +279,31 @@ $(B)/mpkit-bench: $(BENCH_MAIN_OBJ) $(B)/libmpkit.so
 	$(CC) $(ALL_LDFLAGS) $^ $(SO_RPATH) $(BENCH_MAIN_LIBS) -o $@
 
 # Heaps and vaults against glibc malloc and libsodium (`make bench-alloc`).
-BENCH_ALLOC_OBJ := $(B)/obj/bench/alloc.o
+BENCH_ALLOC_OBJ := $(B)/obj/bench/alloc.o $(B)/obj/bench/options.o
 BENCH_ALLOC_LIBS = $(BENCH_LIBS)
 $(B)/mpkit-bench-alloc: $(BENCH_ALLOC_OBJ) $(B)/libmpkit.so
 	$(CC) $(ALL_LDFLAGS) $^ $(SO_RPATH) $(BENCH_ALLOC_LIBS) -o $@
 
 # A heap's peak RSS against glibc's, jemalloc's and mimalloc's (`make bench-rss`).
-$(B)/mpkit-bench-rss: $(B)/obj/bench/rss.o $(B)/libmpkit.so
+$(B)/mpkit-bench-rss: $(B)/obj/bench/rss.o $(B)/obj/bench/options.o $(B)/libmpkit.so
 	$(CC) $(ALL_LDFLAGS) $^ $(SO_RPATH) -o $@
 
 # Real programs under glibc, jemalloc, mimalloc and the drop-in allocator
 # (`make bench-malloc`; `mpkit bench malloc`).  Linked statically, so that
 # make install copies it (it runs the drop-in it finds beside itself).
-BENCH_MALLOC_OBJ := $(addprefix $(B)/obj/bench/,malloc.o malloc_run.o malloc_work.o gnuplot.o)
+BENCH_MALLOC_OBJ := $(addprefix $(B)/obj/bench/,malloc.o malloc_run.o malloc_work.o gnuplot.o options.o)
 $(B)/mpkit-bench-malloc: $(BENCH_MALLOC_OBJ) $(B)/libmpkit.a
 	$(CC) $(ALL_LDFLAGS) $^ -lm -o $@
 
 # Secrets against libsodium and OpenSSL's secure heap (`make bench-vault`).
-BENCH_VAULT_OBJ := $(B)/obj/bench/vault.o
+BENCH_VAULT_OBJ := $(B)/obj/bench/vault.o $(B)/obj/bench/options.o
 BENCH_VAULT_ALL_LIBS = $(BENCH_LIBS) $(BENCH_VAULT_LIBS) -pthread
 $(BENCH_VAULT_OBJ): MPK_XCFLAGS += $(BENCH_VAULT_CPPFLAGS)
 $(B)/mpkit-bench-vault: $(BENCH_VAULT_OBJ) $(B)/libmpkit.so
 	$(CC) $(ALL_LDFLAGS) $^ $(SO_RPATH) $(BENCH_VAULT_ALL_LIBS) -o $@
 
 # Rights changes for one thread and for all (mpk_set_all) against mprotect.
-BENCH_THREADS_OBJ := $(B)/obj/bench/threads.o
+BENCH_THREADS_OBJ := $(B)/obj/bench/threads.o $(B)/obj/bench/options.o
 BENCH_THREADS_LIBS = -pthread
 $(B)/mpkit-bench-threads: $(BENCH_THREADS_OBJ) $(B)/libmpkit.so
 	$(CC) $(ALL_LDFLAGS) $^ $(SO_RPATH) $(BENCH_THREADS_LIBS) -o $@
@@ -320,7 +320,7 @@ $(B)/mpkit-bench-scale: $(B)/obj/bench/scale.o $(B)/obj/bench/bcast.o $(BENCH_OB
 	$(CC) $(ALL_LDFLAGS) $^ $(BENCH_LIBS) -lm -pthread -o $@
 
 # One broadcast with 1..16 threads: time, signals and system calls.
-$(B)/mpkit-bench-broadcast: $(B)/obj/bench/broadcast.o $(B)/obj/bench/bcast.o $(B)/libmpkit.a
+$(B)/mpkit-bench-broadcast: $(B)/obj/bench/broadcast.o $(B)/obj/bench/bcast.o $(B)/obj/bench/options.o $(B)/libmpkit.a
 	$(CC) $(ALL_LDFLAGS) $^ -pthread -o $@
 
 # The VM smoke test of the benchmark engine: tiny sizes, both backends.
@@ -393,7 +393,7 @@ $(B)/examples/jit: $(JIT_SRC:%.c=$(B)/obj/%.o) $(B)/libmpkit.a
 	$(CC) $(ALL_LDFLAGS) -rdynamic $^ -o $@
 
 # JIT patching and watchpoints against mprotect (`make bench-code`).
-$(B)/mpkit-bench-code: $(B)/obj/bench/code.o $(B)/libmpkit.a
+$(B)/mpkit-bench-code: $(B)/obj/bench/code.o $(B)/obj/bench/options.o $(B)/libmpkit.a
 	$(CC) $(ALL_LDFLAGS) $^ -pthread -o $@
 
 # Files the tests run (copied next to them, so the VM image has them too):
@@ -488,7 +488,7 @@ $(B)/tests/ex/pstore: $(B)/examples/pstore/pstore
 	@mkdir -p $(@D)
 	cp $< $@
 # Its throughput with and without the guard (`make bench-sqlite`).
-$(B)/mpkit-bench-sqlite: $(B)/obj/bench/sqlite_guard.o $(SQLG_OBJ) $(B)/libmpkit.a
+$(B)/mpkit-bench-sqlite: $(B)/obj/bench/sqlite_guard.o $(B)/obj/bench/options.o $(SQLG_OBJ) $(B)/libmpkit.a
 	$(CC) $(ALL_LDFLAGS) $^ $(SQLITE_LIBS) -o $@
 
 # ---- install, and a test program built against the installed copy ----
@@ -788,7 +788,7 @@ bench: $(B)/mpkit benchmarks
 bench-scale: $(B)/mpkit-bench-scale
 	$(B)/mpkit-bench-scale
 
-# Not a test either: heap and vault figures with ratios; BENCH_ALLOC_ARGS=--quick.
+# Not a test either: heap and vault figures with ratios; BENCH_ALLOC_ARGS=--smoke.
 bench-alloc: $(B)/mpkit-bench-alloc
 	$(B)/mpkit-bench-alloc $(BENCH_ALLOC_ARGS)
 
@@ -800,7 +800,7 @@ bench-vault: $(B)/mpkit-bench-vault
 	$(B)/mpkit-bench-vault $(BENCH_VAULT_ARGS)
 
 # Not a test: real programs under five allocators, ratios to glibc, the
-# plot in build/bench/malloc.svg; BENCH_MALLOC_ARGS="--rounds 3 --workloads git".
+# plot in build/bench/malloc.svg; BENCH_MALLOC_ARGS="--reps 3 --workloads git".
 bench-malloc: $(B)/mpkit-bench-malloc $(B)/libmpkit-malloc.so
 	@mkdir -p $(BENCH_OUT)
 	$(B)/mpkit-bench-malloc --plot $(BENCH_OUT)/malloc.svg $(BENCH_MALLOC_ARGS)

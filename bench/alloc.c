@@ -15,7 +15,7 @@
  * them.  Every variant runs in a child of its own, since the backend and
  * the metadata mode are chosen once per process.  Public API only.
  *
- *   mpkit-bench-alloc [--quick] [--runs N]
+ *   mpkit-bench-alloc [--smoke] [--reps N] [--quiet]
  */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -31,6 +31,7 @@
 
 #include <mpkit.h>
 
+#include "options.h"
 #include "output.h"
 #include "timing.h"
 #ifdef MPKIT_BENCH_SODIUM /* found only for glibc builds (Debian's) */
@@ -41,7 +42,8 @@
 #define MAXRUNS 31
 
 static int runs = 7;
-static double scale = 1.0; /* --quick: a tenth of the work */
+static double scale = 1.0; /* --smoke: a tenth of the work */
+static int quiet;
 
 /* A call the figures depend on failed: no figures. */
 static void die(const char *call)
@@ -213,22 +215,14 @@ static void thread_rights(struct alloc *a)
 		die("mpk_set");
 }
 
-static double cpu_now_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
-	return ts.tv_sec * 1e9 + ts.tv_nsec;
-}
-
 static void *thread_live(void *arg)
 {
 	struct thread_arg *t = arg;
 
 	thread_rights(t->a);
-	double c = cpu_now_ns();
+	double c = cpu_ns();
 	t->ns = w_live(t->a, t->n);
-	t->cpu_ns = (cpu_now_ns() - c) / t->n; /* w_live's setup included: the same alone or not */
+	t->cpu_ns = (cpu_ns() - c) / t->n; /* w_live's setup included: the same alone or not */
 	return NULL;
 }
 
@@ -736,46 +730,43 @@ static void row(const char *what, double ns, double ref, const char *unit)
  * metadata mode mpkit picks here, V_OTHER: the other one). */
 enum { V_GLIBC, V_JEMALLOC, V_MIMALLOC, V_DEFAULT, V_OTHER, V_COUNT };
 
-/* Its name in messages: what the user typed when mpkit runs it. */
-static const char *prog(const char *argv0)
-{
-	return getenv("MPKIT_BENCH_PROG") ? "mpkit bench alloc" : argv0;
-}
+static const char *me = "mpkit-bench-alloc";
 
 /* The options; a --preloaded child measures here.  -1 to go on, or the
  * exit status. */
 static int parse_args(int argc, char **argv)
 {
-	for (int i = 1; i < argc; i++) {
-		if (!strcmp(argv[i], "--preloaded") && i + 4 < argc) {
-			/* A variant's child, with jemalloc or mimalloc preloaded. */
-			struct result r = { 0 };
-			int fd = atoi(argv[i + 2]);
-			runs = atoi(argv[i + 3]);
-			scale = atof(argv[i + 4]);
-			if (runs < 1 || runs > MAXRUNS)
-				return 2;
-			measure(atoi(argv[i + 1]), 1, &r);
-			return write(fd, &r, sizeof(r)) == (ssize_t)sizeof(r) ? 0 : 1;
-		}
-		if (!strcmp(argv[i], "--quick")) {
-			scale = 0.1;
-			runs = 3;
-		} else if (!strcmp(argv[i], "--runs") && i + 1 < argc) {
-			runs = atoi(argv[++i]);
-			if (runs < 1 || runs > MAXRUNS) {
-				fprintf(stderr, "--runs: 1..%d\n", MAXRUNS);
-				return 2;
-			}
-		} else if (!strcmp(argv[i], "-h") || !strcmp(argv[i], "--help")) {
-			printf("usage: %s [--quick] [--runs N]\n", prog(argv[0]));
-			return bench_output_ok(prog(argv[0])) ? 0 : 1;
-		} else {
-			fprintf(stderr, "usage: %s [--quick] [--runs N]\n", prog(argv[0]));
+	int smoke = 0, runs_given = 0;
+	const struct bench_opt opts[] = {
+		{ "reps", 0, BO_INT, &runs, "N", "rounds, each figure their median (default 7)", 1, MAXRUNS,
+		  .given = &runs_given },
+		{ "smoke", 0, BO_FLAG, &smoke, NULL, "a tenth of the work, 3 rounds: a correctness run" },
+		{ "quiet", 'q', BO_FLAG, &quiet, NULL, "no progress on stderr" },
+		{ "quick", 0, BO_FLAG, &smoke, NULL, NULL },
+		{ "runs", 0, BO_INT, &runs, "N", NULL, 1, MAXRUNS, .given = &runs_given },
+		{ NULL, 0 },
+	};
+	struct bench_cli cli = { NULL, "Heaps against glibc malloc (and jemalloc, mimalloc when installed),\n"
+					   "vaults against libsodium: ns per call, medians, ratios.\n", NULL, opts };
+
+	if (argc == 6 && !strcmp(argv[1], "--preloaded")) {
+		/* A variant's child, with jemalloc or mimalloc preloaded. */
+		struct result r = { 0 };
+		int fd = atoi(argv[3]);
+		runs = atoi(argv[4]);
+		scale = atof(argv[5]);
+		if (runs < 1 || runs > MAXRUNS)
 			return 2;
-		}
+		measure(atoi(argv[2]), 1, &r);
+		return write(fd, &r, sizeof(r)) == (ssize_t)sizeof(r) ? 0 : 1;
 	}
-	return -1;
+	me = cli.prog = bench_prog(argv[0], "alloc");
+	int rc = bench_options(&cli, argc, argv);
+	if (smoke) {
+		scale = 0.1;
+		runs = runs_given ? runs : 3;
+	}
+	return rc;
 }
 
 /* Rounds, not one allocator's runs after another's: a machine whose speed
@@ -788,6 +779,7 @@ static int measure_all(struct result v[V_COUNT])
 
 	runs = 1;
 	for (int r = 0; r < rounds; r++) {
+		bench_progress("round %d of %d", r + 1, rounds);
 		variant(A_GLIBC, NULL, 0, &round[V_GLIBC][r]);
 		variant(A_JEMALLOC, NULL, 0, &round[V_JEMALLOC][r]);
 		variant(A_MIMALLOC, NULL, 0, &round[V_MIMALLOC][r]);
@@ -795,6 +787,7 @@ static int measure_all(struct result v[V_COUNT])
 		variant(A_HEAP, round[V_DEFAULT][0].meta_closed ? "open" : "closed", 1, &round[V_OTHER][r]);
 	}
 	runs = rounds;
+	bench_progress_done();
 	for (int i = 0; i < V_COUNT; i++)
 		combine(round[i], rounds, &v[i]);
 	static const int must[] = { V_GLIBC, V_DEFAULT, V_OTHER };
@@ -892,9 +885,10 @@ int main(int argc, char **argv)
 	printf("mpkit-bench-alloc: heaps against glibc malloc, vaults against libsodium\n");
 	machine();
 	fflush(stdout);
+	bench_progress_start(quiet);
 	if (measure_all(v))
 		return 1;
 	print_heap(v);
 	print_vault(&v[V_GLIBC], &v[V_DEFAULT]);
-	return bench_output_ok(prog(argv[0])) ? 0 : 1;
+	return bench_output_ok(me) ? 0 : 1;
 }

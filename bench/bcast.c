@@ -14,23 +14,11 @@
 #include <mpkit.h>
 
 #include "bcast.h"
+#include "timing.h"
 
 #define RUNS_MAX 32
 
 static int fds[2] = { -1, -1 };
-
-static double now_us(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return ts.tv_sec * 1e6 + ts.tv_nsec / 1e3;
-}
-
-static int cmp(const void *a, const void *b)
-{
-	double x = *(const double *)a, y = *(const double *)b;
-	return (x > y) - (x < y);
-}
 
 static void *blocked(void *arg)
 {
@@ -73,9 +61,9 @@ int bench_bcast_measure(int n, int iters, int runs, struct bench_bcast *r)
 	/* unknown threads: the first broadcast finds them by a scan */
 	if (start(th, n, 0))
 		abort();
-	double t0 = now_us();
+	double t0 = now_ns() / 1e3;
 	rc |= mpk__broadcast(0, 0);
-	r->first_us = now_us() - t0;
+	r->first_us = now_ns() / 1e3 - t0;
 	stop(th, n);
 
 	if (start(th, n, 1))
@@ -86,10 +74,10 @@ int bench_bcast_measure(int n, int iters, int runs, struct bench_bcast *r)
 	rc |= mpk__broadcast(0, 0); /* warm */
 	mpk__broadcast_counters(c0);
 	for (int k = 0; k < runs; k++) {
-		t0 = now_us();
+		t0 = now_ns() / 1e3;
 		for (int i = 0; i < iters; i++)
 			rc |= mpk__broadcast(0, 0);
-		v[k] = (now_us() - t0) / iters;
+		v[k] = (now_ns() / 1e3 - t0) / iters;
 	}
 	mpk__broadcast_counters(c1);
 	mpk__broadcast_noskip(0);
@@ -99,7 +87,7 @@ int bench_bcast_measure(int n, int iters, int runs, struct bench_bcast *r)
 	stop(th, n);
 	r->held_signals = (double)(c2[0] - c1[0]) / iters;
 	r->held_syscalls = (double)(c2[1] - c1[1]) / iters;
-	qsort(v, (size_t)runs, sizeof(*v), cmp);
+	qsort(v, (size_t)runs, sizeof(*v), cmp_double);
 	r->us = v[runs / 2];
 	double total = (double)runs * iters;
 	r->signals = (double)(c1[0] - c0[0]) / total;

@@ -20,7 +20,7 @@
  *
  * Medians of RUNS runs; per-thread cost is the total over the thread count.
  *
- *   mpkit-bench-broadcast [--quick]
+ *   mpkit-bench-broadcast [--smoke]
  */
 #define _GNU_SOURCE
 #include <stdio.h>
@@ -29,11 +29,17 @@
 #include <mpkit.h>
 
 #include "bcast.h"
+#include "options.h"
 
 int main(int argc, char **argv)
 {
-	int iters = argc > 1 && !strcmp(argv[1], "--quick") ? 20 : 200;
 	static const int counts[] = { 1, 2, 4, 8, 16 };
+	int smoke = 0, rc = bench_smoke_options(argv[0], "One broadcast to 1-16 threads: time, signals, system calls.\n", argc,
+						argv, &smoke);
+	int iters = smoke ? 20 : 200;
+
+	if (rc >= 0)
+		return rc;
 
 	if (mpk_init())
 		return 1;

@@ -30,7 +30,7 @@
  * registers) cost one trap per write too, but there are 4 of them, each
  * covering at most 8 aligned bytes: see docs/watch.md.
  *
- *   mpkit-bench-code [--quick]
+ *   mpkit-bench-code [--smoke]
  *   mpkit-bench-code --gdb-target N   (the child gdb runs)
  */
 #define _GNU_SOURCE
@@ -47,6 +47,7 @@
 
 #include <mpkit.h>
 
+#include "options.h"
 #include "timing.h"
 
 #define RUNS 7
@@ -56,11 +57,14 @@ static long iters = 200000;
 typedef void (*op_fn)(long n);
 
 /* Median ns per operation of op over RUNS runs of n. */
+static const char *stage = ""; /* what is measured, for the progress */
+
 static double measure(op_fn op, long n)
 {
 	double v[RUNS];
 	op(n / 10 + 1); /* warm up */
 	for (int r = 0; r < RUNS; r++) {
+		bench_progress("%s, run %d of %d", stage, r + 1, RUNS);
 		double t = now_ns();
 		op(n);
 		v[r] = (now_ns() - t) / (double)n;
@@ -233,16 +237,59 @@ static double gdb_watcher(long n, long *hits, const char **why)
 	return ns;
 }
 
+/* The watched-write rows: mpk_watch, the mprotect watcher, gdb, an
+ * unwatched store; 0, or 1 when a write went unreported. */
+static int watch_rows(void)
+{
+	long wn = iters / 4;
+	printf("\nwatched write (one store to a watched 8-byte variable)\n");
+	stage = "watched write";
+	bench_progress("%s: the mprotect watcher", stage);
+	reported = 0;
+	double mp = mprotect_watcher(wn);
+	long mp_reported = reported;
+	int id = mpk_watch((void *)wvar, 8, MPK_WATCH_WRITE, on_watch, NULL);
+	if (id < 0) {
+		perror("mpkit-bench-code: mpk_watch");
+		return 1;
+	}
+	reported = 0;
+	double w = measure(store_loop, wn);
+	long w_reported = reported;
+	mpk_unwatch(id);
+	row("mpk_watch", w, w);
+	row("mprotect watcher (SIGSEGV + trap flag)", mp, w);
+	long gn = iters / 100 > 100 ? iters / 100 : 100, ghits;
+	const char *why;
+	bench_progress("%s: gdb", stage);
+	double g = gdb_watcher(gn, &ghits, &why);
+	bench_progress_done();
+	if (g > 0)
+		row("gdb hw watchpoint (4 x <= 8 bytes)", g, w);
+	else
+		printf("  %-40s skipped: %s\n", "gdb hw watchpoint", why);
+	row("unwatched store", measure(store_loop, iters), w);
+	long want = (wn / 10 + 1) + RUNS * wn;
+	printf("  writes reported: mpk_watch %ld, mprotect watcher %ld (of %ld each)", w_reported,
+	       mp_reported, want);
+	if (g > 0)
+		printf(", gdb %ld (of %ld, one run)", ghits, gn);
+	printf("\n  a debugger's hardware watchpoints: at most 4 ranges of <= 8 bytes each (x86\n"
+	       "  debug registers DR0-DR3); mpk_watch and the mprotect watcher: any number of\n"
+	       "  pages (64 ranges, 256 pages)\n");
+	return w_reported == want && mp_reported == want ? 0 : 1;
+}
+
 int main(int argc, char **argv)
 {
 	if (argc > 2 && !strcmp(argv[1], "--gdb-target"))
 		return gdb_target(atol(argv[2]));
-	if (argc > 1 && !strcmp(argv[1], "--quick"))
+	int smoke = 0, rc = bench_smoke_options(argv[0], "JIT patching and watchpoints against mprotect.\n", argc, argv,
+						&smoke);
+	if (rc >= 0)
+		return rc;
+	if (smoke)
 		iters = 20000;
-	else if (argc > 1) {
-		fprintf(stderr, "usage: mpkit-bench-code [--quick]\n");
-		return 2;
-	}
 	const char *backend = mpk_backend_name(mpk_backend());
 	if (!backend) {
 		perror("mpkit-bench-code: mpk_backend");
@@ -271,42 +318,11 @@ int main(int argc, char **argv)
 					 : " (no keys: mpk rows are mprotect() underneath)",
 	       iters, RUNS);
 	printf("\npatch + run (write an immediate, call the function)\n");
+	stage = "patch + run";
 	double m = measure(patch_mpk, iters);
 	row("mpk_code_alloc + MPK_WITH(RW)", m, m);
 	row("mprotect RW/RX flipping (W^X)", measure(patch_mprotect, iters), m);
 	row("rwx page, no protection", measure(patch_rwx, iters), m);
 
-	long wn = iters / 4;
-	printf("\nwatched write (one store to a watched 8-byte variable)\n");
-	reported = 0;
-	double mp = mprotect_watcher(wn);
-	long mp_reported = reported;
-	int id = mpk_watch((void *)wvar, 8, MPK_WATCH_WRITE, on_watch, NULL);
-	if (id < 0) {
-		perror("mpkit-bench-code: mpk_watch");
-		return 1;
-	}
-	reported = 0;
-	double w = measure(store_loop, wn);
-	long w_reported = reported;
-	mpk_unwatch(id);
-	row("mpk_watch", w, w);
-	row("mprotect watcher (SIGSEGV + trap flag)", mp, w);
-	long gn = iters / 100 > 100 ? iters / 100 : 100, ghits;
-	const char *why;
-	double g = gdb_watcher(gn, &ghits, &why);
-	if (g > 0)
-		row("gdb hw watchpoint (4 x <= 8 bytes)", g, w);
-	else
-		printf("  %-40s skipped: %s\n", "gdb hw watchpoint", why);
-	row("unwatched store", measure(store_loop, iters), w);
-	long want = (wn / 10 + 1) + RUNS * wn;
-	printf("  writes reported: mpk_watch %ld, mprotect watcher %ld (of %ld each)", w_reported,
-	       mp_reported, want);
-	if (g > 0)
-		printf(", gdb %ld (of %ld, one run)", ghits, gn);
-	printf("\n  a debugger's hardware watchpoints: at most 4 ranges of <= 8 bytes each (x86\n"
-	       "  debug registers DR0-DR3); mpk_watch and the mprotect watcher: any number of\n"
-	       "  pages (64 ranges, 256 pages)\n");
-	return w_reported == want && mp_reported == want ? 0 : 1;
+	return watch_rows();
 }

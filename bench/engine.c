@@ -38,35 +38,6 @@ void bench_config_defaults(struct bench_config *c)
 	c->mem_fraction = 0.7;
 }
 
-/* ---------------------------------------------------------------- progress */
-
-static int progress_tty;
-static int progress_quiet;
-static uint64_t progress_t0;
-
-void bench__progress(const char *fmt, ...)
-{
-	char line[256];
-	va_list ap;
-
-	if (progress_quiet)
-		return;
-	va_start(ap, fmt);
-	vsnprintf(line, sizeof(line), fmt, ap);
-	va_end(ap);
-	double s = (double)(bench__now_ns() - progress_t0) / 1e9;
-	if (progress_tty)
-		fprintf(stderr, "\r\033[K[%5.1fs] %s", s, line);
-	else
-		fprintf(stderr, "[%5.1fs] %s\n", s, line);
-}
-
-void bench__progress_done(void)
-{
-	if (!progress_quiet && progress_tty)
-		fprintf(stderr, "\r\033[K");
-}
-
 void bench__group_fail(struct bench_results *r, int group, const char *why)
 {
 	for (int m = 0; m < BM_COUNT; m++) {
@@ -268,7 +239,7 @@ static void probe_machine(struct bench_results *r)
 #ifdef MPKIT_BENCH_SODIUM
 	snprintf(mc->sodium_version, sizeof(mc->sodium_version), "%s", sodium_version_string());
 #endif
-	bench__progress("reading the hw fast path from the binary");
+	bench_progress("reading the hw fast path from the binary");
 	bench_fastpath_probe(&r->fastpath, r->cfg.exe_label);
 }
 
@@ -279,11 +250,11 @@ static void run_groups(struct bench_results *r)
 
 	if (r->machine.hw_available && in_child(bench__run_group, r, BG_HW, why, sizeof(why))) {
 		snprintf(r->group_error[BG_HW], sizeof(r->group_error[BG_HW]), "%s", why);
-		bench__progress_done();
+		bench_progress_done();
 	}
 	if (in_child(bench__run_group, r, BG_SOFT, why, sizeof(why))) {
 		snprintf(r->group_error[BG_SOFT], sizeof(r->group_error[BG_SOFT]), "%s", why);
-		bench__progress_done();
+		bench_progress_done();
 	}
 	if (!r->machine.hw_available) {
 		r->nochange[BG_HW].status = BS_NA;
@@ -347,17 +318,17 @@ struct bench_results *bench_run(const struct bench_config *cfg_in)
 	struct bench_results *r = results_alloc(&cfg);
 	if (!r)
 		return NULL;
-	progress_quiet = cfg.quiet;
-	progress_tty = isatty(2);
-	progress_t0 = bench__now_ns();
+	double t0 = now_ns();
+
+	bench_progress_start(cfg.quiet);
 
 	probe_machine(r);
 	plan(r);
 	r->ref_method = r->machine.hw_available ? BM_HW_SET : BM_SOFT_SET;
 	run_groups(r);
 	statistics(r);
-	r->seconds = (double)(bench__now_ns() - progress_t0) / 1e9;
-	bench__progress_done();
+	r->seconds = (now_ns() - t0) / 1e9;
+	bench_progress_done();
 	return r;
 }
 

@@ -14,21 +14,13 @@
 
 #include "mpkit.h"
 #include "bench.h"
+#include "options.h"
+#include "timing.h"
 
 #define HUGE_2M ((size_t)2 << 20)
 
-static inline uint64_t bench__now_ns(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
-}
-
 /* ---- engine.c ---- */
 
-/* A line of progress on stderr (none with cfg.quiet), and its end. */
-void bench__progress(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
-void bench__progress_done(void);
 /* Every setup of the group not measured yet failed, for why. */
 void bench__group_fail(struct bench_results *r, int group, const char *why);
 

@@ -99,7 +99,7 @@ struct batch {
 /* Set up the regions of methods todo[0..n): those that fail say why. */
 static void batch_up(struct batch *b, const int *todo, int n, int batch)
 {
-	bench__progress("%s %s: setting up %d region%s", b->gname, b->sz, n, n == 1 ? "" : "s");
+	bench_progress("%s %s: setting up %d region%s", b->gname, b->sz, n, n == 1 ? "" : "s");
 	b->nlive = 0;
 	for (int i = 0; i < n; i++) {
 		int m = todo[i];
@@ -125,7 +125,7 @@ static void round_progress(const struct batch *b, int nt, const char *what, int 
 	int reps = b->r->cfg.reps;
 
 	if (rep % 4 == 0 || rep == reps - 1)
-		bench__progress("%s %s, %d other thread%s: %s %d/%d", b->gname, b->sz, nt, nt == 1 ? "" : "s", what,
+		bench_progress("%s %s, %d other thread%s: %s %d/%d", b->gname, b->sz, nt, nt == 1 ? "" : "s", what,
 				rep + 1, reps);
 }
 
@@ -273,5 +273,5 @@ void bench__run_group(struct bench_results *r, int group)
 			batch_down(&b);
 		}
 	}
-	bench__progress_done();
+	bench_progress_done();
 }

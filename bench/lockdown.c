@@ -13,7 +13,7 @@
  *   getppid       one system call outside mpkit, before and after: the
  *                 filter's cost per call.
  *
- *   mpkit-bench-lockdown [--quick]
+ *   mpkit-bench-lockdown [--smoke]
  */
 #define _GNU_SOURCE
 #include <stdbool.h>
@@ -28,15 +28,10 @@
 
 #include <mpkit.h>
 #include "bench.h"
+#include "options.h"
+#include "timing.h"
 
 #define RUNS 9
-
-static double now_ns(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return ts.tv_sec * 1e9 + ts.tv_nsec;
-}
 
 static double median_of(const double *v, int n)
 {
@@ -128,7 +123,10 @@ static double lockdown_ns(int nd, int nr, unsigned flags)
 
 int main(int argc, char **argv)
 {
-	bool quick = argc > 1 && !strcmp(argv[1], "--quick");
+	int quick = 0, rc = bench_smoke_options(argv[0], "What mpk_lockdown() costs, and MPK_WITH before and after it.\n",
+						argc, argv, &quick);
+	if (rc >= 0)
+		return rc;
 	long iters = quick ? 2000 : 20000, sys_iters = quick ? 20000 : 200000;
 	static const int shapes[][2] = { { 1, 1 }, { 10, 10 }, { 50, 3 } };
 
@@ -139,6 +137,7 @@ int main(int argc, char **argv)
 	printf("mpk_lockdown() time          domains x regions   no scan      with scan (report)\n");
 	for (size_t s = 0; s < sizeof(shapes) / sizeof(shapes[0]); s++) {
 		double a[RUNS], b[RUNS];
+		bench_progress("mpk_lockdown(), %d x %d", shapes[s][0], shapes[s][1]);
 		for (int r = 0; r < RUNS; r++) {
 			a[r] = lockdown_ns(shapes[s][0], shapes[s][1], MPK_LOCK_ERRNO);
 			b[r] = lockdown_ns(shapes[s][0], shapes[s][1], MPK_LOCK_ERRNO | MPK_LOCK_SCAN_REPORT);
@@ -153,11 +152,13 @@ int main(int argc, char **argv)
 	double w0[RUNS], w1[RUNS], s0[RUNS], s1[RUNS], wr[RUNS], sr[RUNS];
 	for (int r = 0; r < RUNS; r++) {
 		double v[4];
+		bench_progress("before and after, run %d of %d", r + 1, RUNS);
 		if (loop_child(iters, sys_iters, v))
 			return perror("loop"), 1;
 		w0[r] = v[0], w1[r] = v[1], s0[r] = v[2], s1[r] = v[3];
 		wr[r] = v[1] / v[0], sr[r] = v[3] / v[2];
 	}
+	bench_progress_done();
 	printf("\n                             before       after        after/before (median of ratios)\n");
 	printf("MPK_WITH(READ) { read }      %8.1f ns  %8.1f ns   %.3fx\n", median_of(w0, RUNS),
 	       median_of(w1, RUNS), median_of(wr, RUNS));

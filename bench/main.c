@@ -13,44 +13,10 @@
 #include <string.h>
 
 #include "bench.h"
+#include "options.h"
 #include "output.h"
 
 static const char *prog = "mpkit-bench";
-
-static void usage(FILE *f)
-{
-	fprintf(f,
-		"usage: %s [OPTIONS]\n"
-		"\n"
-		"Measures, side by side, the cost of closing and re-opening a populated region:\n"
-		"an mpkit domain switch (hw keys where the CPU has them, and the soft mprotect\n"
-		"backend), raw mprotect on 4 KiB pages and on transparent huge pages, mprotect on\n"
-		"many small mappings, and libsodium's sodium_mprotect_noaccess/readwrite; with\n"
-		"other busy threads in the process, and the first touch after re-opening.\n"
-		"Prints a table; progress goes to stderr.\n"
-		"\n"
-		"options:\n"
-		"  --sizes LIST        region sizes, comma-separated, K/M/G suffixes\n"
-		"                      (default 4K,64K,2M,64M,1G; capped by free memory)\n"
-		"  --threads LIST      counts of other busy threads (default 0,1,2,4)\n"
-		"  --reps N            samples per measurement (default 15)\n"
-		"  --sample-time US    a sample lasts at least US microseconds (default 5000;\n"
-		"                      0: one iteration per sample)\n"
-		"  --csv FILE          write every measurement as CSV ('-': stdout)\n"
-		"  -J, -j, --json FILE ... as JSON, with the machine and the hw fast path\n"
-		"                      ('-': stdout; the table then goes to stderr)\n"
-		"  --plot FILE.svg     draw cost against size, log-log, one line per method,\n"
-		"                      with gnuplot (apt-get install gnuplot-nox)\n"
-		"Output files are opened before the run: one that cannot be written, or\n"
-		"a missing gnuplot, fails at once.\n"
-		"  --no-pin            do not pin the measuring and the busy threads to CPUs\n"
-		"  --mem-fraction F    regions may use this share of MemAvailable (default 0.7)\n"
-		"  --smoke             a correctness run: 4K,64K, threads 0,1, 2 samples of one\n"
-		"                      iteration; the output says the timings mean nothing\n"
-		"  -q, --quiet         no progress on stderr\n"
-		"  -h, --help          this text\n",
-		prog);
-}
 
 static int parse_list(const char *arg, const char *what, int (*one)(const char *, void *, int), void *out, int max)
 {
@@ -92,91 +58,76 @@ static int one_thread(const char *s, void *out, int i)
 	return 0;
 }
 
-static const char *need_arg(int argc, char **argv, int *i)
-{
-	if (*i + 1 >= argc) {
-		fprintf(stderr, "%s: %s needs an argument\n", prog, argv[*i]);
-		exit(2);
-	}
-	return argv[++*i];
-}
-
 struct opts {
 	struct bench_config cfg;
 	const char *csv, *json, *plot;
-	int sizes_set, threads_set, reps_set, time_set;
+	int sizes_set, threads_set, reps_set, time_set, no_pin;
 };
 
-/* A number (whole: strtol's) that is all of v: 0, or -1. */
-static int number(const char *v, int whole, double *x)
+static int sizes_fn(const char *v, void *dest)
 {
-	char *end;
+	struct bench_config *cfg = dest;
+	int n = parse_list(v, "size", one_size, cfg->sizes, BENCH_MAX_SIZES);
 
-	*x = whole ? (double)strtol(v, &end, 10) : strtod(v, &end);
-	return *end || end == v ? -1 : 0;
+	cfg->nsizes = n > 0 ? n : cfg->nsizes;
+	return n > 0 ? 0 : -1;
+}
+
+static int threads_fn(const char *v, void *dest)
+{
+	struct bench_config *cfg = dest;
+	int n = parse_list(v, "thread count", one_thread, cfg->threads, BENCH_MAX_THREADS);
+
+	cfg->nthreads = n > 0 ? n : cfg->nthreads;
+	return n > 0 ? 0 : -1;
 }
 
 /* The options into o: -1 to go on, or the exit status (0 after --help). */
 static int parse_args(int argc, char **argv, struct opts *o)
 {
-	struct bench_config *cfg = &o->cfg;
-	double x;
+	struct bench_config *c = &o->cfg;
+	double sample_us = c->sample_ns / 1e3;
+	const struct bench_opt opts[] = {
+		{ "sizes", 0, BO_FN, c, "LIST", "region sizes, comma-separated, K/M/G suffixes\n"
+		  "(default 4K,64K,2M,64M,1G; capped by free memory)", .fn = sizes_fn, .given = &o->sizes_set },
+		{ "threads", 0, BO_FN, c, "LIST", "counts of other busy threads (default 0,1,2,4)", .fn = threads_fn,
+		  .given = &o->threads_set },
+		{ "reps", 0, BO_INT, &c->reps, "N", "samples per measurement (default 15)", 1, BENCH_MAX_REPS,
+		  .given = &o->reps_set },
+		{ "sample-time", 0, BO_NUM, &sample_us, "US", "a sample lasts at least US microseconds (default\n"
+		  "5000; 0: one iteration per sample)", 0, 10e6, .given = &o->time_set },
+		{ "csv", 0, BO_STR, &o->csv, "FILE", "write every measurement as CSV ('-': stdout)" },
+		{ "json", 'j', BO_STR, &o->json, "FILE", "... as JSON, with the machine and the hw fast path\n"
+		  "('-': stdout; the table then goes to stderr); -J too" },
+		{ "plot", 0, BO_STR, &o->plot, "FILE.svg", "draw cost against size, log-log, one line per\n"
+		  "method, with gnuplot (apt-get install gnuplot-nox)" },
+		{ "no-pin", 0, BO_FLAG, &o->no_pin, NULL, "do not pin the measuring and the busy threads to CPUs" },
+		{ "mem-fraction", 0, BO_NUM, &c->mem_fraction, "F", "regions may use this share of MemAvailable\n"
+		  "(default 0.7)", 1e-9, 1 },
+		{ "smoke", 0, BO_FLAG, &c->smoke, NULL, "a correctness run: 4K,64K, threads 0,1, 2 samples of one\n"
+		  "iteration; the output says the timings mean nothing" },
+		{ "quiet", 'q', BO_FLAG, &c->quiet, NULL, "no progress on stderr" },
+		{ NULL, 'J', BO_STR, &o->json, "FILE", NULL },
+		{ NULL, 0 },
+	};
+	const struct bench_cli cli = {
+		prog,
+		"\n"
+		"Measures, side by side, the cost of closing and re-opening a populated region:\n"
+		"an mpkit domain switch (hw keys where the CPU has them, and the soft mprotect\n"
+		"backend), raw mprotect on 4 KiB pages and on transparent huge pages, mprotect on\n"
+		"many small mappings, and libsodium's sodium_mprotect_noaccess/readwrite; with\n"
+		"other busy threads in the process, and the first touch after re-opening.\n"
+		"Prints a table; progress goes to stderr.\n",
+		"Output files are opened before the run: one that cannot be written, or\n"
+		"a missing gnuplot, fails at once.\n",
+		opts,
+	};
+	int rc = bench_options(&cli, argc, argv);
 
-	for (int i = 1; i < argc; i++) {
-		const char *a = argv[i];
-		if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
-			usage(stdout);
-			return bench_output_ok(prog) ? 0 : 1;
-		} else if (!strcmp(a, "--sizes")) {
-			int n = parse_list(need_arg(argc, argv, &i), "size", one_size, cfg->sizes, BENCH_MAX_SIZES);
-			if (n < 0)
-				return 2;
-			cfg->nsizes = n;
-			o->sizes_set = 1;
-		} else if (!strcmp(a, "--threads")) {
-			int n = parse_list(need_arg(argc, argv, &i), "thread count", one_thread, cfg->threads, BENCH_MAX_THREADS);
-			if (n < 0)
-				return 2;
-			cfg->nthreads = n;
-			o->threads_set = 1;
-		} else if (!strcmp(a, "--reps")) {
-			if (number(need_arg(argc, argv, &i), 1, &x) || x < 1 || x > BENCH_MAX_REPS) {
-				fprintf(stderr, "%s: --reps wants 1..%d\n", prog, BENCH_MAX_REPS);
-				return 2;
-			}
-			cfg->reps = (int)x;
-			o->reps_set = 1;
-		} else if (!strcmp(a, "--sample-time")) {
-			if (number(need_arg(argc, argv, &i), 0, &x) || x < 0 || x > 10e6) {
-				fprintf(stderr, "%s: --sample-time wants microseconds, 0..10000000\n", prog);
-				return 2;
-			}
-			cfg->sample_ns = x * 1e3;
-			o->time_set = 1;
-		} else if (!strcmp(a, "--mem-fraction")) {
-			if (number(need_arg(argc, argv, &i), 0, &x) || x <= 0 || x > 1) {
-				fprintf(stderr, "%s: --mem-fraction wants a number in (0, 1]\n", prog);
-				return 2;
-			}
-			cfg->mem_fraction = x;
-		} else if (!strcmp(a, "--csv")) {
-			o->csv = need_arg(argc, argv, &i);
-		} else if (!strcmp(a, "--json") || !strcmp(a, "-J") || !strcmp(a, "-j")) {
-			o->json = need_arg(argc, argv, &i);
-		} else if (!strcmp(a, "--plot")) {
-			o->plot = need_arg(argc, argv, &i);
-		} else if (!strcmp(a, "--no-pin")) {
-			cfg->pin = 0;
-		} else if (!strcmp(a, "--smoke")) {
-			cfg->smoke = 1;
-		} else if (!strcmp(a, "-q") || !strcmp(a, "--quiet")) {
-			cfg->quiet = 1;
-		} else {
-			fprintf(stderr, "%s: unknown argument '%s' (try --help)\n", prog, a);
-			return 2;
-		}
-	}
-	return -1;
+	c->sample_ns = sample_us * 1e3;
+	c->pin = !o->no_pin;
+	return rc;
 }
 
 /* --smoke: what was not asked for is as small as it gets. */
@@ -283,8 +234,7 @@ int main(int argc, char **argv)
 	struct bench_gnuplot g;
 	int rc;
 
-	if (argc > 0 && argv[0] && getenv("MPKIT_BENCH_PROG"))
-		prog = getenv("MPKIT_BENCH_PROG"); /* "mpkit bench" when run by mpkit */
+	prog = bench_prog(argv[0], NULL);
 	bench_config_defaults(&o.cfg);
 	if ((rc = parse_args(argc, argv, &o)) >= 0)
 		return rc;

@@ -26,7 +26,9 @@
 
 #include "gnuplot.h"
 #include "malloc.h"
+#include "options.h"
 #include "output.h"
+#include "timing.h"
 
 extern char **environ;
 
@@ -51,6 +53,10 @@ static struct alloc al[A_COUNT] = {
 };
 
 #define MAX_ROUNDS 100
+
+#define SPEED_MIN 0.95 /* mpkit's targets for its drop-in: geometric means */
+#define SPEED_FLOOR 0.85
+#define RSS_MAX 1.10
 #define MB_MAX_WORKS 16
 
 struct opts {
@@ -77,35 +83,6 @@ struct state {
 };
 
 static const char *me = "mpkit-bench-malloc";
-
-static void usage(FILE *f)
-{
-	fprintf(f, "usage: %s [--rounds N] [--smoke] [--workloads LIST] [--allocators LIST]\n"
-		   "       [--timeout SECONDS] [--plot FILE.svg] [--quiet]\n"
-		   "Real programs under glibc's malloc, jemalloc, mimalloc and mpkit's drop-in\n"
-		   "allocator (sealed: metadata closed between calls; open), interleaved in\n"
-		   "rounds, every output compared with glibc's.  Wall time (median) and peak\n"
-		   "RSS (wait4's ru_maxrss: the largest process of a run, children waited for\n"
-		   "included) with ratios to glibc, their geometric means, and mpkit's targets\n"
-		   "(speed >= 0.95, none below 0.85; RSS <= 1.10 of glibc's).\n"
-		   "  --rounds N        rounds (default 5; --smoke: 1)\n"
-		   "  --smoke           small inputs, one round: a correctness run (timings mean\n"
-		   "                    nothing)\n"
-		   "  --workloads LIST  comma-separated, of:", me);
-	for (int w = 0; w < mb_nworks; w++)
-		fprintf(f, "%s%s", w ? "," : " ", mb_works[w].name);
-	fprintf(f, " (default: all)\n"
-		   "  --allocators LIST of: jemalloc,mimalloc,sealed,open (default: all; glibc,\n"
-		   "                    the reference, always runs)\n"
-		   "  --timeout S       a step still running after S seconds fails its cell\n"
-		   "                    (default 600; --smoke: 120)\n"
-		   "  --plot FILE.svg   the ratios as bar charts, drawn by gnuplot when it is\n"
-		   "                    there (Debian: gnuplot-nox)\n"
-		   "  --quiet           no progress on stderr\n"
-		   "Programs come from PATH (a script such as pyenv's shim is passed over for\n"
-		   "the program behind it); the drop-in from MPKIT_MALLOC_LIB, else beside this\n"
-		   "program.  Exit status: 0, 1 a run failed or differed, 2 usage.\n");
-}
 
 /* A comma-separated list has name in it (NULL: every name). */
 static int listed(const char *list, const char *name)
@@ -140,58 +117,62 @@ static int list_ok(const char *list, const char *const *names, int n, const char
 	return 1;
 }
 
+/* The options into o: -1 to go on, or the exit status. */
 static int parse(int argc, char **argv, struct opts *o)
 {
+	char names[MB_MAX_WORKS * 16] = "", about[2048];
 	const char *anames[A_COUNT - 1], *wnames[MB_MAX_WORKS];
+	const struct bench_opt opts[] = {
+		{ "reps", 0, BO_INT, &o->rounds, "N", "rounds, each figure their median (default 5; --smoke: 1)", 1,
+		  MAX_ROUNDS },
+		{ "smoke", 0, BO_FLAG, &o->smoke, NULL, "small inputs, one round: a correctness run (the timings\n"
+		  "mean nothing, no verdict against the targets)" },
+		{ "workloads", 0, BO_STR, &o->workloads, "LIST", names },
+		{ "allocators", 0, BO_STR, &o->allocators, "LIST", "of: jemalloc,mimalloc,sealed,open (default:\n"
+		  "all; glibc, the reference, always runs)" },
+		{ "timeout", 0, BO_NUM, &o->timeout, "S", "a step still running after S seconds fails its\n"
+		  "cell (default 600; --smoke: 120)", 1e-3, 1e6 },
+		{ "plot", 0, BO_STR, &o->plot, "FILE.svg", "the ratios as bar charts, drawn by gnuplot when\n"
+		  "it is there (Debian: gnuplot-nox)" },
+		{ "quiet", 'q', BO_FLAG, &o->quiet, NULL, "no progress on stderr" },
+		{ "rounds", 0, BO_INT, &o->rounds, "N", NULL, 1, MAX_ROUNDS },
+		{ NULL, 0 },
+	};
+	const struct bench_cli cli = { me, about,
+		"Programs come from PATH (a script such as pyenv's shim is passed over for\n"
+		"the program behind it); the drop-in from MPKIT_MALLOC_LIB, else beside this\n"
+		"program.  Ctrl-C (SIGINT, SIGTERM) stops the run: what runs is killed, the\n"
+		"temporary directory removed, exit 130 (143).\n"
+		"Exit status: 0, 1 a run failed or differed, 2 usage.\n", opts };
 
+	snprintf(about, sizeof(about),
+		 "Real programs under glibc's malloc, jemalloc, mimalloc and mpkit's drop-in\n"
+		 "allocator (sealed: metadata closed between calls; open), interleaved in\n"
+		 "rounds, every output compared with glibc's.  Wall time (median) and peak\n"
+		 "RSS (wait4's ru_maxrss: the largest process of a run, children waited for\n"
+		 "included) with ratios to glibc, their geometric means, and mpkit's targets\n"
+		 "(speed >= %.2f, none below %.2f; RSS <= %.2f of glibc's).\n", SPEED_MIN, SPEED_FLOOR, RSS_MAX);
+	snprintf(names, sizeof(names), "comma-separated, of:");
+	for (int w = 0; w < mb_nworks; w++) {
+		wnames[w] = mb_works[w].name;
+		snprintf(names + strlen(names), sizeof(names) - strlen(names), "%s%s%s", w ? "," : "",
+			 w == 4 ? "\n" : " " + !!w, mb_works[w].name);
+	}
+	snprintf(names + strlen(names), sizeof(names) - strlen(names), " (default: all)");
 	for (int a = 1; a < A_COUNT; a++)
 		anames[a - 1] = al[a].key;
-	for (int w = 0; w < mb_nworks; w++)
-		wnames[w] = mb_works[w].name;
 	*o = (struct opts){ .rounds = 0, .timeout = 0 };
-	for (int i = 1; i < argc; i++) {
-		const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
-		char *end;
-		if (!strcmp(a, "--smoke")) {
-			o->smoke = 1;
-		} else if (!strcmp(a, "--quiet")) {
-			o->quiet = 1;
-		} else if (!strcmp(a, "--rounds") && v) {
-			long n = strtol(v, &end, 10);
-			if (*end || n < 1 || n > MAX_ROUNDS) {
-				fprintf(stderr, "%s: --rounds: 1 to %d, not '%s'\n", me, MAX_ROUNDS, v);
-				return -1;
-			}
-			o->rounds = (int)n, i++;
-		} else if (!strcmp(a, "--timeout") && v) {
-			o->timeout = strtod(v, &end);
-			if (*end || !(o->timeout > 0)) {
-				fprintf(stderr, "%s: --timeout: a number of seconds, not '%s'\n", me, v);
-				return -1;
-			}
-			i++;
-		} else if (!strcmp(a, "--workloads") && v) {
-			if (!list_ok(v, wnames, mb_nworks, a))
-				return -1;
-			o->workloads = v, i++;
-		} else if (!strcmp(a, "--allocators") && v) {
-			if (!list_ok(v, anames, A_COUNT - 1, a))
-				return -1;
-			o->allocators = v, i++;
-		} else if (!strcmp(a, "--plot") && v) {
-			o->plot = v, i++;
-		} else {
-			int valued = !strcmp(a, "--rounds") || !strcmp(a, "--timeout") || !strcmp(a, "--workloads") ||
-				     !strcmp(a, "--allocators") || !strcmp(a, "--plot");
-			fprintf(stderr, "%s: %s '%s'\n", me, valued ? "a value is missing after" : "unknown option", a);
-			return -1;
-		}
-	}
+	int rc = bench_options(&cli, argc, argv);
+	if (rc >= 0)
+		return rc;
+	if (!list_ok(o->workloads, wnames, mb_nworks, "--workloads") ||
+	    !list_ok(o->allocators, anames, A_COUNT - 1, "--allocators"))
+		return 2;
 	if (!o->rounds)
 		o->rounds = o->smoke ? 1 : 5;
 	if (!(o->timeout > 0))
 		o->timeout = o->smoke ? 120 : 600;
-	return 0;
+	return -1;
 }
 
 /* The environment of a run: ours without what would change the
@@ -361,18 +342,6 @@ static void find_workloads(struct state *st)
 
 /* ---- the runs ---- */
 
-static void progress(const struct state *st, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-static void progress(const struct state *st, const char *fmt, ...)
-{
-	va_list ap;
-
-	if (st->o.quiet)
-		return;
-	va_start(ap, fmt);
-	vfprintf(stderr, fmt, ap);
-	va_end(ap);
-}
-
 static void work_dir(const struct state *st, int w, char *dir, size_t len)
 {
 	snprintf(dir, len, "%s/%s", st->tmp, mb_works[w].name);
@@ -419,38 +388,24 @@ static void run_all(struct state *st, struct mb_run *ref, int *has_ref)
 		nw += st->on[w];
 	/* A first glibc run of each workload, not counted: the page cache
 	 * holds the programs and the inputs before the first timed run. */
-	for (int w = 0; w < mb_nworks && !st->o.smoke; w++) {
+	for (int w = 0; w < mb_nworks && !st->o.smoke && !bench_stop; w++) {
 		if (!st->on[w])
 			continue;
-		progress(st, "warm-up: %s under glibc\n", mb_works[w].name);
+		bench_progress("warm-up: %s under glibc", mb_works[w].name);
 		one(st, w, A_GLIBC, &ref[w]);
 		has_ref[w] = !ref[w].failed;
 	}
 	for (int r = 0; r < st->o.rounds; r++)
 		for (int w = 0; w < mb_nworks; w++) {
-			if (!st->on[w])
-				continue;
-			for (int i = 0; i < na; i++) {
+			for (int i = 0; i < na && st->on[w] && !bench_stop; i++) {
 				int a = order[(i + r + w) % na];
 				struct mb_run *run = &st->cell[w][a].run[r];
+				bench_progress("[%d/%d] round %d, %s, %s", ++done, nw * na * st->o.rounds, r + 1,
+					       mb_works[w].name, al[a].name);
 				one(st, w, a, run);
-				progress(st, "[%d/%d] round %d, %s, %s: %.3f s, %ld MiB%s%s\n", ++done,
-					 nw * na * st->o.rounds, r + 1, mb_works[w].name, al[a].name, run->secs,
-					 run->maxrss_kib / 1024, run->failed ? ", FAILED: " : "", run->failed ? run->why : "");
 			}
 		}
-}
-
-static int cmp_double(const void *a, const void *b)
-{
-	double x = *(const double *)a, y = *(const double *)b;
-	return (x > y) - (x < y);
-}
-
-static double median(double *v, int n)
-{
-	qsort(v, (size_t)n, sizeof(*v), cmp_double);
-	return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
+	bench_progress_done();
 }
 
 /* Each cell: failed (a run failed, or printed or wrote other than
@@ -509,9 +464,6 @@ static int judge(struct state *st, struct mb_run *ref, int *has_ref)
 
 /* ---- the table ---- */
 
-#define SPEED_MIN 0.95 /* mpkit's targets for its drop-in: geometric means */
-#define SPEED_FLOOR 0.85
-#define RSS_MAX 1.10
 
 /* glibc's time / a's (speed), a's peak / glibc's: 0 when a cell failed. */
 static double ratio(const struct state *st, int w, int a, int rss)
@@ -604,6 +556,10 @@ static int print_rows(const struct state *st, int rss)
 /* Each mpkit column against the targets, every miss named. */
 static void print_targets(const struct state *st)
 {
+	if (st->o.smoke) {
+		printf("\ntargets: not judged (a smoke run: its timings mean nothing)\n");
+		return;
+	}
 	printf("\ntargets: speed geomean >= %.2f and no workload below %.2f; peak RSS geomean <= %.2f\n",
 	       SPEED_MIN, SPEED_FLOOR, RSS_MAX);
 	for (int a = A_SEALED; a <= A_OPEN; a++) {
@@ -789,16 +745,12 @@ int main(int argc, char **argv)
 	char load0[128];
 	const char *tmp = getenv("TMPDIR");
 
-	if (getenv("MPKIT_BENCH_PROG"))
-		me = "mpkit bench malloc";
-	if (argc > 1 && (!strcmp(argv[1], "--help") || !strcmp(argv[1], "-h"))) {
-		usage(stdout);
-		return !bench_output_ok(me);
-	}
-	if (parse(argc, argv, &st.o)) {
-		usage(stderr);
-		return 2;
-	}
+	me = bench_prog(argv[0], "malloc");
+	int rc = parse(argc, argv, &st.o);
+	if (rc >= 0)
+		return rc;
+	bench_catch_stop();
+	bench_progress_start(st.o.quiet);
 	load(load0, sizeof(load0));
 	snprintf(st.tmp, sizeof(st.tmp), "%s/mpkit-bench-malloc.XXXXXX", tmp && *tmp ? tmp : "/tmp");
 	if (!mkdtemp(st.tmp)) {
@@ -807,14 +759,22 @@ int main(int argc, char **argv)
 	}
 	find_workloads(&st);
 	find_allocators(&st);
-	for (int w = 0; w < mb_nworks; w++)
+	for (int w = 0; w < mb_nworks && !bench_stop; w++)
 		if (st.on[w] && setup(&st, w))
 			st.on[w] = 0, nw = -1000;
 	for (int w = 0; w < mb_nworks; w++)
 		nw += st.on[w];
 	int bad = nw < 0;
-	if (nw > 0) {
+	if (nw > 0 && !bench_stop)
 		run_all(&st, ref, has_ref);
+	if (bench_stop) {
+		/* what ran is killed and reaped (malloc_run.c): the files go */
+		fprintf(stderr, "%s: stopped by signal %d; removing %s\n", me, (int)bench_stop, st.tmp);
+		if (mb_rmtree(st.tmp))
+			fprintf(stderr, "%s: cannot remove %s: %s\n", me, st.tmp, strerror(errno));
+		return 128 + bench_stop;
+	}
+	if (nw > 0) {
 		bad |= judge(&st, ref, has_ref);
 		print_header(&st, load0);
 		print_table(&st);

@@ -27,13 +27,13 @@
 
 #include "malloc.h"
 #include "gnuplot.h"
+#include "options.h"
+#include "timing.h"
 
+/* Seconds. */
 static double now(void)
 {
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+	return now_ns() * 1e-9;
 }
 
 /* FNV-1a, 64 bits: enough to tell outputs apart, and no library. */
@@ -148,29 +148,43 @@ static void child(const char *prog, const struct mb_step *st, const char *rundir
 }
 
 /* Waits for the child while hashing its stdout (rd, -1: not compared):
- * its wait status, or -1 when it ran out of time (killed). */
+ * its wait status, or -1 when it ran out of time or the run was stopped
+ * (bench_stop): then killed with its process group, and reaped.  The stop
+ * signals are blocked but inside ppoll(): one that comes between the
+ * check and the wait still ends the wait. */
 static int await(pid_t pid, int rd, double deadline, uint64_t *h, struct rusage *ru, double *end)
 {
 	int pfd = (int)syscall(SYS_pidfd_open, pid, 0), status = -1, exited = 0;
 	char buf[1 << 16];
+	sigset_t stops, old;
 
-	while (rd >= 0 || !exited) {
+	sigemptyset(&stops);
+	sigaddset(&stops, SIGINT);
+	sigaddset(&stops, SIGTERM);
+	sigaddset(&stops, SIGHUP);
+	sigprocmask(SIG_BLOCK, &stops, &old);
+	while ((rd >= 0 || !exited) && !bench_stop) {
 		struct pollfd p[2];
-		int n = 0, ms = (int)((deadline - now()) * 1000) + 1;
-		if (ms <= 0)
+		int n = 0;
+		double left = deadline - now();
+		if (left <= 0)
 			break;
 		if (rd >= 0)
 			p[n++] = (struct pollfd){ .fd = rd, .events = POLLIN };
 		if (!exited && pfd >= 0)
 			p[n++] = (struct pollfd){ .fd = pfd, .events = POLLIN };
 		if (!n) { /* no pidfd (before Linux 5.3): wait without a limit */
+			sigprocmask(SIG_SETMASK, &old, NULL);
 			while (wait4(pid, &status, 0, ru) < 0 && errno == EINTR)
-				;
+				if (bench_stop)
+					kill(-pid, SIGKILL);
+			sigprocmask(SIG_BLOCK, &stops, NULL);
 			*end = now();
 			exited = 1;
 			continue;
 		}
-		if (poll(p, (nfds_t)n, ms) < 0 && errno != EINTR)
+		struct timespec ts = { (time_t)left, (long)((left - (double)(time_t)left) * 1e9) };
+		if (ppoll(p, (nfds_t)n, &ts, &old) < 0 && errno != EINTR)
 			break;
 		for (int i = 0; i < n; i++) {
 			if (!p[i].revents)
@@ -187,9 +201,10 @@ static int await(pid_t pid, int rd, double deadline, uint64_t *h, struct rusage 
 			}
 		}
 	}
+	sigprocmask(SIG_SETMASK, &old, NULL);
 	if (pfd >= 0)
 		close(pfd);
-	if (exited && rd < 0)
+	if (exited && rd < 0 && !bench_stop)
 		return status;
 	kill(-pid, SIGKILL);
 	if (!exited)
@@ -233,7 +248,9 @@ static void run_step(const struct mb_work *w, int s, const char *prog, const cha
 	if (!st->out && r->nparts < MB_MAX_PARTS)
 		r->part[r->nparts++] = h;
 	stderr_line(errpath, line, sizeof(line));
-	if (status == -1) {
+	if (status == -1 && bench_stop) {
+		fail(r, "%s: %s", st->what, "stopped");
+	} else if (status == -1) {
 		snprintf(what, sizeof(what), "%s: still running after %.0f s, killed", st->what, timeout);
 		fail(r, "%s%s", what, "");
 	} else if (status) {

@@ -296,9 +296,9 @@ static const struct method_ops {
 
 uint64_t bench__pairs(struct slot *s, long k)
 {
-	uint64_t t0 = bench__now_ns();
+	double t0 = now_ns();
 	int bad = ops[s->m].pairs(s, k);
-	uint64_t t1 = bench__now_ns();
+	double t1 = now_ns();
 
 	if (bad < 0)
 		s->errors++;
@@ -307,9 +307,9 @@ uint64_t bench__pairs(struct slot *s, long k)
 
 uint64_t bench__raw_pairs(struct slot *s, long k)
 {
-	uint64_t t0 = bench__now_ns();
+	double t0 = now_ns();
 	int bad = pairs_mprotect(s, k);
-	uint64_t t1 = bench__now_ns();
+	double t1 = now_ns();
 
 	if (bad < 0)
 		s->errors++;

@@ -10,6 +10,7 @@
 
 #include "mpkit.h"
 #include "bench.h"
+#include "json.h"
 
 const char *bench_size_str(size_t b, char *buf, size_t len)
 {
@@ -559,74 +560,46 @@ int bench_write_csv(FILE *f, const struct bench_results *r)
 
 /* ---------------------------------------------------------------- JSON */
 
-static void jstr(FILE *f, const char *s)
-{
-	fputc('"', f);
-	for (; *s; s++) {
-		if (*s == '"' || *s == '\\')
-			fprintf(f, "\\%c", *s);
-		else if ((unsigned char)*s < 0x20)
-			fprintf(f, "\\u%04x", *s);
-		else
-			fputc(*s, f);
-	}
-	fputc('"', f);
-}
-
-static void jnum(FILE *f, double v)
-{
-	if (isfinite(v))
-		fprintf(f, "%.6g", v);
-	else
-		fprintf(f, "null");
-}
-
 static void jstat(FILE *f, const struct bench_stat *s)
 {
 	fprintf(f, "{\"median\": ");
-	jnum(f, s->median);
+	mpk_json_num(f, s->median);
 	fprintf(f, ", \"p10\": ");
-	jnum(f, s->p10);
+	mpk_json_num(f, s->p10);
 	fprintf(f, ", \"p90\": ");
-	jnum(f, s->p90);
+	mpk_json_num(f, s->p90);
 	fprintf(f, "}");
 }
 
 static void json_machine(FILE *f, const struct bench_machine *mc)
 {
 	fprintf(f, "  \"machine\": {\"cpu\": ");
-	jstr(f, mc->cpu);
+	mpk_json_str(f, mc->cpu);
 	fprintf(f, ", \"cpus_online\": %d, \"cpus_allowed\": %d, \"pinned\": %s, \"hypervisor\": %s, \"emulated\": %s, \"kernel\": ",
 		mc->ncpus, mc->cpus_allowed, mc->pinned ? "true" : "false", mc->hypervisor ? "true" : "false",
 		mc->emulated ? "true" : "false");
-	jstr(f, mc->kernel);
+	mpk_json_str(f, mc->kernel);
 	fprintf(f, ", \"mem_total_bytes\": %.0f, \"mem_available_bytes\": %.0f, \"thp_enabled\": ", mc->mem_total,
 		mc->mem_avail);
-	jstr(f, mc->thp_enabled);
+	mpk_json_str(f, mc->thp_enabled);
 	fprintf(f, ", \"thp_defrag\": ");
-	jstr(f, mc->thp_defrag);
+	mpk_json_str(f, mc->thp_defrag);
 	fprintf(f, ", \"damon\": ");
-	if (mc->damon[0])
-		jstr(f, mc->damon);
-	else
-		fprintf(f, "null");
+	mpk_json_str(f, mc->damon[0] ? mc->damon : NULL);
 	fprintf(f, ",\n    \"cpu_pku\": %s, \"cpu_ospke\": %s, \"kernel_pkeys\": %s, \"hw_available\": %s, \"auto_backend\": \"%s\", \"libsodium\": ",
 		mc->cpu_pku ? "true" : "false", mc->cpu_ospke ? "true" : "false", mc->kernel_pkeys ? "true" : "false",
 		mc->hw_available ? "true" : "false", mc->auto_backend == MPK_BACKEND_HW ? "hw" : "soft");
-	if (mc->sodium_version[0])
-		jstr(f, mc->sodium_version);
-	else
-		fprintf(f, "null");
+	mpk_json_str(f, mc->sodium_version[0] ? mc->sodium_version : NULL);
 	fprintf(f, ", \"clock_read_ns\": %.1f},\n", mc->timer_ns);
 }
 
 static void json_fastpath(FILE *f, const struct bench_fastpath *fp)
 {
 	fprintf(f, "  \"hw_fast_path\": {\"ok\": %s, \"file\": ", fp->ok ? "true" : "false");
-	jstr(f, fp->file);
+	mpk_json_str(f, fp->file);
 	if (!fp->ok) {
 		fprintf(f, ", \"why\": ");
-		jstr(f, fp->why);
+		mpk_json_str(f, fp->why);
 	}
 	for (int i = 0; i < 3; i++) {
 		fprintf(f, ", \"%s\": ", fp->fn[i].name);
@@ -655,7 +628,7 @@ static void json_nochange(FILE *f, const struct bench_results *r)
 			fprintf(f, ", \"calls\": %llu, \"mprotect_calls\": %llu", nc->calls, nc->mprotects);
 		} else if (nc->why[0]) {
 			fprintf(f, ", \"why\": ");
-			jstr(f, nc->why);
+			mpk_json_str(f, nc->why);
 		}
 		fprintf(f, "}");
 	}
@@ -669,11 +642,11 @@ static void json_cell(FILE *f, const struct bench_results *r, int m, int s, int 
 	const struct bench_setup *st = bench_setup(r, m, s);
 
 	fprintf(f, "    {\"size\": %zu, \"method\": \"%s\", \"label\": ", r->cfg.sizes[s], bench_methods[m].id);
-	jstr(f, bench_methods[m].label);
+	mpk_json_str(f, bench_methods[m].label);
 	fprintf(f, ", \"other_threads\": %d, \"status\": \"%s\"", r->cfg.threads[t], status_str(c->status));
 	if (c->status != BS_OK) {
 		fprintf(f, ", \"why\": ");
-		jstr(f, why(r, m, s));
+		mpk_json_str(f, why(r, m, s));
 		fprintf(f, "}");
 		return;
 	}
@@ -681,7 +654,7 @@ static void json_cell(FILE *f, const struct bench_results *r, int m, int s, int 
 		c->iters_switch);
 	jstat(f, &c->s_sw);
 	fprintf(f, ", \"ratio_to_switch\": ");
-	jnum(f, c->ratio);
+	mpk_json_num(f, c->ratio);
 	fprintf(f, ", \"touch_after_ns\": ");
 	jstat(f, &c->s_touch);
 	fprintf(f, ", \"touch_nochange_ns\": ");
@@ -699,7 +672,7 @@ static void json_cell(FILE *f, const struct bench_results *r, int m, int s, int 
 int bench_write_json(FILE *f, const struct bench_results *r)
 {
 	fprintf(f, "{\n  \"mpkit_version\": ");
-	jstr(f, r->machine.mpkit_version);
+	mpk_json_str(f, r->machine.mpkit_version);
 	fprintf(f, ",\n  \"smoke\": %s,\n  \"seconds\": %.1f,\n", r->cfg.smoke ? "true" : "false", r->seconds);
 	json_machine(f, &r->machine);
 	fprintf(f, "  \"config\": {\"sizes\": [");

@@ -31,6 +31,7 @@
 
 #include <mpkit.h>
 
+#include "options.h"
 #include "output.h"
 
 extern char **environ;
@@ -240,21 +241,27 @@ static long variant(const char *self, int kind, int w)
 
 int main(int argc, char **argv)
 {
-	const char *me = getenv("MPKIT_BENCH_PROG") ? "mpkit bench rss" : argv[0];
+	int quiet = 0;
+	const struct bench_opt opts[] = {
+		{ "quiet", 'q', BO_FLAG, &quiet, NULL, "no progress on stderr" },
+		{ NULL, 0 },
+	};
+	const char *me = argv[0];
+	const struct bench_cli cli = { me, "A heap's peak RSS against glibc's, jemalloc's and mimalloc's.\n", NULL, opts };
 
 	if (argc == 4 && !strcmp(argv[1], "--child"))
 		return child(atoi(argv[2]), atoi(argv[3]));
-	if (argc > 1) {
-		bool help = !strcmp(argv[1], "-h") || !strcmp(argv[1], "--help");
-		fprintf(help ? stdout : stderr, "usage: %s\n", me);
-		return help ? !bench_output_ok(me) : 2;
-	}
+	int rc = bench_options(&cli, argc, argv);
+	if (rc >= 0)
+		return rc;
+	bench_progress_start(quiet);
 	long kib[W_COUNT][A_COUNT], run[RUNS];
 	int bad = 0;
 	for (int w = 0; w < W_COUNT; w++)
 		for (int k = 0; k < A_COUNT; k++) {
 			/* The median of RUNS: purging by decay goes by the clock,
 			 * which a loaded machine slows. */
+			bench_progress("%s, %s", w_name[w], a_name[k]);
 			for (int r = 0; r < RUNS; r++) {
 				long v = variant("/proc/self/exe", k, w);
 				int i = r;
@@ -264,6 +271,7 @@ int main(int argc, char **argv)
 			}
 			bad |= (kib[w][k] = run[RUNS / 2]) < 0 || run[0] < 0;
 		}
+	bench_progress_done();
 	printf("peak RSS a workload adds (VmHWM less VmRSS before it), MiB, median of %d; "
 	       "ratio to glibc\n\n", RUNS);
 	printf("  %-30s", "workload");

@@ -17,10 +17,10 @@ double bench__timer_cost(void)
 {
 	double best[31];
 	for (int r = 0; r < 31; r++) {
-		uint64_t t0 = bench__now_ns();
+		double t0 = now_ns();
 		for (int i = 0; i < 100; i++)
-			(void)bench__now_ns();
-		best[r] = (double)(bench__now_ns() - t0) / 101;
+			(void)now_ns();
+		best[r] = (now_ns() - t0) / 101;
 	}
 	/* median */
 	for (int i = 1; i < 31; i++)
@@ -48,9 +48,9 @@ void bench__calibrate(struct slot *s, const struct bench_config *cfg, double tim
 	for (int i = 0; i < 3; i++) {
 		double t = (double)bench__pairs(s, 1);
 		pair = t < pair ? t : pair;
-		uint64_t t0 = bench__now_ns();
+		double t0 = now_ns();
 		bench__touch(s);
-		t = (double)(bench__now_ns() - t0);
+		t = (now_ns() - t0);
 		cycle = t < cycle ? t : cycle;
 	}
 	cycle += pair + 2 * timer;
@@ -69,18 +69,12 @@ double bench__sample_touch(struct slot *s, int after_switch, double timer)
 	for (long i = 0; i < s->k_touch; i++) {
 		if (after_switch)
 			bench__pairs(s, 1);
-		uint64_t t0 = bench__now_ns();
+		double t0 = now_ns();
 		bench__touch(s);
-		sum += (double)(bench__now_ns() - t0) - timer;
+		sum += (now_ns() - t0) - timer;
 	}
 	sum /= (double)s->k_touch;
 	return sum < 0 ? 0 : sum;
-}
-
-static int cmp_double(const void *a, const void *b)
-{
-	double x = *(const double *)a, y = *(const double *)b;
-	return x < y ? -1 : x > y;
 }
 
 static double quantile(const double *sorted, int n, double q)
@@ -122,26 +116,26 @@ void bench__measure_nochange(struct bench_results *r, int group, struct slot *s)
 		snprintf(nc->why, sizeof(nc->why), "out of memory");
 		return;
 	}
-	uint64_t t0 = bench__now_ns();
+	double t0 = now_ns();
 	for (int i = 0; i < 1000; i++)
 		bad |= mpk_set(s->d, MPK_RW);
-	double one = (double)(bench__now_ns() - t0) / 1000;
+	double one = (now_ns() - t0) / 1000;
 	long k = iters_for(one, r->cfg.sample_ns);
 	if (k < 100)
 		k = 100;
 	mpk_stats_get(&a);
 	for (int i = 0; i < reps; i++) {
-		t0 = bench__now_ns();
+		t0 = now_ns();
 		for (long j = 0; j < k; j++)
 			bad |= mpk_set(s->d, MPK_RW);
-		x[i] = (double)(bench__now_ns() - t0) / (double)k;
-		t0 = bench__now_ns();
+		x[i] = (now_ns() - t0) / (double)k;
+		t0 = now_ns();
 		for (long j = 0; j < k; j++) {
 			mpk_scope sc = mpk_enter(s->d, MPK_RW);
 			bad |= sc.saved;
 			bad |= mpk_leave(&sc);
 		}
-		y[i] = (double)(bench__now_ns() - t0) / (double)k;
+		y[i] = (now_ns() - t0) / (double)k;
 	}
 	mpk_stats_get(&b);
 	nc->calls = (unsigned long long)reps * (unsigned long long)k * 3;

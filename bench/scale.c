@@ -23,19 +23,14 @@
 
 #include "bcast.h"
 #include "bench.h"
+#include "options.h"
 #include "output.h"
+#include "timing.h"
 #include "mpkit.h"
 
 void *mpk__window_carve(size_t len, size_t align);
 void mpk__window_uncarve(void *p, size_t len);
 int mpk__region_register(mpk_domain *d, void *p, size_t len, bool add);
-
-static double now_ns(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts); /* CPU time: the machine is shared */
-	return ts.tv_sec * 1e9 + ts.tv_nsec;
-}
 
 static int counts[3] = { 10, 1000, 100000 };
 static void *units[100000];
@@ -77,12 +72,12 @@ static double lookup_ns(mpk_domain *bulk, int n)
 	for (int i = 0; i < n; i++)
 		if (mpk_domain_of(units[i]) != bulk || mpk_domain_of((char *)units[i] + page - 1) != bulk)
 			wrong("mpk_domain_of", i);
-	double t0 = now_ns();
+	double t0 = cpu_ns();
 	for (int i = 0; i < ITER; i++) {
 		x = x * 1103515245u + 12345u;
 		sink += (long)mpk_domain_of((char *)units[(x >> 8) % (unsigned)n] + 100);
 	}
-	return (now_ns() - t0) / ITER;
+	return (cpu_ns() - t0) / ITER;
 }
 
 static long nfaults;
@@ -100,13 +95,13 @@ static double fault_us(mpk_domain *d, volatile char *p)
 {
 	const int ITER = IT(2000, 20);
 	long n0 = nfaults;
-	double t0 = now_ns();
+	double t0 = cpu_ns();
 	for (int i = 0; i < ITER; i++) {
 		if (mpk_set(d, MPK_NONE))
 			wrong("mpk_set", i);
 		p[0] = (char)i; /* faults; the callback opens; retried */
 	}
-	double us = (now_ns() - t0) / ITER / 1000;
+	double us = (cpu_ns() - t0) / ITER / 1000;
 	if (nfaults - n0 != ITER || p[0] != (char)(ITER - 1))
 		wrong("fault + retry", (int)(nfaults - n0));
 	return us;
@@ -121,10 +116,10 @@ static void *nochange(void *arg)
 	const int ITER = IT(2000000, 2000);
 	int id = (int)(long)arg, rc = mpk_set(nc_dom, MPK_RW);
 	pthread_barrier_wait(&bar);
-	double t0 = now_ns();
+	double t0 = cpu_ns();
 	for (int i = 0; i < ITER; i++)
 		rc |= mpk_set(nc_dom, MPK_RW);
-	nc_res[id] = (now_ns() - t0) / ITER;
+	nc_res[id] = (cpu_ns() - t0) / ITER;
 	if (rc || mpk_get(nc_dom) != MPK_RW)
 		wrong("no-change mpk_set", id);
 	return NULL;
@@ -164,7 +159,7 @@ static double saverestore_us(int ndom, int held, bool changed)
 	int rc = 0;
 	if (changed)
 		rc |= mpk_rights_save(&r);
-	double t0 = now_ns();
+	double t0 = cpu_ns();
 	for (int i = 0; i < ITER; i++) {
 		if (changed) {
 			rc |= mpk_set(d[i % held], MPK_NONE);
@@ -175,7 +170,7 @@ static double saverestore_us(int ndom, int held, bool changed)
 		rc |= mpk_rights_restore(&r);
 		mpk_rights_dispose(&r);
 	}
-	double us = (now_ns() - t0) / ITER / 1000;
+	double us = (cpu_ns() - t0) / ITER / 1000;
 	if (changed)
 		mpk_rights_dispose(&r);
 	/* Closed all, then the save restored: the held ones reopen. */
@@ -196,24 +191,6 @@ static double saverestore_us(int ndom, int held, bool changed)
 
 static const char *prog = "mpkit-bench-scale";
 
-static void usage(FILE *f)
-{
-	fprintf(f,
-		"usage: %s [--smoke] [-h|--help]\n"
-		"\n"
-		"mpkit at scale, side by side in one run: mpk_domain_of() and a fault +\n"
-		"MPK_FAULT_RETRY at 10 / 1,000 / 100,000 regions, a no-change mpk_set() at\n"
-		"1/2/4/8 threads, mpk_rights_save()+restore() at 1/15/1,000 domains (3\n"
-		"held, all held, and all held with one closed before each restore), one\n"
-		"broadcast per thread (frame edit stubbed without keys), and the fast\n"
-		"path's instruction counts from the disassembly.\n"
-		"\n"
-		"  --smoke     correctness run: 10/100/1,000 regions, a few iterations,\n"
-		"              every result checked (exit 1 if one is wrong); the timings\n"
-		"              then mean nothing\n",
-		prog);
-}
-
 /* The figures, by region count, thread count and domain count. */
 struct figures {
 	double lk[3], ft[3];       /* lookup ns, fault + retry us */
@@ -224,25 +201,36 @@ struct figures {
 
 static const int thr[4] = { 1, 2, 4, 8 }, doms[3] = { 1, 15, 1000 };
 
+static int quiet;
+
 /* The options: -1 to go on, or the exit status. */
 static int parse_args(int argc, char **argv)
 {
-	if (getenv("MPKIT_BENCH_PROG"))
-		prog = "mpkit bench --scale"; /* run by mpkit */
-	for (int i = 1; i < argc; i++) {
-		if (!strcmp(argv[i], "--smoke")) {
-			smoke = true;
-		} else if (!strcmp(argv[i], "-h") || !strcmp(argv[i], "--help")) {
-			usage(stdout);
-			return bench_output_ok(prog) ? 0 : 1;
-		} else {
-			fprintf(stderr, "%s: unknown argument '%s' (try --help)\n", prog, argv[i]);
-			return 2;
-		}
-	}
+	int sm = 0;
+	const struct bench_opt opts[] = {
+		{ "smoke", 0, BO_FLAG, &sm, NULL, "correctness run: 10/100/1,000 regions, a few iterations,\n"
+		  "every result checked (exit 1 if one is wrong); the timings\n"
+		  "then mean nothing" },
+		{ "quiet", 'q', BO_FLAG, &quiet, NULL, "no progress on stderr" },
+		{ NULL, 0 },
+	};
+	const struct bench_cli cli = {
+		prog = bench_prog(argv[0], "--scale"),
+		"\n"
+		"mpkit at scale, side by side in one run: mpk_domain_of() and a fault +\n"
+		"MPK_FAULT_RETRY at 10 / 1,000 / 100,000 regions, a no-change mpk_set() at\n"
+		"1/2/4/8 threads, mpk_rights_save()+restore() at 1/15/1,000 domains (3\n"
+		"held, all held, and all held with one closed before each restore), one\n"
+		"broadcast per thread (frame edit stubbed without keys), and the fast\n"
+		"path's instruction counts from the disassembly.\n",
+		NULL, opts,
+	};
+	int rc = bench_options(&cli, argc, argv);
+
+	smoke = sm;
 	if (smoke)
 		counts[1] = 100, counts[2] = 1000;
-	return -1;
+	return rc;
 }
 
 /* Everything, in one run: 0, or -1 when mpkit could not be set up. */
@@ -256,15 +244,18 @@ static int measure(struct figures *x, mpk_domain **bulk)
 	if (!*bulk || !f || !p || mpk_fault_handler_install(on_fault, NULL))
 		return -1;
 	for (int c = 0, have = 0; c < 3; c++) {
+		bench_progress("%d regions", counts[c]);
 		regions(*bulk, have, counts[c], true);
 		have = counts[c];
 		x->lk[c] = lookup_ns(*bulk, have);
 		x->ft[c] = fault_us(f, p);
 	}
 	nc_dom = mpk_domain_create("nochange", MPK_RW, MPK_DOMAIN_SHARED);
+	bench_progress("no-change mpk_set");
 	for (int i = 0; i < 4; i++)
 		x->nc[i] = nochange_ns(thr[i]);
 	for (int i = 0; i < 3; i++) {
+		bench_progress("save + restore, %d domains", doms[i]);
 		x->sr[i] = saverestore_us(doms[i], 1 + 2 * (i > 0), false); /* 1, 3, 3 held */
 		x->sa[i] = saverestore_us(doms[i], doms[i], false);
 		x->sc[i] = saverestore_us(doms[i], doms[i], true);
@@ -272,6 +263,7 @@ static int measure(struct figures *x, mpk_domain **bulk)
 	memset(x->bc, 0, sizeof(x->bc));
 #ifndef __SANITIZE_THREAD__ /* TSan holds signals to threads blocked in read() */
 	mpk__broadcast_stub(mpk_backend() != MPK_BACKEND_HW);
+	bench_progress("broadcasts");
 	for (int i = 0; i < 4; i++)
 		if (bench_bcast_measure(thr[i], IT(100, 2), IT(9, 1), &x->bc[i]))
 			wrong("broadcast", thr[i]);
@@ -333,8 +325,10 @@ int main(int argc, char **argv)
 
 	if (rc >= 0)
 		return rc;
+	bench_progress_start(quiet);
 	if (measure(&x, &bulk))
 		return 1;
+	bench_progress_done();
 	print_table(&x);
 	print_fastpath();
 	regions(bulk, 0, counts[2], false);

@@ -25,6 +25,7 @@
 
 #include "guard.h"
 #include "workload.h"
+#include "options.h"
 
 static const struct {
 	enum guard_mode mode;
@@ -65,12 +66,17 @@ int main(int argc, char **argv)
 	long ops = 50000;
 	double base = 0;
 
-	if (argc == 3 && !strcmp(argv[1], "--ops"))
-		ops = atol(argv[2]);
-	else if (argc != 1 || ops < 1) {
-		fprintf(stderr, "usage: mpkit-bench-sqlite [--ops N]\n");
-		return 2;
-	}
+	int n = 50000;
+	const struct bench_opt opts[] = {
+		{ "ops", 0, BO_INT, &n, "N", "statements per run (default 50000)", 1, 1e9 },
+		{ NULL, 0 },
+	};
+	const struct bench_cli cli = { argv[0], "sqlite-guard's throughput with and without the guard.\n", NULL, opts };
+	int rc = bench_options(&cli, argc, argv);
+
+	if (rc >= 0)
+		return rc;
+	ops = n;
 	if (mpk_init()) {
 		perror("mpk_init");
 		return 1;

@@ -7,7 +7,7 @@
  * the build did not find is a row that says so.  The backend is the
  * process's (MPKIT_BACKEND picks one).  Public API only.
  *
- *   mpkit-bench-vault [--smoke] [--runs N]
+ *   mpkit-bench-vault [--smoke] [--reps N] [--quiet]
  */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -20,6 +20,7 @@
 
 #include <mpkit.h>
 
+#include "options.h"
 #include "output.h"
 #include "timing.h"
 #ifdef MPKIT_BENCH_SODIUM
@@ -39,6 +40,7 @@ static int runs = 5;
 static long per_thread = 200000; /* alloc+free pairs per row, shared by its threads */
 static long oc_iters = 20000;
 static bool smoke;
+static int quiet;
 static mpk_domain *dom;
 static const char *skip_openssl = "built without OpenSSL's libcrypto (pkg-config found none): "
 				  "tools/deps.sh test installs libssl-dev";
@@ -104,16 +106,6 @@ static void work(int m, long n)
 		break;
 #endif
 	}
-}
-
-/* This thread's CPU time: on a machine shared with other work, wall
- * time says more about the others than about the allocator. */
-static double cpu_ns(void)
-{
-	struct timespec t;
-
-	clock_gettime(CLOCK_THREAD_CPUTIME_ID, &t);
-	return t.tv_sec * 1e9 + t.tv_nsec;
 }
 
 struct job {
@@ -238,45 +230,34 @@ static const char *missing(int m)
 	return NULL;
 }
 
-static void usage(FILE *f)
-{
-	fprintf(f,
-		"usage: %s [--smoke] [--runs N]\n"
-		"Secret alloc+free in 1, 2, 4, 8 threads (mpkit, libsodium, OpenSSL's secure\n"
-		"heap) and open+close of a secret against libsodium's sodium_mprotect pair.\n"
-		"  --runs N   median of N runs (default 5, at most %d)\n"
-		"  --smoke    a correctness run: tiny counts, one run; the timings mean nothing\n",
-		prog, MAXRUNS);
-}
-
 /* Reads the options into runs and smoke: -1 to go on, else the exit status. */
 static int parse_args(int argc, char **argv)
 {
-	if (getenv("MPKIT_BENCH_PROG"))
-		prog = getenv("MPKIT_BENCH_PROG");
-	for (int i = 1; i < argc; i++) {
-		if (!strcmp(argv[i], "--smoke")) {
-			smoke = true;
-		} else if (!strcmp(argv[i], "--runs") && i + 1 < argc) {
-			runs = atoi(argv[++i]);
-			if (runs < 1 || runs > MAXRUNS) {
-				usage(stderr);
-				return 2;
-			}
-		} else if (!strcmp(argv[i], "-h") || !strcmp(argv[i], "--help")) {
-			usage(stdout);
-			return 0;
-		} else {
-			usage(stderr);
-			return 2;
-		}
-	}
+	int sm = 0, given = 0;
+	const struct bench_opt opts[] = {
+		{ "reps", 0, BO_INT, &runs, "N", "runs, each figure their median (default 5)", 1, MAXRUNS,
+		  .given = &given },
+		{ "smoke", 0, BO_FLAG, &sm, NULL, "a correctness run: tiny counts, one run; the timings mean\n"
+		  "nothing" },
+		{ "quiet", 'q', BO_FLAG, &quiet, NULL, "no progress on stderr" },
+		{ "runs", 0, BO_INT, &runs, "N", NULL, 1, MAXRUNS, .given = &given },
+		{ NULL, 0 },
+	};
+	const struct bench_cli cli = {
+		prog = bench_prog(argv[0], "vault"),
+		"Secret alloc+free in 1, 2, 4, 8 threads (mpkit, libsodium, OpenSSL's secure\n"
+		"heap) and open+close of a secret against libsodium's sodium_mprotect pair.\n",
+		NULL, opts,
+	};
+	int rc = bench_options(&cli, argc, argv);
+
+	smoke = sm;
 	if (smoke) {
-		runs = 1;
+		runs = given ? runs : 1;
 		per_thread = 200;
 		oc_iters = 20;
 	}
-	return -1;
+	return rc;
 }
 
 /* The libraries compared and the domain the secrets live in. */
@@ -309,6 +290,7 @@ static void run_alloc(double af[NM][NT])
 			}
 			/* A system call or two per pair: fewer pairs. */
 			long n = per_thread / (m == M_MPK_CLOSED || m == M_SODIUM ? 20 : 1);
+			bench_progress("alloc+free: %s, %d thread%s", mname[m], threads[t], threads[t] == 1 ? "" : "s");
 			for (int r = 0; r < runs; r++)
 				v[r] = run_threads(m, threads[t], n / threads[t]);
 			af[m][t] = median(v, runs);
@@ -325,6 +307,7 @@ static void run_open_close(double oc[NO])
 	for (int r = 0; r < runs; r++)
 		for (int k = 0; k < NO; k++) {
 			int o = (r + k) % NO;
+			bench_progress("open+close: run %d of %d", r + 1, runs);
 			if (!oc_missing(o))
 				v[o][r] = open_close(o, oc_iters);
 		}
@@ -385,8 +368,10 @@ int main(int argc, char **argv)
 	if (mpk_info(&info))
 		die("mpk_info");
 
+	bench_progress_start(quiet);
 	run_alloc(af);
 	run_open_close(oc);
+	bench_progress_done();
 
 	printf("%s: secrets, %s backend, %ld CPUs; median of %d runs%s\n\n", prog,
 	       info.backend == MPK_BACKEND_HW ? "hw" : "soft", cpus, runs,

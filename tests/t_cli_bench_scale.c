@@ -32,7 +32,7 @@ int main(void)
 	CHECK(strstr(r.err, "wrong") == NULL);
 
 	t_cli_run(&r, NULL, (const char *[]){ "bench", "--scale", "--bogus", NULL });
-	CHECK(r.status == 2 && strstr(r.err, "mpkit bench --scale: unknown argument '--bogus'"));
+	CHECK(r.status == 2 && strstr(r.err, "mpkit bench --scale: unknown option '--bogus'"));
 	t_cli_run(&r, NULL, (const char *[]){ "bench", "--scale", "--help", NULL });
 	CHECK(r.status == 0 && strstr(r.out, "usage: mpkit bench --scale") && strstr(r.out, "--smoke"));
 	return t_done();

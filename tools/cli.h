@@ -1,13 +1,45 @@
 /* SPDX-License-Identifier: MIT */
-/* Helpers the mpkit command's subcommands share. */
+/* Helpers the mpkit command's subcommands share, and the commands. */
 #ifndef MPK_CLI_H
 #define MPK_CLI_H
 
+#include <getopt.h>
 #include <stddef.h>
 #include <stdio.h>
 
-/* --json and its aliases -J and -j. */
-int cli_is_json_flag(const char *arg);
+/*
+ * A command: `mpkit NAME ARGS`.  run gets argv[0] == NAME; its options
+ * go through cli_getopt(), and `mpkit help NAME` is run with
+ * { NAME, "--help" }.  A new command: a struct of these in its file, its
+ * name below and a line in mpkit.c's commands[].
+ */
+struct cli_command {
+	const char *name;
+	int (*run)(int argc, char **argv);
+	const char *synopsis; /* what follows "mpkit NAME" in the usage line */
+	const char *summary;  /* one line for `mpkit --help` */
+	const char *help;     /* the rest of `mpkit help NAME` */
+};
+
+extern const struct cli_command cli_info, cli_maps, cli_scan, cli_watch, cli_run, cli_bench;
+
+/* `usage: mpkit NAME SYNOPSIS` and the help text, on f. */
+void cli_usage(const struct cli_command *c, FILE *f);
+/* --help: the usage on stdout, then 0 (1 when stdout failed). */
+int cli_help(const struct cli_command *c);
+
+/*
+ * getopt_long() over a command's argv (argv[0]: its name), with mpkit's
+ * messages; `--opt=value` and `--opt value` both work.  shortopts as
+ * getopt's ("+" first: stop at the first operand, as run and watch do,
+ * whose operands are a program and its arguments).  The option, -1 at the
+ * end (optind: the first operand), or '?' after a message on stderr (an
+ * unknown option or a missing value: exit 2).
+ */
+int cli_getopt(const struct cli_command *c, int argc, char **argv, const char *shortopts,
+	       const struct option *longopts);
+/* Two options that cannot go together: a message, and 2 to exit with. */
+int cli_conflict(const struct cli_command *c, const char *a, const char *b);
 
 /* Whether stdout reached its destination; when not (a full disk,
  * /dev/full, a closed pipe) a message on stderr and 0. */
@@ -16,10 +48,6 @@ int cli_output_ok(const char *cmd);
 /* rc, or 1 when stdout could not be written: a write error is a failure
  * of the command. */
 int cli_finish_output(const char *cmd, int rc);
-
-/* s as a JSON string, quotes included, on f (cli_json_str: stdout). */
-void cli_json_fstr(FILE *f, const char *s);
-void cli_json_str(const char *s);
 
 /* The helpers' directory, relative to the one that holds mpkit
  * (tools/paths.c). */
@@ -33,9 +61,6 @@ const char *cli_helper_dir(char *buf, size_t size);
 /* The path of the helper name (a benchmark, libmpkit-watch.so) in the
  * helpers' directory, in path: 0, or -1 with a message on stderr. */
 int cli_helper(const char *cmd, const char *name, char *path, size_t size);
-
-int cmd_maps(int argc, char **argv);
-int cmd_run(char **argv);
 
 /* A helper command's own failures (as env(1) and timeout(1) count): it
  * could not set up, PROG could not run, PROG was not found. */

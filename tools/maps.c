@@ -17,6 +17,7 @@
 #include <unistd.h>
 
 #include "cli.h"
+#include "json.h"
 #include "procmaps.h"
 #include "registry.h"
 
@@ -164,7 +165,7 @@ static void print_json(const char *pid, const struct maps *m, const struct mpk_r
 	printf("  \"registry\": %s,\n", r ? "true" : "false");
 	if (!r) {
 		printf("  \"registry_error\": ");
-		cli_json_str(strerror(reg_err));
+		mpk_json_str(stdout, strerror(reg_err));
 		printf(",\n");
 	} else if (r->dropped) {
 		printf("  \"registry_dropped\": %u,\n", r->dropped);
@@ -182,13 +183,10 @@ static void print_json(const char *pid, const struct maps *m, const struct mpk_r
 		else
 			printf("\"pkey\": null, ");
 		printf("\"domain\": ");
-		if (v->domain)
-			cli_json_str(v->domain);
-		else
-			printf("null");
+		mpk_json_str(stdout, v->domain);
 		if (!v->domain && v->path[0]) {
 			printf(", \"path\": ");
-			cli_json_str(v->path);
+			mpk_json_str(stdout, v->path);
 		}
 		printf(" }");
 	}
@@ -240,32 +238,37 @@ static struct mpk_reg_header *registry_now(const char *pid)
 	return r;
 }
 
-int cmd_maps(int argc, char **argv)
+static int cmd_maps(int argc, char **argv)
 {
+	static const struct option longopts[] = {
+		{ "all", no_argument, NULL, 'a' },
+		{ "check", no_argument, NULL, 'c' },
+		{ "json", no_argument, NULL, 'j' },
+		{ "help", no_argument, NULL, 'h' },
+		{ NULL, 0, NULL, 0 },
+	};
 	const char *pid = NULL;
-	int json = 0, all = 0, check = 0;
+	int json = 0, all = 0, check = 0, o;
 
-	for (int i = 1; i < argc; i++) {
-		if (cli_is_json_flag(argv[i])) {
-			json = 1;
-		} else if (!strcmp(argv[i], "--all") || !strcmp(argv[i], "-a")) {
-			all = 1;
-		} else if (!strcmp(argv[i], "--check")) {
-			check = 1;
-		} else if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) {
-			printf("usage: mpkit maps PID|self [--all|-a] [--json|-J|-j]\n"
-			       "       mpkit maps PID|self --check\n");
-			return cli_finish_output("maps", 0);
-		} else if (!pid && (!strcmp(argv[i], "self") || strspn(argv[i], "0123456789") == strlen(argv[i]))) {
+	while ((o = cli_getopt(&cli_maps, argc, argv, "acjJh", longopts)) != -1) {
+		if (o == 'h')
+			return cli_help(&cli_maps);
+		if (o == '?')
+			return 2;
+		*(o == 'a' ? &all : o == 'c' ? &check : &json) = 1;
+	}
+	if (check && (json || all))
+		return cli_conflict(&cli_maps, "--check", json ? "--json" : "--all");
+	for (int i = optind; i < argc; i++) {
+		if (!pid && (!strcmp(argv[i], "self") || (*argv[i] && strspn(argv[i], "0123456789") == strlen(argv[i])))) {
 			pid = argv[i];
 		} else {
-			fprintf(stderr, "mpkit maps: unknown argument '%s' (want PID or self)\n", argv[i]);
+			fprintf(stderr, "mpkit maps: unknown argument '%s' (want one PID or self)\n", argv[i]);
 			return 2;
 		}
 	}
-	if (!pid || !*pid || (check && (json || all))) {
-		fprintf(stderr, "usage: mpkit maps PID|self [--all] [--json]\n"
-				"       mpkit maps PID|self --check\n");
+	if (!pid) {
+		cli_usage(&cli_maps, stderr);
 		return 2;
 	}
 	if (check)
@@ -292,3 +295,17 @@ int cmd_maps(int argc, char **argv)
 	free(m.v);
 	return cli_finish_output("maps", 0);
 }
+
+const struct cli_command cli_maps = {
+	"maps", cmd_maps, "PID|self [--all|-a] [--json|-J|-j] | PID|self --check",
+	"a process's mpkit regions: domain, protection key, permissions",
+	"A process's mappings that carry a protection key or belong to an mpkit\n"
+	"domain, with the domain's name (from the region's name, else from the\n"
+	"registry mpkit keeps in the process, read through /proc/PID/mem: the\n"
+	"ptrace rules apply).\n"
+	"  -a, --all       every mapping\n"
+	"  -j, -J, --json  the same as one JSON object\n"
+	"  --check         each region's key and protection against what mpkit set\n"
+	"                  (mpk_audit from outside); not with --all or --json\n"
+	"exit status: 0; --check: 0 all match, 1 a mismatch, 2 an error; 2 usage\n",
+};

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * `mpkit run [--sealed|--open] [--stats] -- PROG ARGS`: PROG with
+ * `mpkit run [--sealed|--open] [--stats] [--] PROG ARGS`: PROG with
  * libmpkit-malloc.so preloaded (src/malloc/), every malloc() of it on an
  * mpkit heap; and the preload-and-exec step it shares with `mpkit watch`.
  */
@@ -44,52 +44,39 @@ int cli_exec_preloaded(const char *cmd, const char *var, const char *name, char 
 	return err == ENOENT || err == ENOTDIR ? CLI_EXEC_NOT_FOUND : CLI_EXEC_CANNOT_RUN;
 }
 
-static void run_usage(FILE *f)
+static int cmd_run(int argc, char **argv)
 {
-	fprintf(f, "usage: mpkit run [--sealed|--open] [--stats] -- PROG [ARGS]\n"
-		   "PROG's malloc(), free() and the rest of the C library's allocation calls\n"
-		   "(C++ new and delete too) go to an mpkit heap (libmpkit-malloc.so).\n"
-		   "  --sealed  the heap's metadata is closed between calls (MPKIT_HEAP_META=closed)\n"
-		   "  --open    it stays open (MPKIT_HEAP_META=open)\n"
-		   "  default   MPKIT_HEAP_META as set, else auto: sealed on hw, where an open\n"
-		   "            is 2 WRPKRU; open on soft, where each open is 2 mprotect()\n"
-		   "            calls (python3 ran many times slower sealed: mpkit-run(1))\n"
-		   "  --stats   at exit, PROG's calls and metadata opens per call on stderr\n"
-		   "            (MPKIT_MALLOC_STATS=1)\n"
-		   "  MPKIT_MALLOC_LIB=PATH  the library to preload, instead of libmpkit-malloc.so\n"
-		   "                         in mpkit's helpers' directory\n"
-		   "PROG's children inherit the preload (LD_PRELOAD).\n"
-		   "exit status: PROG's; %d no library to preload or mpkit cannot start\n"
-		   "(a bad MPKIT_* variable), %d PROG cannot run,\n"
-		   "%d PROG not found, 2 usage\n",
-		CLI_EXEC_FAILED, CLI_EXEC_CANNOT_RUN, CLI_EXEC_NOT_FOUND);
-}
+	static const struct option longopts[] = {
+		{ "sealed", no_argument, NULL, 's' },
+		{ "open", no_argument, NULL, 'o' },
+		{ "stats", no_argument, NULL, 'S' },
+		{ "help", no_argument, NULL, 'h' },
+		{ NULL, 0, NULL, 0 },
+	};
+	const char *meta = NULL;
+	int o;
 
-int cmd_run(char **argv)
-{
-	int i = 1;
-
-	if (argv[1] && (!strcmp(argv[1], "--help") || !strcmp(argv[1], "-h"))) {
-		run_usage(stdout);
-		return cli_finish_output("run", 0);
-	}
-	for (; argv[i] && strcmp(argv[i], "--"); i++) {
-		if (!strcmp(argv[i], "--sealed")) {
-			setenv("MPKIT_HEAP_META", "closed", 1);
-		} else if (!strcmp(argv[i], "--open")) {
-			setenv("MPKIT_HEAP_META", "open", 1);
-		} else if (!strcmp(argv[i], "--stats")) {
-			setenv("MPKIT_MALLOC_STATS", "1", 1);
-		} else {
-			fprintf(stderr, "mpkit run: unknown option '%s'\n", argv[i]);
-			run_usage(stderr);
+	/* "+": the first operand is PROG, and what follows it is PROG's */
+	while ((o = cli_getopt(&cli_run, argc, argv, "+h", longopts)) != -1) {
+		if (o == 'h')
+			return cli_help(&cli_run);
+		if (o == '?')
 			return 2;
+		if (o == 'S') {
+			setenv("MPKIT_MALLOC_STATS", "1", 1);
+			continue;
 		}
+		const char *m = o == 's' ? "closed" : "open";
+		if (meta && strcmp(meta, m))
+			return cli_conflict(&cli_run, "--sealed", "--open");
+		meta = m;
 	}
-	if (!argv[i] || !argv[i + 1]) {
-		run_usage(stderr);
+	if (optind >= argc) {
+		cli_usage(&cli_run, stderr);
 		return 2;
 	}
+	if (meta)
+		setenv("MPKIT_HEAP_META", meta, 1);
 	/* What would make the drop-in fall back to its unprotected internal
 	 * allocator in PROG (a bad MPKIT_* variable, hw asked for and
 	 * missing) stops here instead. */
@@ -97,5 +84,25 @@ int cmd_run(char **argv)
 		fprintf(stderr, "mpkit run: mpkit cannot start: %s (mpkit info says why)\n", strerror(errno));
 		return CLI_EXEC_FAILED;
 	}
-	return cli_exec_preloaded("run", "MPKIT_MALLOC_LIB", "libmpkit-malloc.so", argv + i + 1);
+	return cli_exec_preloaded("run", "MPKIT_MALLOC_LIB", "libmpkit-malloc.so", argv + optind);
 }
+
+const struct cli_command cli_run = {
+	"run", cmd_run, "[--sealed|--open] [--stats] [--] PROG [ARGS]",
+	"PROG with its malloc() on an mpkit heap, the metadata closed between calls",
+	"PROG's malloc(), free() and the rest of the C library's allocation calls\n"
+	"(C++ new and delete too) go to an mpkit heap (libmpkit-malloc.so).  Options\n"
+	"come before PROG: what follows PROG is PROG's own (-- is optional).\n"
+	"  --sealed  the heap's metadata is closed between calls (MPKIT_HEAP_META=closed)\n"
+	"  --open    it stays open (MPKIT_HEAP_META=open); not with --sealed\n"
+	"  default   MPKIT_HEAP_META as set, else auto: sealed on hw, where an open\n"
+	"            is 2 WRPKRU; open on soft, where each open is 2 mprotect()\n"
+	"            calls (python3 ran many times slower sealed: mpkit-run(1))\n"
+	"  --stats   at exit, PROG's calls and metadata opens per call on stderr\n"
+	"            (MPKIT_MALLOC_STATS=1)\n"
+	"  MPKIT_MALLOC_LIB=PATH  the library to preload, instead of libmpkit-malloc.so\n"
+	"                         in mpkit's helpers' directory\n"
+	"PROG's children inherit the preload (LD_PRELOAD).\n"
+	"exit status: PROG's; 125 no library to preload or mpkit cannot start\n"
+	"(a bad MPKIT_* variable), 126 PROG cannot run, 127 PROG not found, 2 usage\n",
+};

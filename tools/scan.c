@@ -17,26 +17,31 @@
 
 #include "cli.h"
 #include "scan.h"
-#include "scan_cmd.h"
+#include "json.h"
 
 struct out {
 	FILE *f; /* the report, in memory until every input is scanned */
 	int json;
 	int count, nmaps, ncls[4];
 	const char *last;
-	char maps[8192]; /* what was scanned, printed at the end */
+	FILE *mf; /* what was scanned, printed at the end */
+	char *maps;
+	size_t maps_size;
 };
 
 static void note_mapping(const char *where, uint64_t addr, uint64_t len, uint64_t nread, void *arg)
 {
 	struct out *o = arg;
-	size_t used = strlen(o->maps);
-	const char *fmt = o->json ? "%s{\"where\": \"%s\", \"address\": \"0x%llx\", \"bytes\": %llu, \"read\": %llu}"
-				  : "%s  %s 0x%llx, %llu bytes, %llu read\n";
-	if (strchr(where, '"') || strchr(where, '\\'))
-		where = "?";
-	snprintf(o->maps + used, sizeof(o->maps) - used, fmt, o->json && o->nmaps ? ", " : "", where,
-		 (unsigned long long)addr, (unsigned long long)len, (unsigned long long)nread);
+
+	if (o->json) {
+		fprintf(o->mf, "%s{\"where\": ", o->nmaps ? ", " : "");
+		mpk_json_str(o->mf, where);
+		fprintf(o->mf, ", \"address\": \"0x%llx\", \"bytes\": %llu, \"read\": %llu}", (unsigned long long)addr,
+			(unsigned long long)len, (unsigned long long)nread);
+	} else {
+		fprintf(o->mf, "  %s 0x%llx, %llu bytes, %llu read\n", where, (unsigned long long)addr,
+			(unsigned long long)len, (unsigned long long)nread);
+	}
 	o->nmaps++;
 }
 
@@ -58,14 +63,11 @@ static int print_gadget(const struct mpk_gadget *g, void *arg)
 	o->ncls[g->cls & 3]++;
 	if (o->json) {
 		fprintf(o->f, "%s\n    {\"where\": ", o->count ? "," : "");
-		cli_json_fstr(o->f, g->where);
+		mpk_json_str(o->f, g->where);
 		fprintf(o->f, ", \"address\": \"0x%llx\", \"offset\": %llu, \"kind\": \"%s\", \"symbol\": ",
 			(unsigned long long)g->addr, (unsigned long long)g->file_off,
 			mpk__gadget_kind_name(g->kind));
-		if (g->sym)
-			cli_json_fstr(o->f, g->sym);
-		else
-			fprintf(o->f, "null");
+		mpk_json_str(o->f, g->sym);
 		fprintf(o->f, ", \"symbol_offset\": %llu, \"class\": \"%s\", \"mpkit\": %s",
 			(unsigned long long)(g->sym ? g->sym_off : 0), mpk__site_class_name(g->cls),
 			g->mpkit ? "true" : "false");
@@ -92,48 +94,56 @@ static int print_gadget(const struct mpk_gadget *g, void *arg)
 	return 0;
 }
 
-static int scan_usage(FILE *f)
+/* The options: -1 to go on, or the exit status. */
+static int parse(int argc, char **argv, struct out *o, long *pid)
 {
-	fprintf(f, "usage: mpkit scan [--json] FILE...\n"
-		   "       mpkit scan [--json] --pid PID   (every executable mapping, vDSO included)\n"
-		   "classes: mpkit (its checked sites), rop (loads a chosen PKRU only if the\n"
-		   "attacker sets EAX, and for XRSTOR the image, first), gadget (the code itself\n"
-		   "gives the value: a jump is enough)\n"
-		   "exit status: 0 no gadget, 1 a gadget (rop sites do not count), 2 an\n"
-		   "error (an input that cannot be read, a write error, a usage error)\n");
-	return f == stdout && cli_output_ok("scan") ? 0 : 2;
+	static const struct option longopts[] = {
+		{ "json", no_argument, NULL, 'j' },
+		{ "pid", required_argument, NULL, 'p' },
+		{ "help", no_argument, NULL, 'h' },
+		{ NULL, 0, NULL, 0 },
+	};
+	int c;
+
+	while ((c = cli_getopt(&cli_scan, argc, argv, "jJp:h", longopts)) != -1) {
+		char *end;
+		if (c == 'h')
+			return cli_help(&cli_scan) ? 2 : 0;
+		if (c == '?')
+			return 2;
+		if (c != 'p') {
+			o->json = 1;
+			continue;
+		}
+		*pid = strtol(optarg, &end, 10);
+		if (*end || end == optarg || *pid < 0) {
+			fprintf(stderr, "mpkit scan: bad pid '%s'\n", optarg);
+			return 2;
+		}
+	}
+	if (*pid >= 0 && optind < argc)
+		return cli_conflict(&cli_scan, "--pid", "a FILE");
+	if (*pid < 0 && optind == argc) {
+		cli_usage(&cli_scan, stderr);
+		return 2;
+	}
+	return -1;
 }
 
-int mpk_cmd_scan(int argc, char **argv)
+static int cmd_scan(int argc, char **argv)
 {
 	struct out o = { 0 };
 	struct mpk_scan_cb cb = { print_gadget, note_mapping, &o };
 	long pid = -1, gadgets = 0;
-	int nfiles = 0, err = 0;
+	int err = 0, rc = parse(argc, argv, &o, &pid);
 	char *report = NULL;
 	size_t size = 0;
 
-	for (int i = 1; i < argc; i++) {
-		if (cli_is_json_flag(argv[i]))
-			o.json = 1;
-		else if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h"))
-			return scan_usage(stdout);
-		else if (!strcmp(argv[i], "--pid") && i + 1 < argc) {
-			char *end;
-			pid = strtol(argv[++i], &end, 10);
-			if (*end || pid < 0) {
-				fprintf(stderr, "mpkit scan: bad pid '%s'\n", argv[i]);
-				return 2;
-			}
-		} else if (argv[i][0] == '-')
-			return scan_usage(stderr);
-		else
-			nfiles++;
-	}
-	if ((pid >= 0) == (nfiles > 0))
-		return scan_usage(stderr);
+	if (rc >= 0)
+		return rc;
 	o.f = open_memstream(&report, &size);
-	if (!o.f) {
+	o.mf = open_memstream(&o.maps, &o.maps_size);
+	if (!o.f || !o.mf) {
 		fprintf(stderr, "mpkit scan: %s\n", strerror(errno));
 		return 2;
 	}
@@ -145,23 +155,20 @@ int mpk_cmd_scan(int argc, char **argv)
 			fprintf(stderr, "mpkit scan: pid %ld: %s\n", pid, strerror(errno));
 			err = 1;
 		}
-	} else {
-		for (int i = 1; i < argc; i++) {
-			if (argv[i][0] == '-') {
-				i += !strcmp(argv[i], "--pid");
-				continue;
-			}
-			long n = mpk__scan_file(argv[i], &cb);
-			if (n < 0) {
-				fprintf(stderr, "mpkit scan: %s: %s\n", argv[i],
-					errno == ENOEXEC ? "not a 64-bit ELF file" : strerror(errno));
-				err = 1;
-			} else
-				gadgets += n;
-		}
+	}
+	for (int i = optind; i < argc; i++) {
+		long n = mpk__scan_file(argv[i], &cb);
+		if (n < 0) {
+			fprintf(stderr, "mpkit scan: %s: %s\n", argv[i],
+				errno == ENOEXEC ? "not a 64-bit ELF file" : strerror(errno));
+			err = 1;
+		} else
+			gadgets += n;
 	}
 	if (gadgets < 0)
 		gadgets = 0;
+	if (fclose(o.mf))
+		err = 1;
 	if (o.json)
 		fprintf(o.f, "%s], \"scanned\": [%s], \"total\": %d, \"classes\": {\"mpkit\": %d, \"rop\": %d, "
 			"\"gadget\": %ld}, \"outside_mpkit\": %d}\n",
@@ -172,6 +179,7 @@ int mpk_cmd_scan(int argc, char **argv)
 			o.count == 1 ? "" : "s", o.ncls[MPK_SITE_MPKIT], o.ncls[MPK_SITE_ROP], gadgets,
 			gadgets == 1 ? "" : "s");
 	free((void *)o.last);
+	free(o.maps);
 	if (fclose(o.f)) {
 		fprintf(stderr, "mpkit scan: the report: %s\n", strerror(errno));
 		err = 1;
@@ -183,3 +191,17 @@ int mpk_cmd_scan(int argc, char **argv)
 		return 2;
 	return gadgets ? 1 : 0;
 }
+
+const struct cli_command cli_scan = {
+	"scan", cmd_scan, "[--json|-J|-j] FILE... | [--json] --pid PID",
+	"WRPKRU and XRSTOR sites in executable code, classed; exit 1 on a gadget",
+	"Every WRPKRU and XRSTOR byte sequence in the executable code of each FILE,\n"
+	"or of every executable mapping of process PID (vDSO included), with its\n"
+	"symbol and class: mpkit (its checked sites), rop (loads a chosen PKRU only\n"
+	"if the attacker sets EAX, and for XRSTOR the image, first), gadget (the\n"
+	"code itself gives the value: a jump is enough).\n"
+	"  -j, -J, --json  the report as one JSON object\n"
+	"  -p, --pid PID   a running process, not files\n"
+	"exit status: 0 no gadget, 1 a gadget (rop sites do not count), 2 an\n"
+	"error (an input that cannot be read, a write error, a usage error)\n",
+};
