@@ -91,7 +91,7 @@ endif
 endif
 
 # The library's sources by layer, bottom to top (docs/guide.md, Layout;
-# tests/check-layers.sh keeps includes pointing down).
+# tests/check-layers.sh keeps includes and calls pointing down).
 ARCH := $(shell uname -m)
 ifeq ($(ARCH),x86_64)
 ARCH_SRC := src/arch/x86/cpu.c src/arch/x86/frames.c
@@ -103,7 +103,7 @@ SHARED_SRC := src/shared/procmaps.c src/shared/scan.c src/shared/scan_class.c sr
               src/shared/mapcheck.c src/shared/unwind.c
 CORE_SRC := $(addprefix src/core/,init.c env.c os.c os_signal.c domain.c region.c window.c secretmem.c \
             memory.c code_region.c rights.c soft.c broadcast.c thread.c thread_start.c fork.c \
-            fault.c backtrace.c registry.c audit.c ialloc.c sort.c)
+            fault.c hooks.c backtrace.c registry.c audit.c ialloc.c sort.c)
 HEAP_SRC := $(addprefix src/heap/,meta.c map.c run.c big.c heap.c calls.c misuse.c cache.c fork.c vault.c vlist.c)
 LOCKDOWN_SRC := $(addprefix src/lockdown/,lockdown.c lockdown_bpf.c landlock.c)
 FEATURE_SRC := src/features/code.c src/features/watch.c
@@ -743,7 +743,8 @@ bench-sqlite: $(B)/mpkit-bench-sqlite
 # skip here, a failure with MPKIT_VM_REQUIRED=1 (CI).  The two suites'
 # summary lines are repeated at the end, where they are easy to find.
 check: all tests
-	@tests/check-layers.sh
+	@tests/check-layers.sh $(B)
+	@tests/check-layers-test.sh $(B)
 	@tests/check-exports.sh $(B)/libmpkit.so
 	@tests/check-man.sh $(B)/libmpkit.so
 	@tests/check-header.sh "$(CC)"
@@ -759,7 +760,8 @@ check: all tests
 	exit $$rc
 
 check-native: all tests
-	@tests/check-layers.sh
+	@tests/check-layers.sh $(B)
+	@tests/check-layers-test.sh $(B)
 	@tests/check-exports.sh $(B)/libmpkit.so
 	@tests/check-man.sh $(B)/libmpkit.so
 	@tests/check-header.sh "$(CC)"

@@ -25,10 +25,9 @@
 #include "bench.h"
 #include "output.h"
 #include "mpkit.h"
-
-void *mpk__window_carve(size_t len, size_t align);
-void mpk__window_uncarve(void *p, size_t len);
-int mpk__region_register(mpk_domain *d, void *p, size_t len, bool add);
+/* Carving window units and registering regions there: internal, from
+ * libmpkit.a. */
+#include "../src/core/testing.h"
 
 static double now_ns(void)
 {

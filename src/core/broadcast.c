@@ -40,6 +40,7 @@
 
 #include "internal.h"
 #include "os.h"
+#include "testing.h"
 
 
 #define MAX_WAIT_NS (5ull * 1000 * 1000 * 1000)

@@ -13,6 +13,7 @@
 #include "mpkit.h"
 #include "../arch/arch.h"
 #include "core.h"
+#include "testing.h"
 
 #define MPK_DOMAIN_DEAD  0x64656164u /* "dead" */
 #define MPK_NAME_MAX 63
@@ -239,10 +240,9 @@ void mpk__fast_publish(struct mpk_domain *d, int k);
  * least recently used domain's if it can be evicted exactly.  0 or -1. */
 int mpk__key_acquire(struct mpk_domain *d);
 
-/* broadcast.c: apply reg = (reg & ~clear) | set in every thread, by
- * signalling each with MPK_SIGNAL (core.h). */
-int mpk__broadcast(mpk_reg_t clear, mpk_reg_t set);
-/* The general form: if fn is set, each thread (the caller too) gets
+/* broadcast.c: mpk__broadcast() (testing.h: tests and the benchmark
+ * call it too) applies reg = (reg & ~clear) | set in every thread.  The
+ * general form: if fn is set, each thread (the caller too) gets
  * (reg & ~clear) | (fn(arg) & clear), fn running in that thread (signal
  * context: async-signal-safe, no locks).  seen_and/seen_or: the AND and OR
  * of the registers of every thread reached, before the edit. */
@@ -256,27 +256,15 @@ struct mpk_bcast {
 	bool undo_on_fail;
 };
 int mpk__broadcast_ex(struct mpk_bcast *b);
-/* Benchmarks on machines without keys: run the protocol on any backend,
- * the frame edit replaced by a no-op (on 1, off 0).  Not exported. */
-void mpk__broadcast_stub(int on);
 /* io_uring kernel threads the latest broadcast passed over (its /proc
  * scan): they keep whatever rights the kernel gave them.  Under bc_lock's
  * callers' mpk_g.lock. */
 int mpk__broadcast_io_threads(void);
 /* Broadcasts made (mpk_stats_get). */
 uint64_t mpk__broadcast_count(void);
-/* Signals sent, system calls made by broadcasting threads, /proc scans. */
-void mpk__broadcast_counters(uint64_t c[3]);
-/* Of those system calls, the ones slow answers cost: waits that timed out
- * and the looks at late threads after them (scheduling, not protocol). */
-uint64_t mpk__broadcast_slow_syscalls(void);
-/* Threads left alone because they held the target rights already; with
- * noskip on, every thread is signalled (tests, benchmarks). */
-uint64_t mpk__broadcast_skipped(void);
 /* From initialisation, hw: register for membarrier(), without which every
  * broadcast signals every thread. */
 void mpk__broadcast_setup(void);
-void mpk__broadcast_noskip(int on);
 
 /*
  * thread.c: the threads mpkit has seen.  A thread registers on its first

@@ -228,7 +228,7 @@ MPK_EXPORT int mpk_adopt(mpk_domain *d, void *addr, size_t len)
 	}
 	struct mpk_region *r = mpk__region_add(d, addr, len);
 	/* After mpk_lockdown(): a filter of its own, as a late window gets. */
-	if (!r || mpk__lockdown_cover((uintptr_t)addr, (uintptr_t)addr + len)) {
+	if (!r || mpk__cover((uintptr_t)addr, (uintptr_t)addr + len)) {
 		err = errno;
 		if (r)
 			mpk__region_del(r);

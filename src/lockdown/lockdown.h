@@ -31,9 +31,6 @@ int mpk__bpf_build(struct sock_filter *out, size_t *len, const struct mpk_range 
 int mpk__bpf_build_range(struct sock_filter *out, size_t *len, uintptr_t lo, uintptr_t hi,
 			 uintptr_t trusted_ip, unsigned flags);
 
-/* mpk__lockdown_cover() (core.h) is also how a window added after
- * lockdown gets covered: called under the window lock, takes none. */
-
 /* Landlock: a ruleset under which this process's /proc/PID/mem and
  * /proc/PID/task/TID/mem cannot be opened, everything else can be read and
  * written as before.  Returns its fd, or -1 with errno (ENOTSUP: no
