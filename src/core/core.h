@@ -203,7 +203,7 @@ bool mpk__fault_hooks_run(siginfo_t *si, void *uc);
  * metadata), marked owned so a user's mpk_free() of one fails with EINVAL. */
 void *mpk__alloc_owned(mpk_domain *d, size_t len);
 int mpk__free_owned(mpk_domain *d, void *addr);
-/* Resize an owned region (mremap, moving it if need be; its key and
+/* owned.c: resize an owned region (mremap, moving it if need be; its key and
  * protection go with it): the new start, or NULL/errno, nothing changed. */
 void *mpk__remap_owned(mpk_domain *d, void *addr, size_t new_len);
 /* backtrace.c: the report's backtrace on fd, async-signal-safe: names,
@@ -277,7 +277,7 @@ size_t mpk__kept_each(void (*fn)(uintptr_t lo, uintptr_t hi, void *arg), void *a
 /* Whether [addr, addr+len) touches a range mpkit keeps reserved after
  * mpk_lockdown() (given back outside the windows, still covered). */
 bool mpk__range_kept(const void *addr, size_t len);
-/* Fresh memory for d, owned, len bytes aligned to align (as
+/* owned.c: fresh memory for d, owned, len bytes aligned to align (as
  * mpk__window_map), PROT_NONE until d's protection is put on it (for the
  * heap's chunks and guarded blocks, which mpk__free_owned() gives back);
  * flags: 0 or MPK__REGION_VAULT, which MPK__REGION_GROWS may join: then

@@ -27,7 +27,7 @@ void mpk__test_fail(int kind, int nth, int err);
 /* window.c: the address range of a window unit, reserved but not mapped
  * (tests and the benchmark register many regions without spending VMAs:
  * the kernel's vm.max_map_count is 65530 by default); _uncarve gives it
- * back.  memory.c carves too. */
+ * back.  owned.c carves too (a region that moves). */
 void *mpk__window_carve(size_t len, size_t align);
 void mpk__window_uncarve(void *p, size_t len);
 /* region.c: make [p, p+len) (carved, not mapped) a region of d (add) or
