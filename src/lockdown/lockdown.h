@@ -10,7 +10,7 @@
 #include <stdint.h>
 
 #define MPK_BPF_MAX 4096 /* BPF_MAXINSNS */
-/* Domain ranges the filter can hold: 25 instructions each (a range check
+/* Domain ranges the filter can hold: 22 instructions each (a range check
  * for others' calls, a containment check for mpkit's PROT_EXEC). */
 #define MPK_LOCK_MAX_RANGES 150
 
