@@ -1,6 +1,6 @@
 /*
  * hw, virtual domains under failure (test-only hook mpk__test_fail() in
- * src/os.c): pkey_alloc() failing with ENOSPC makes a create evict; a
+ * src/core/os.c): pkey_alloc() failing with ENOSPC makes a create evict; a
  * pkey_mprotect() failing half-way through the eviction leaves the victim
  * on its key, its two regions intact and protected (SEGV_PKUERR with its
  * key), and the new domain keyless but working (SEGV_ACCERR when closed).

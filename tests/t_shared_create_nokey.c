@@ -1,6 +1,6 @@
 /*
  * hw: creating a shared domain when pkey_alloc() fails (ENOSPC injected
- * through the test-only hook mpk__test_fail() in src/os.c) still works
+ * through the test-only hook mpk__test_fail() in src/core/os.c) still works
  * (virtual domains: it evicts the least recently used domain that can go
  * exactly, or stays keyless): every thread, existing or later, sees the
  * rights; the other domain keeps its contents, rights and protection.

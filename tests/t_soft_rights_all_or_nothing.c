@@ -1,10 +1,10 @@
 /*
  * Soft backend: mpk_rights_restore() and mpk_set_all() are all or nothing.
  * With an mprotect() failure injected in the middle (the test-only hook
- * mpk__test_fail() in src/os.c), the call fails with the injected errno and
- * every domain keeps its rights and its protection (reads fault in a child,
- * SEGV_ACCERR at the address); without it the same call succeeds and the
- * accesses are allowed.
+ * mpk__test_fail() in src/core/os.c), the call fails with the injected
+ * errno and every domain keeps its rights and its protection (reads fault
+ * in a child, SEGV_ACCERR at the address); without it the same call
+ * succeeds and the accesses are allowed.
  */
 #include "t.h"
 #include "../src/core/testing.h"
