@@ -97,7 +97,7 @@ ALL_CFLAGS  = $(MPK_CFLAGS) $(MPK_XCFLAGS) $(CPPFLAGS) $(CFLAGS)
 ALL_LDFLAGS = $(MPK_LDFLAGS) $(LDFLAGS)
 
 # The library's sources by layer, bottom to top (docs/guide.md, Layout;
-# tests/check-layers.sh keeps includes pointing down).
+# tests/check-layers.sh keeps includes and calls pointing down).
 ARCH := $(shell uname -m)
 ifeq ($(ARCH),x86_64)
 ARCH_SRC := src/arch/x86/cpu.c src/arch/x86/frames.c
@@ -106,10 +106,10 @@ ARCH_SRC := src/arch/none/cpu.c
 endif
 # Code and formats the library shares with the tools (libc only).
 SHARED_SRC := src/shared/procmaps.c src/shared/scan.c src/shared/scan_class.c src/shared/insn.c src/shared/insn_0f.c \
-              src/shared/mapcheck.c src/shared/unwind.c
-CORE_SRC := $(addprefix src/core/,init.c env.c os.c os_signal.c domain.c region.c window.c secretmem.c \
-            memory.c code_region.c rights.c soft.c broadcast.c thread.c thread_start.c fork.c \
-            fault.c backtrace.c registry.c audit.c ialloc.c sort.c)
+              src/shared/mapcheck.c src/shared/unwind.c src/shared/env.c
+CORE_SRC := $(addprefix src/core/,init.c os.c os_signal.c domain.c region.c window.c secretmem.c \
+            memory.c owned.c code_region.c rights.c soft.c broadcast.c thread.c thread_start.c fork.c \
+            fault.c hooks.c backtrace.c registry.c audit.c ialloc.c sort.c)
 HEAP_SRC := $(addprefix src/heap/,meta.c map.c run.c big.c heap.c calls.c misuse.c cache.c fork.c vault.c vlist.c)
 LOCKDOWN_SRC := $(addprefix src/lockdown/,lockdown.c lockdown_bpf.c landlock.c)
 FEATURE_SRC := src/features/code.c src/features/watch.c
@@ -252,7 +252,7 @@ SO_RPATH = -Wl,-rpath,$(abspath $(B))
 # src/shared/env.h).  Both are self-contained: the copy shares no state with the
 # library.  tools/paths.c says where the helpers are (INST compiles it for
 # the installed layout).
-CLI_LIB_SRC := src/shared/scan.c src/shared/scan_class.c src/shared/insn.c src/shared/insn_0f.c src/core/env.c
+CLI_LIB_SRC := src/shared/scan.c src/shared/scan_class.c src/shared/insn.c src/shared/insn_0f.c src/shared/env.c
 CLI_OBJ := $(addprefix $(B)/obj/tools/,mpkit.o cli.o info.o scan.o maps.o maps_check.o run.o watch.o bench.o) \
            $(CLI_LIB_SRC:%.c=$(B)/obj/%.o) $(SHARED_OBJ) $(B)/obj/src/shared/json.o
 $(B)/mpkit: $(CLI_OBJ) $(B)/obj/tools/paths.o $(B)/libmpkit.so
@@ -816,7 +816,8 @@ bench-sqlite: $(B)/mpkit-bench-sqlite
 # skip here, a failure with MPKIT_VM_REQUIRED=1 (CI).  The two suites'
 # summary lines are repeated at the end, where they are easy to find.
 check: all tests
-	@tests/check-layers.sh
+	@tests/check-layers.sh $(B)
+	@tests/check-layers-test.sh $(B)
 	@tests/check-exports.sh $(B)/libmpkit.so
 	@tests/check-man.sh $(B)/libmpkit.so
 	@tests/check-header.sh "$(CC)"
@@ -832,7 +833,8 @@ check: all tests
 	exit $$rc
 
 check-native: all tests
-	@tests/check-layers.sh
+	@tests/check-layers.sh $(B)
+	@tests/check-layers-test.sh $(B)
 	@tests/check-exports.sh $(B)/libmpkit.so
 	@tests/check-man.sh $(B)/libmpkit.so
 	@tests/check-header.sh "$(CC)"

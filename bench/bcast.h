@@ -5,6 +5,9 @@
 
 #include <stdint.h>
 
+/* mpk__broadcast() and its counters: internal, from libmpkit.a. */
+#include "../src/core/testing.h"
+
 #define BENCH_BCAST_MAXT 16
 
 struct bench_bcast {
@@ -13,12 +16,6 @@ struct bench_bcast {
 	double signals, syscalls, scans; /* per broadcast, broadcasting thread */
 	double held_signals, held_syscalls; /* the same, all holding the target */
 };
-
-/* Internal, from libmpkit.a (hidden in the .so). */
-int mpk__broadcast(uint32_t clear, uint32_t set);
-void mpk__broadcast_stub(int on);
-void mpk__broadcast_counters(uint64_t c[3]);
-void mpk__broadcast_noskip(int on);
 
 /* n (1..BENCH_BCAST_MAXT) other threads blocked in read(), runs samples of
  * iters broadcasts each.  On a machine without keys, call

@@ -27,10 +27,9 @@
 #include "output.h"
 #include "timing.h"
 #include "mpkit.h"
-
-void *mpk__window_carve(size_t len, size_t align);
-void mpk__window_uncarve(void *p, size_t len);
-int mpk__region_register(mpk_domain *d, void *p, size_t len, bool add);
+/* Carving window units and registering regions there: internal, from
+ * libmpkit.a. */
+#include "../src/core/testing.h"
 
 static int counts[3] = { 10, 1000, 100000 };
 static void *units[100000];

@@ -5,13 +5,31 @@
 #    unit tests of internals in tests/ may);
 #  - tools/, bench/ and examples/ include nothing from src/ but the public
 #    header and src/shared/ (a name that is neither theirs nor known here
-#    fails too, so that a new -I cannot open another door);
+#    fails too, so that a new -I cannot open another door); bench/ may
+#    include src/core/testing.h too, the core's calls that its scale and
+#    broadcast benchmarks time;
 #  - the Layout section of docs/guide.md names every source file in src/,
 #    and names none that is not there;
 #  - no function in bench/*.c is over 80 lines: a benchmark's parsing,
-#    runs and table stay apart, each readable on one screen.
+#    runs and table stay apart, each readable on one screen;
+#  - tests/, bench/, tools/ and examples/ write no prototype of the
+#    library's internal calls (mpk__*, mpk_os_*, mpk_arch_*) by hand: the
+#    compiler never holds such a copy to the definition.  They include the
+#    header the definition includes: src/core/testing.h (tests' and the
+#    benchmarks' hooks), or for tests any internal header (core.h, os.h);
+#  - calls point down, as the linker sees them: in the objects of BUILD
+#    (the argument, build by default; make check passes its $(B)), every
+#    mpk_ symbol an object of src/LAYER/ leaves undefined (nm -u) is
+#    defined in the same layer or one below: arch, shared, core, then
+#    heap, lockdown and features side by side (none calls another), then
+#    malloc.  A layer below that must reach one above offers a hook that
+#    the one above installs (src/core/hooks.c).
 # Exit 0 when all hold, 1 with a line per violation.
+# tests/check-layers-test.sh plants violations in a copy and checks that
+# they are seen.
 top=$(cd "$(dirname "$0")/.." && pwd)
+build=${1:-build}
+case $build in /*) ;; *) build=$(pwd)/$build ;; esac
 cd "$top" || exit 1
 guide=docs/guide.md
 tmp=$(mktemp -d) || exit 1
@@ -47,8 +65,9 @@ for f in $(find tools bench examples -type f -name '*.[ch]' | LC_ALL=C sort); do
 	includes "$f" | while read -r kind name; do
 		case $name in
 		*src/*)
-			case $name in
-			src/shared/* | */src/shared/*) ;;
+			case $f:$name in
+			*:src/shared/* | *:*/src/shared/*) ;;
+			bench/*:src/core/testing.h | bench/*:*/src/core/testing.h) ;;
 			*) bad "$f includes $name: from src/ only mpkit.h and src/shared/ may be included" ;;
 			esac
 			continue ;;
@@ -111,9 +130,78 @@ while read -r line; do
 	bad "$line"
 done < "$tmp/long"
 
+# 5. No prototype of an internal call written by hand outside src/: a
+# declaration (a type, then the name and its parenthesis) at the start of
+# a line, not a call (return x(...), a = x(...)) nor a comment.
+find tests bench tools examples -type f -name '*.[ch]' | LC_ALL=C sort |
+	xargs grep -nE '^[[:space:]]*([A-Za-z_][A-Za-z0-9_]*[[:space:]*]+)+(mpk__|mpk_os_|mpk_arch_)[A-Za-z0-9_]*[[:space:]]*\(|^(mpk__|mpk_os_|mpk_arch_)[A-Za-z0-9_]*[[:space:]]*\(' |
+	grep -vE '^[^:]*:[0-9]+:[[:space:]]*(return|else|case|do|goto)[[:space:]]' > "$tmp/protos"
+while IFS= read -r line; do
+	bad "${line%%:[!0-9]*}: an internal call's prototype written by hand, \"$(printf '%s' "${line#*:*:}" | sed 's/^[[:space:]]*//')\": include the header its definition includes (src/core/testing.h)"
+done < "$tmp/protos"
+
+# 6. Calls point down.  An object per source of src/ (the library's in
+# obj/, the drop-in's in preload/; none for another architecture's).
+rank() {
+	case $1 in
+	arch) echo 0 ;; shared) echo 1 ;; core) echo 2 ;;
+	heap | lockdown | features) echo 3 ;; malloc) echo 4 ;; *) echo 9 ;;
+	esac
+}
+: > "$tmp/objs"
+[ -d "$build/obj/src" ] || bad "$build/obj/src: no objects there; build first (make all tests), or name the build directory"
+[ -d "$build/obj/src" ] && for f in $(grep -E '\.c$' "$tmp/sources"); do
+	o=${f%.c}.o
+	if [ -f "$build/obj/$o" ]; then
+		echo "$build/obj/$o $f" >> "$tmp/objs"
+	elif [ -f "$build/preload/$o" ]; then
+		echo "$build/preload/$o $f" >> "$tmp/objs"
+	else
+		case $f in src/arch/*) ;; *) bad "$f has no object in $build/obj/ or $build/preload/: build it first (make all tests), or name the build directory" ;; esac
+	fi
+done
+# "symbol layer rank object" for each mpk_ symbol the objects define
+# (globally) and leave undefined; nm -A names the object on each line.
+: > "$tmp/defs"
+: > "$tmp/undefs"
+while read -r o f; do
+	layer=${f#src/}
+	layer=${layer%%/*}
+	echo "$o ${f%.c}.o $layer $(rank "$layer")"
+done < "$tmp/objs" > "$tmp/layers"
+if [ -s "$tmp/objs" ]; then
+	pick='NR == FNR { obj[$1] = $2; lay[$1] = $3; rk[$1] = $4; next }
+	{ o = substr($0, 1, index($0, ":") - 1) }
+	$NF ~ /^mpk_/ && (o in obj) { print $NF, lay[o], rk[o], obj[o] }'
+	# shellcheck disable=SC2046
+	${NM:-nm} -A -g --defined-only $(cut -d' ' -f1 "$tmp/objs") | awk "$pick" "$tmp/layers" - > "$tmp/defs"
+	# shellcheck disable=SC2046
+	${NM:-nm} -A -u $(cut -d' ' -f1 "$tmp/objs") | awk "$pick" "$tmp/layers" - > "$tmp/undefs"
+fi
+awk 'NR == FNR { def[$1] = def[$1] " " $2 ":" $3 ":" $4; next }
+{
+	sym = $1; l = $2; r = $3; o = $4
+	if (!(sym in def)) {
+		printf "%s (%s) calls %s, which no object of src/ defines\n", o, l, sym
+		next
+	}
+	n = split(def[sym], d, " "); ok = 0; where = ""
+	for (i = 1; i <= n; i++) {
+		split(d[i], p, ":")
+		if (p[1] == l || p[2] < r)
+			ok = 1
+		where = where (where ? ", " : "") p[1] " (" p[3] ")"
+	}
+	if (!ok)
+		printf "%s (%s) calls %s, defined in %s: a layer calls its own and those below; one below that must reach up offers a hook (src/core/hooks.c)\n", o, l, sym, where
+}' "$tmp/defs" "$tmp/undefs" | LC_ALL=C sort -u > "$tmp/calls"
+while IFS= read -r line; do
+	bad "$line"
+done < "$tmp/calls"
+
 if [ -s "$tmp/bad" ]; then
 	cat "$tmp/bad"
 	echo "layers: FAIL, $(wc -l < "$tmp/bad") violation(s)"
 	exit 1
 fi
-echo "layers: $(wc -l < "$tmp/sources") sources in src/, each in the guide's layout; internal.h stays in the core; tools, bench and examples see mpkit.h and src/shared/ only; no function in bench/ over 80 lines"
+echo "layers: $(wc -l < "$tmp/sources") sources in src/, each in the guide's layout; internal.h stays in the core; tools, bench and examples see mpkit.h and src/shared/ only (bench: and src/core/testing.h); no function in bench/ over 80 lines; no internal prototype written outside src/; $(wc -l < "$tmp/undefs") references to mpk_ symbols in $(wc -l < "$tmp/objs") objects of src/, each to its own layer or one below"

@@ -6,10 +6,7 @@
 #define MPK_TEST_BCAST_H
 
 #include "t.h"
-
-/* Internal, from libmpkit.a: signals sent, system calls, /proc scans. */
-void mpk__broadcast_counters(uint64_t c[3]);
-uint64_t mpk__broadcast_skipped(void);
+#include "../src/core/testing.h" /* the broadcast counters */
 
 uint64_t t_signals_sent(void);
 

@@ -19,8 +19,7 @@ void t_emit_ret(uint8_t *p, uint32_t v);
 void t_perms(const void *addr, char out[5]);
 
 /* The ProtectionKey smaps shows for the mapping at addr, -1 if none
- * (src/os.c, not public; the fault checks confirm it independently). */
-int mpk_os_vma_pkey(const void *addr);
+ * (mpk_os_vma_pkey, not public; the fault checks confirm it independently). */
 int t_vma_pkey(const void *addr);
 
 struct t_mpk_child {

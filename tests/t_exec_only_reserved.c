@@ -13,8 +13,7 @@
 #include <unistd.h>
 
 #include "t_code.h"
-
-size_t mpk__kept_each(void (*fn)(uintptr_t lo, uintptr_t hi, void *arg), void *arg);
+#include "../src/core/core.h"
 
 static mpk_domain *d;
 

@@ -18,12 +18,7 @@
 
 #include "t_heap.h"
 #include "t_snap.h"
-
-/* Test-only hooks (src/os.c, src/window.c), not public. */
-void mpk__test_fail(int kind, int nth, int err);
-void mpk__window_test_cap(size_t bytes);
-size_t mpk__window_mapped(void);
-enum { FAIL_MPROTECT = 0, FAIL_PKEY_ALLOC = 1 };
+#include "../src/core/testing.h" /* fault injection, the window cap */
 
 #define MiB ((size_t)1 << 20)
 
@@ -31,9 +26,9 @@ enum { FAIL_MPROTECT = 0, FAIL_PKEY_ALLOC = 1 };
 #define FAILS_AT(nth, expr)                                                   \
 	do {                                                                  \
 		t_snap_begin();                                               \
-		mpk__test_fail(FAIL_MPROTECT, nth, ENOMEM);                   \
+		mpk__test_fail(MPK_OS_FAIL_MPROTECT, nth, ENOMEM);                   \
 		CHECK_ERR(expr, ENOMEM);                                      \
-		mpk__test_fail(FAIL_MPROTECT, 0, 0);                          \
+		mpk__test_fail(MPK_OS_FAIL_MPROTECT, 0, 0);                          \
 		t_snap_end(T_SNAP_WORK, #expr ", mprotect " #nth " failing");  \
 	} while (0)
 
@@ -86,11 +81,11 @@ static void grow_fails(void)
 		REQUIRE(first);
 		snprintf(what, sizeof(what), "a secret growing its chunk, mprotect %d failing", nth);
 		t_snap_begin();
-		mpk__test_fail(FAIL_MPROTECT, nth, ENOMEM);
+		mpk__test_fail(MPK_OS_FAIL_MPROTECT, nth, ENOMEM);
 		errno = 0;
 		void *p = mpk_secret_alloc(v, 64 << 10);
 		int err = errno;
-		mpk__test_fail(FAIL_MPROTECT, 0, 0);
+		mpk__test_fail(MPK_OS_FAIL_MPROTECT, 0, 0);
 		if (p) {
 			CHECK(mpk_secret_free(p) == 0);
 		} else {
@@ -171,9 +166,9 @@ static void scenario(void)
 	if (hw) {
 		FAILS_AT(1, mpk_exec_only(plain, page));
 		t_snap_begin();
-		mpk__test_fail(FAIL_PKEY_ALLOC, 1, ENOMEM);
+		mpk__test_fail(MPK_OS_FAIL_PKEY_ALLOC, 1, ENOMEM);
 		CHECK_ERR(mpk_domain_create("undo-nokey", MPK_RW, 0), ENOMEM);
-		mpk__test_fail(FAIL_PKEY_ALLOC, 0, 0);
+		mpk__test_fail(MPK_OS_FAIL_PKEY_ALLOC, 0, 0);
 		t_snap_end(T_SNAP_WORK, "mpk_domain_create(), pkey_alloc failing");
 	}
 

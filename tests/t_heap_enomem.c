@@ -8,10 +8,7 @@
  * without any limit, and change nothing.
  */
 #include "t_heap.h"
-
-/* Test-only (window.c): the most bytes mpkit may map in its windows. */
-void mpk__window_test_cap(size_t bytes);
-size_t mpk__window_mapped(void);
+#include "../src/core/testing.h" /* the most bytes mpkit may map in its windows */
 
 #define MiB (1u << 20)
 #define MAXB 200000

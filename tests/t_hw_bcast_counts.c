@@ -17,10 +17,7 @@
 #include <pthread.h>
 #include <stdbool.h>
 #include "t.h"
-
-void mpk__broadcast_counters(uint64_t c[3]);
-uint64_t mpk__broadcast_skipped(void);
-uint64_t mpk__broadcast_slow_syscalls(void);
+#include "../src/core/testing.h"
 
 /* The system calls so far, less those slow answers cost. */
 static void counters(uint64_t c[3])

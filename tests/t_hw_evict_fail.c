@@ -1,6 +1,6 @@
 /*
  * hw, virtual domains under failure (test-only hook mpk__test_fail() in
- * src/os.c): pkey_alloc() failing with ENOSPC makes a create evict; a
+ * src/core/os.c): pkey_alloc() failing with ENOSPC makes a create evict; a
  * pkey_mprotect() failing half-way through the eviction leaves the victim
  * on its key, its two regions intact and protected (SEGV_PKUERR with its
  * key), and the new domain keyless but working (SEGV_ACCERR when closed).
@@ -8,8 +8,7 @@
  * protected; the next try succeeds with the key kept aside.
  */
 #include "t.h"
-
-void mpk__test_fail(int kind, int nth, int err); /* src/os.c, not public */
+#include "../src/core/testing.h"
 
 int main(void)
 {
@@ -26,11 +25,11 @@ int main(void)
 	REQUIRE(ka > 0);
 
 	/* No key from the kernel, and A's second region cannot move. */
-	mpk__test_fail(1, -1, ENOSPC); /* every pkey_alloc */
-	mpk__test_fail(0, 2, ENOMEM);
+	mpk__test_fail(MPK_OS_FAIL_PKEY_ALLOC, -1, ENOSPC); /* every pkey_alloc */
+	mpk__test_fail(MPK_OS_FAIL_MPROTECT, 2, ENOMEM);
 	REQUIRE(C = mpk_domain_create("C", MPK_RW, 0));
-	mpk__test_fail(0, 0, 0);
-	mpk__test_fail(1, 0, 0);
+	mpk__test_fail(MPK_OS_FAIL_MPROTECT, 0, 0);
+	mpk__test_fail(MPK_OS_FAIL_PKEY_ALLOC, 0, 0);
 	CHECK(mpk_domain_key(A) == ka);
 	CHECK_ERR(mpk_domain_key(C), ENOENT);
 	CHECK(mpk_get(A) == MPK_RW && mpk_get(C) == MPK_RW);
@@ -47,11 +46,11 @@ int main(void)
 
 	/* C takes rights: A is evicted (both regions), then C's region
 	 * cannot move to the key: C stays keyless. */
-	mpk__test_fail(1, -1, ENOSPC); /* every pkey_alloc */
-	mpk__test_fail(0, 3, EIO);
+	mpk__test_fail(MPK_OS_FAIL_PKEY_ALLOC, -1, ENOSPC); /* every pkey_alloc */
+	mpk__test_fail(MPK_OS_FAIL_MPROTECT, 3, EIO);
 	CHECK(mpk_set(C, MPK_RW) == 0); /* soft rights still work */
-	mpk__test_fail(0, 0, 0);
-	mpk__test_fail(1, 0, 0);
+	mpk__test_fail(MPK_OS_FAIL_MPROTECT, 0, 0);
+	mpk__test_fail(MPK_OS_FAIL_PKEY_ALLOC, 0, 0);
 	CHECK_ERR(mpk_domain_key(A), ENOENT);
 	CHECK_ERR(mpk_domain_key(C), ENOENT);
 	CHECK(mpk_get(A) == MPK_RW && mpk_get(C) == MPK_RW);

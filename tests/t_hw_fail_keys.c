@@ -15,8 +15,7 @@
 #include <pthread.h>
 
 #include "t_snap.h"
-
-void mpk__test_fail(int kind, int nth, int err); /* src/os.c, not public */
+#include "../src/core/testing.h"
 
 static int cmd[2], ans[2];
 
@@ -79,9 +78,9 @@ int main(void)
 	 * without one. */
 	REQUIRE(mpk_set_key_budget(in.keys_in_use + 1) == 0);
 	t_snap_begin();
-	mpk__test_fail(0, -1, ENOMEM); /* every mprotect()/pkey_mprotect() */
+	mpk__test_fail(MPK_OS_FAIL_MPROTECT, -1, ENOMEM); /* every mprotect()/pkey_mprotect() */
 	CHECK_ERR(mpk_set(d, MPK_RW), ENOMEM);
-	mpk__test_fail(0, 0, 0);
+	mpk__test_fail(MPK_OS_FAIL_MPROTECT, 0, 0);
 	t_snap_end(T_SNAP_WORK, "mpk_set() of a virtual domain, every mprotect failing");
 	CHECK_ERR(mpk_domain_key(d), ENOENT);
 	CHECK(mpk_get(d) == MPK_NONE);
@@ -124,9 +123,9 @@ int main(void)
 	unsigned char *code = mmap(NULL, 4096, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
 	REQUIRE(code != MAP_FAILED);
 	t_snap_begin();
-	mpk__test_fail(0, 2, ENOMEM); /* the second mprotect(PROT_EXEC) */
+	mpk__test_fail(MPK_OS_FAIL_MPROTECT, 2, ENOMEM); /* the second mprotect(PROT_EXEC) */
 	CHECK_ERR(mpk_exec_only(code, 4096), ENOMEM);
-	mpk__test_fail(0, 0, 0);
+	mpk__test_fail(MPK_OS_FAIL_MPROTECT, 0, 0);
 	t_snap_end(T_SNAP_WORK, "mpk_exec_only(), every key held, mprotect failing after one went back");
 	CHECK_ERR(mpk_exec_only_key(), ENOENT);
 	code[0] = 1;

@@ -9,7 +9,7 @@
 #include "t_pit.h"
 #include "t_window.h"
 
-static int t_in_fn(const struct t_range *r, void *arg)
+static int t_in_fn(const struct mpk_range *r, void *arg)
 {
 	uintptr_t a = *(uintptr_t *)arg;
 	return a >= r->lo && a < r->hi;
@@ -19,8 +19,6 @@ static bool t_inside_any(uintptr_t a)
 {
 	return mpk__ranges_each(t_in_fn, &a) != 0;
 }
-
-void mpk__meta_ranges_each(void (*fn)(uintptr_t lo, uintptr_t hi, void *arg), void *arg);
 
 struct areas {
 	uintptr_t lo[64];
@@ -39,7 +37,7 @@ static void add_area(uintptr_t lo, uintptr_t hi, void *arg)
 static int meta_areas(uintptr_t *lo, int max)
 {
 	struct areas a = { .n = 0 };
-	mpk__meta_ranges_each(add_area, &a);
+	mpk__layer_ranges_each(add_area, &a);
 	for (int i = 0; i < a.n && i < max; i++)
 		lo[i] = a.lo[i];
 	return a.n < max ? a.n : max;

@@ -8,8 +8,7 @@
  * takes the kept range instead of stacking a filter of its own.
  */
 #include "t_pit.h"
-
-size_t mpk__window_kept(void);
+#include "../src/core/core.h"
 
 int main(void)
 {

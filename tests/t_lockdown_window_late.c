@@ -9,12 +9,6 @@
 #include "t_pit.h"
 #include "t_window.h"
 
-int mpk__window_of(uintptr_t a);
-void *mpk__window_map(size_t len, size_t align, int prot);
-void mpk__window_unmap(void *p, size_t len);
-
-int mpk_os_mprotect(void *addr, size_t len, int prot);
-
 int main(void)
 {
 	const size_t big = (size_t)9 << 30; /* PROT_NONE: no commit charge */

@@ -1,15 +1,15 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * The scan's classes (src/scan_class.c) on code the assembler writes: each
- * case is a few instructions ending in a WRPKRU or an XRSTOR, put in
- * read-only data (so that this process has no such gadget of its own) and
- * classified as the scan would.  A path on which the code itself gives EAX
- * its value (a constant, a load from a fixed address, RDPKRU, a call's
- * result; reached straight, through a jump or by an entry at a prefix) is a
- * gadget, with the start of that path; where every way in needs EAX from
- * the attacker (an argument, a load through a register, the middle of
- * another instruction), the site is ROP-only; for XRSTOR only bit 9 of EAX
- * counts (ld.so's trampolines ask for 0xee: no PKRU).
+ * The scan's classes (src/shared/scan_class.c) on code the assembler
+ * writes: each case is a few instructions ending in a WRPKRU or an XRSTOR,
+ * put in read-only data (so that this process has no such gadget of its
+ * own) and classified as the scan would.  A path on which the code itself
+ * gives EAX its value (a constant, a load from a fixed address, RDPKRU, a
+ * call's result; reached straight, through a jump or by an entry at a
+ * prefix) is a gadget, with the start of that path; where every way in
+ * needs EAX from the attacker (an argument, a load through a register, the
+ * middle of another instruction), the site is ROP-only; for XRSTOR only
+ * bit 9 of EAX counts (ld.so's trampolines ask for 0xee: no PKRU).
  */
 #include "t.h"
 #include "scan.h"

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * The scan's x86-64 decoder (src/insn.c) on real compiler output: every
+ * The scan's x86-64 decoder (src/shared/insn.c) on real compiler output: every
  * function the C library this test runs with exports (.dynsym, sized), and
  * every function of this test itself (.symtab: mpkit's own code, with its
  * inline assembly), decoded instruction after instruction from its first

@@ -1,14 +1,13 @@
 /*
  * hw: creating a shared domain when pkey_alloc() fails (ENOSPC injected
- * through the test-only hook mpk__test_fail() in src/os.c) still works
+ * through the test-only hook mpk__test_fail() in src/core/os.c) still works
  * (virtual domains: it evicts the least recently used domain that can go
  * exactly, or stays keyless): every thread, existing or later, sees the
  * rights; the other domain keeps its contents, rights and protection.
  */
 #include <pthread.h>
 #include "t.h"
-
-void mpk__test_fail(int kind, int nth, int err); /* src/os.c, not public */
+#include "../src/core/testing.h"
 
 static mpk_domain *s;
 static unsigned char *ps;
@@ -38,9 +37,9 @@ int main(void)
 	REQUIRE(p = mpk_alloc(w, 4096));
 	MPK_WITH(w, MPK_RW) p[0] = 9;
 	pthread_barrier_wait(&bar);
-	mpk__test_fail(1, 1, ENOSPC);
+	mpk__test_fail(MPK_OS_FAIL_PKEY_ALLOC, 1, ENOSPC);
 	REQUIRE(s = mpk_domain_create("shared-x", MPK_RW, MPK_DOMAIN_SHARED));
-	mpk__test_fail(1, 0, 0);
+	mpk__test_fail(MPK_OS_FAIL_PKEY_ALLOC, 0, 0);
 	REQUIRE(ps = mpk_alloc(s, 4096));
 	pthread_barrier_wait(&bar);
 	REQUIRE(pthread_join(t, NULL) == 0);

@@ -1,14 +1,13 @@
 /*
  * Soft backend: mpk_rights_restore() and mpk_set_all() are all or nothing.
  * With an mprotect() failure injected in the middle (the test-only hook
- * mpk__test_fail() in src/os.c), the call fails with the injected errno and
- * every domain keeps its rights and its protection (reads fault in a child,
- * SEGV_ACCERR at the address); without it the same call succeeds and the
- * accesses are allowed.
+ * mpk__test_fail() in src/core/os.c), the call fails with the injected
+ * errno and every domain keeps its rights and its protection (reads fault
+ * in a child, SEGV_ACCERR at the address); without it the same call
+ * succeeds and the accesses are allowed.
  */
 #include "t.h"
-
-void mpk__test_fail(int kind, int nth, int err); /* src/os.c, not public */
+#include "../src/core/testing.h"
 
 static mpk_domain *d[2];
 static unsigned char *m[2][2];
@@ -40,15 +39,15 @@ int main(void)
 	all_closed();
 
 	/* Restore: d0's two regions open, then d1's first fails. */
-	mpk__test_fail(0, 3, ENOMEM);
+	mpk__test_fail(MPK_OS_FAIL_MPROTECT, 3, ENOMEM);
 	CHECK_ERR(mpk_rights_restore(&open2), ENOMEM);
-	mpk__test_fail(0, 0, 0);
+	mpk__test_fail(MPK_OS_FAIL_MPROTECT, 0, 0);
 	all_closed();
 
 	/* set_all: the second region of d0 fails. */
-	mpk__test_fail(0, 2, EACCES);
+	mpk__test_fail(MPK_OS_FAIL_MPROTECT, 2, EACCES);
 	CHECK_ERR(mpk_set_all(d[0], MPK_READ), EACCES);
-	mpk__test_fail(0, 0, 0);
+	mpk__test_fail(MPK_OS_FAIL_MPROTECT, 0, 0);
 	all_closed();
 
 	/* Without failures both work. */

@@ -7,10 +7,7 @@
  * fails the same way, without a limit.
  */
 #include "t_heap.h"
-
-/* Test-only (window.c): the most bytes mpkit may map in its windows. */
-void mpk__window_test_cap(size_t bytes);
-size_t mpk__window_mapped(void);
+#include "../src/core/testing.h" /* the most bytes mpkit may map in its windows */
 
 #define MiB (1u << 20)
 

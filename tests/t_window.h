@@ -1,5 +1,6 @@
 /* SPDX-License-Identifier: MIT */
-/* Internal window functions the window tests call (libmpkit.a, window.h). */
+/* The window tests: internal window calls (libmpkit.a; testing.h, and
+ * core.h for the ranges), and helpers over them. */
 #ifndef T_WINDOW_H
 #define T_WINDOW_H
 
@@ -7,16 +8,8 @@
 #include <stdint.h>
 
 #include "t_state.h"
-
-void *mpk__window_carve(size_t len, size_t align);
-void mpk__window_uncarve(void *p, size_t len);
-int mpk__region_register(mpk_domain *d, void *p, size_t len, bool add);
-struct t_range {
-	uintptr_t lo, hi;
-	int kind; /* 1 window, 2 adopted */
-};
-int mpk__ranges_each(int (*fn)(const struct t_range *r, void *arg), void *arg);
-uint64_t mpk__ranges_gen(void);
+#include "../src/core/core.h"
+#include "../src/core/testing.h"
 
 /* How many windows there are now. */
 int t_windows(void);
@@ -24,8 +17,8 @@ int t_windows(void);
 /* Whether [p, p+len) is inside a listed range of that kind. */
 struct t_inside {
 	uintptr_t lo, hi;
-	int kind;
+	enum mpk_range_kind kind;
 };
-int t_listed(const void *p, size_t len, int kind);
+int t_listed(const void *p, size_t len, enum mpk_range_kind kind);
 
 #endif

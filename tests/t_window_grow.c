@@ -71,7 +71,7 @@ int main(void)
 		pthread_join(t[i], NULL);
 	CHECK(errors == 0);
 	for (int i = 0; i < nreg; i++)
-		CHECK(t_listed(reg[i], t_page(), 1));
+		CHECK(t_listed(reg[i], t_page(), MPK_RANGE_WINDOW));
 	for (int i = 0; i < nc; i++)
 		mpk__window_uncarve(carved[i], big);
 	CHECK(mpk_domain_destroy(d) == 0);

@@ -13,7 +13,7 @@ static void edges(mpk_domain *d, unsigned char *p, size_t len)
 	struct t_map m;
 	size_t page = t_page();
 
-	CHECK(t_listed(p, len, 1));
+	CHECK(t_listed(p, len, MPK_RANGE_WINDOW));
 	CHECK(mpk_domain_of(p) == d);
 	CHECK(mpk_domain_of(p + len - 1) == d);
 	CHECK(mpk_domain_of(p + len / 2) == d);
@@ -57,31 +57,31 @@ int main(void)
 	REQUIRE(h);
 	void *small = mpk_heap_malloc(h, 40), *big = mpk_heap_malloc(h, 3 << 20);
 	REQUIRE(small && big);
-	CHECK(t_listed(small, 40, 1) && t_listed(big, 3 << 20, 1));
+	CHECK(t_listed(small, 40, MPK_RANGE_WINDOW) && t_listed(big, 3 << 20, MPK_RANGE_WINDOW));
 	CHECK(mpk_domain_of(small) == d && mpk_domain_of(big) == d);
 	void *s = mpk_secret_alloc(e, 32);
 	REQUIRE(s);
-	CHECK(t_listed(s, 32, 1) && mpk_domain_of(s) == e);
+	CHECK(t_listed(s, 32, MPK_RANGE_WINDOW) && mpk_domain_of(s) == e);
 
 	/* Adopted: outside, listed as such, found; gone when freed. */
 	uint64_t g = mpk__ranges_gen();
 	unsigned char *m = t_map_anon(2);
-	CHECK(!t_listed(m, 2 * page, 1) && !t_listed(m, 2 * page, 2));
+	CHECK(!t_listed(m, 2 * page, MPK_RANGE_WINDOW) && !t_listed(m, 2 * page, MPK_RANGE_ADOPTED));
 	REQUIRE(mpk_adopt(d, m, 2 * page) == 0);
 	CHECK(mpk__ranges_gen() != g);
-	CHECK(t_listed(m, 2 * page, 2));
+	CHECK(t_listed(m, 2 * page, MPK_RANGE_ADOPTED));
 	CHECK(mpk_domain_of(m) == d && mpk_domain_of(m + 2 * page - 1) == d);
 	CHECK(mpk_domain_of(m - 1) != d);
 	/* Window memory cannot be adopted (it is mpkit's). */
 	CHECK_ERR(mpk_adopt(e, a, page), EINVAL);
 	CHECK(mpk_free(d, m) == 0);
-	CHECK(!t_listed(m, 2 * page, 2));
+	CHECK(!t_listed(m, 2 * page, MPK_RANGE_ADOPTED));
 	CHECK_ERR(mpk_domain_of(m), ENOENT);
 
 	/* A freed region's pages are reserved again and reused. */
 	CHECK(mpk_free(d, a) == 0);
 	CHECK_ERR(mpk_domain_of(a), ENOENT);
-	CHECK(t_listed(a, page, 1));
+	CHECK(t_listed(a, page, MPK_RANGE_WINDOW));
 	unsigned char *a2 = mpk_alloc(e, page);
 	REQUIRE(a2);
 	CHECK(a2 == a && mpk_domain_of(a2) == e);

@@ -38,8 +38,9 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "internal.h"
 #include "os.h"
+#include "testing.h"
+#include "thread.h"
 
 
 #define MAX_WAIT_NS (5ull * 1000 * 1000 * 1000)
@@ -685,7 +686,7 @@ int mpk__broadcast_ex(struct mpk_bcast *b)
 
 	b->seen_and = ~(mpk_reg_t)0;
 	b->seen_or = 0;
-	if (mpk_g.backend != MPK_BACKEND_HW && !stub)
+	if (mpk__backend() != MPK_BACKEND_HW && !stub)
 		return 0; /* no rights register to rewrite */
 	mpk__thread_register();
 	pthread_mutex_lock(&bc_lock);

@@ -189,15 +189,21 @@ void mpk__fault_handler_drop(unsigned long ticket);
  * a handler that must not run inside a broadcast blocks it, as the
  * SIGSEGV handler does. */
 #define MPK_SIGNAL (SIGRTMAX - 2)
-/* A feature's fault hook, called first by the SIGSEGV handler (fault.c):
- * true when the fault was its own and the access is to be retried. */
-bool mpk__watch_fault(siginfo_t *si, void *uc);
+/* hooks.c: a feature's fault hook (watchpoints), asked first by the
+ * SIGSEGV handler (fault.c), in the order registered, from the handler:
+ * true when the fault was its own and the access is to be retried.  A
+ * feature registers it once, before its first fault can come; it stays.
+ * -1/ENOMEM when the table is full.  _run: the hooks in turn, until one
+ * says true; lock-free, async-signal-safe. */
+typedef bool mpk_fault_hook(siginfo_t *si, void *uc);
+int mpk__fault_hook_register(mpk_fault_hook *fn);
+bool mpk__fault_hooks_run(siginfo_t *si, void *uc);
 
 /* memory.c: regions of d for the allocators (chunks, big blocks,
  * metadata), marked owned so a user's mpk_free() of one fails with EINVAL. */
 void *mpk__alloc_owned(mpk_domain *d, size_t len);
 int mpk__free_owned(mpk_domain *d, void *addr);
-/* Resize an owned region (mremap, moving it if need be; its key and
+/* owned.c: resize an owned region (mremap, moving it if need be; its key and
  * protection go with it): the new start, or NULL/errno, nothing changed. */
 void *mpk__remap_owned(mpk_domain *d, void *addr, size_t new_len);
 /* backtrace.c: the report's backtrace on fd, async-signal-safe: names,
@@ -258,7 +264,7 @@ void mpk__region_spans_each(bool (*fn)(const struct mpk_region_span *s, void *ar
  * the range PROT_NONE again (pages dropped, nothing committed) instead of
  * leaving a hole the kernel would hand the program, and _map reuses such a
  * range (MAP_FIXED: already covered) or maps anew and stacks a filter for
- * it (mpk__lockdown_cover).  _map is NULL/errno.  Call both under a lock
+ * it (mpk__cover).  _map is NULL/errno.  Call both under a lock
  * mpk_lockdown() takes (mpk_g.lock, or a layer's registered one).
  */
 void *mpk__covered_map(size_t len, int prot, int flags, int fd, off_t off);
@@ -271,7 +277,7 @@ size_t mpk__kept_each(void (*fn)(uintptr_t lo, uintptr_t hi, void *arg), void *a
 /* Whether [addr, addr+len) touches a range mpkit keeps reserved after
  * mpk_lockdown() (given back outside the windows, still covered). */
 bool mpk__range_kept(const void *addr, size_t len);
-/* Fresh memory for d, owned, len bytes aligned to align (as
+/* owned.c: fresh memory for d, owned, len bytes aligned to align (as
  * mpk__window_map), PROT_NONE until d's protection is put on it (for the
  * heap's chunks and guarded blocks, which mpk__free_owned() gives back);
  * flags: 0 or MPK__REGION_VAULT, which MPK__REGION_GROWS may join: then
@@ -313,23 +319,35 @@ bool mpk__secret_at(const void *addr);
 bool mpk__domain_secretmem(const mpk_domain *d);
 
 /*
- * src/lockdown/lockdown.c (the core calls mpk__lockdown_cover() too, from
- * window.c and memory.c): memory a layer keeps outside domain regions that
- * the lockdown filter must cover too (the heap's metadata area, mapped apart
- * when it is open).  The layer registers once, before its first range:
- * each(fn, arg) calls fn for every range it has; lock()/unlock() hold them
- * still while mpk_lockdown() reads them (taken before the core's lock, as
- * the layer's own locks are).  A range the layer adds later it passes to
- * mpk__lockdown_cover() before using it: after mpk_lockdown() that stacks
- * a filter for it (0, or -1/errno: do not use it); before, it does
- * nothing.  -1/ENOMEM from register when the table is full.
+ * hooks.c: memory a layer keeps outside domain regions that the lockdown
+ * filter must cover too (the heap's metadata area, mapped apart when it is
+ * open).  The layer registers once, before its first range: each(fn, arg)
+ * calls fn for every range it has; lock()/unlock() hold them still while
+ * mpk_lockdown() reads them (taken before the core's lock, as the layer's
+ * own locks are).  -1/ENOMEM from register when the table is full.
+ * _each: every layer's ranges; _lock: every layer's held, in registration
+ * order, returning how many for _unlock, which lets them go in reverse.
  */
 struct mpk_layer_ranges {
 	void (*each)(void (*fn)(uintptr_t lo, uintptr_t hi, void *arg), void *arg);
 	void (*lock)(void), (*unlock)(void);
 };
-int mpk__lockdown_ranges_register(const struct mpk_layer_ranges *r);
-int mpk__lockdown_cover(uintptr_t lo, uintptr_t hi);
+int mpk__layer_ranges_register(const struct mpk_layer_ranges *r);
+void mpk__layer_ranges_each(void (*fn)(uintptr_t lo, uintptr_t hi, void *arg), void *arg);
+unsigned mpk__layer_ranges_lock(void);
+void mpk__layer_ranges_unlock(unsigned n);
+/*
+ * hooks.c: memory mpkit adds outside the ranges the lockdown filter
+ * already covers (a new window, an adopted range, a mapping kept apart) is
+ * passed to mpk__cover() before it is used.  Before mpk_lockdown() that
+ * does nothing; mpk_lockdown() installs its hook (_set), which stacks a
+ * filter for the range: 0, or -1/errno (do not use it).  The hook is
+ * called under the lock of whoever adds the range (window, heap
+ * metadata, the core's) and takes none.
+ */
+typedef int mpk_cover_hook(uintptr_t lo, uintptr_t hi);
+void mpk__cover_hook_set(mpk_cover_hook *fn);
+int mpk__cover(uintptr_t lo, uintptr_t hi);
 
 /*
  * fork.c: fork() while other threads are inside mpkit.  The core's fork

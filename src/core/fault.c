@@ -177,7 +177,7 @@ static void on_segv(int sig, siginfo_t *si, void *uc)
 	int saved = errno;
 
 	/* Watchpoints and code windows first: their faults are not strays. */
-	if (mpk__watch_fault(si, uc) || mpk__code_fault(si, uc)) {
+	if (mpk__fault_hooks_run(si, uc) || mpk__code_fault(si, uc)) {
 		errno = saved;
 		return;
 	}

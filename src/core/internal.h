@@ -13,6 +13,8 @@
 #include "mpkit.h"
 #include "../arch/arch.h"
 #include "core.h"
+#include "testing.h"
+#include "thread.h"
 
 #define MPK_DOMAIN_DEAD  0x64656164u /* "dead" */
 #define MPK_NAME_MAX 63
@@ -123,11 +125,12 @@ struct mpk_domain *mpk__domain_by_key(int key); /* signal-safe */
 /* memory.c: give fresh pages of d its protection (key, or soft rights);
  * both locks held, or in a forked child. */
 int mpk__protect_new(struct mpk_domain *d, void *p, size_t len, bool exec);
-/* memory.c: mark [p, p+n) a growing region's tail, a mapping apart from
- * its live part (MADV_DODUMP: it holds nothing); false where it cannot
- * be: after mpk_lockdown(), whose filter denies that, or the kernel
- * refused.  Growing takes the flag off again (mpk__owned_grow). */
-bool mpk__tail_apart(void *p, size_t n);
+/* memory.c, for itself and owned.c: the end of an adopt or own (both
+ * locks go; rc returned, errno err when rc is not 0), and the undoing of
+ * a failed one (d's key, or its protection, off [addr, len), which gets
+ * prot). */
+int mpk__unlock_both(struct mpk_domain *d, int rc, int err);
+void mpk__untag(const struct mpk_domain *d, void *addr, size_t len, int prot);
 /* secretmem.c: 0 if memfd_secret(2) works here, else -1/errno; the fork
  * child's renewal of secret regions (no lock: the child is alone). */
 int mpk__secretmem_probe(void);
@@ -239,98 +242,9 @@ void mpk__fast_publish(struct mpk_domain *d, int k);
  * least recently used domain's if it can be evicted exactly.  0 or -1. */
 int mpk__key_acquire(struct mpk_domain *d);
 
-/* broadcast.c: apply reg = (reg & ~clear) | set in every thread, by
- * signalling each with MPK_SIGNAL (core.h). */
-int mpk__broadcast(mpk_reg_t clear, mpk_reg_t set);
-/* The general form: if fn is set, each thread (the caller too) gets
- * (reg & ~clear) | (fn(arg) & clear), fn running in that thread (signal
- * context: async-signal-safe, no locks).  seen_and/seen_or: the AND and OR
- * of the registers of every thread reached, before the edit. */
-struct mpk_bcast {
-	mpk_reg_t clear, set;
-	mpk_reg_t (*fn)(const void *arg);
-	const void *arg;
-	mpk_reg_t seen_and, seen_or;
-	/* On failure, give the threads reached (and the caller) their old
-	 * bits back, where they still hold the new ones (not with fn). */
-	bool undo_on_fail;
-};
-int mpk__broadcast_ex(struct mpk_bcast *b);
-/* Benchmarks on machines without keys: run the protocol on any backend,
- * the frame edit replaced by a no-op (on 1, off 0).  Not exported. */
-void mpk__broadcast_stub(int on);
-/* io_uring kernel threads the latest broadcast passed over (its /proc
- * scan): they keep whatever rights the kernel gave them.  Under bc_lock's
- * callers' mpk_g.lock. */
-int mpk__broadcast_io_threads(void);
-/* Broadcasts made (mpk_stats_get). */
-uint64_t mpk__broadcast_count(void);
-/* Signals sent, system calls made by broadcasting threads, /proc scans. */
-void mpk__broadcast_counters(uint64_t c[3]);
-/* Of those system calls, the ones slow answers cost: waits that timed out
- * and the looks at late threads after them (scheduling, not protocol). */
-uint64_t mpk__broadcast_slow_syscalls(void);
-/* Threads left alone because they held the target rights already; with
- * noskip on, every thread is signalled (tests, benchmarks). */
-uint64_t mpk__broadcast_skipped(void);
-/* From initialisation, hw: register for membarrier(), without which every
- * broadcast signals every thread. */
-void mpk__broadcast_setup(void);
-void mpk__broadcast_noskip(int on);
-
-/*
- * thread.c: the threads mpkit has seen.  A thread registers on its first
- * call through mpk__ensure_init() (not from the hw fast path) or when it
- * answers a broadcast (from the handler); its pthread key destructor gives
- * the entry back.  Entries are never freed: tid 0 is a free one.
- */
-struct mpk_thread {
-	pid_t tid; /* atomic */
-	/* broadcast.c, under its lock: the broadcast that last targeted
-	 * this entry, and under which tid. */
-	pid_t bc_tid;
-	uint64_t bc_gen;
-	/* hw: the thread's register as it publishes it (arch.h), trusted by
-	 * broadcasts only while pub_ok (atomic; set once and_/or_ cover
-	 * every frame of the thread, cleared before the entry is freed). */
-	struct mpk_arch_pub pub;
-	int pub_ok;
-};
-/* The calling thread's entry, NULL until it registers (the hw fast path
- * goes the slow way then, which registers it).  Initial-exec: read by the
- * fast path and by signal handlers. */
-#if defined(__PIE__) || !defined(__PIC__)
-#define MPK_TLS_MODEL "local-exec" /* linked into an executable: one instruction */
-#else
-#define MPK_TLS_MODEL "initial-exec"
-#endif
-extern __thread struct mpk_thread *mpk__self __attribute__((tls_model(MPK_TLS_MODEL)));
-/* After the calling thread wrote reg outside the fast path (mpk_g.lock
- * held, so no broadcast runs meanwhile): note it in its entry. */
-void mpk__pub_note(mpk_reg_t reg);
-/* The same, and if the thread runs no signal handler (it blocks no
- * signal), reg becomes all it is known to hold (broadcast.c). */
-void mpk__pub_wrote(mpk_reg_t reg);
-/* broadcast.c: make t's published register cover every frame of the
- * calling thread (registration, not in signal context); false if it
- * cannot tell (then t stays untrusted until a broadcast reaches it). */
-bool mpk__pub_init(struct mpk_thread *t);
-/* The AD bit of every key some registered thread may hold open (all of
- * them while an entry is untrusted): a hint for eviction, not exact. */
-mpk_reg_t mpk__threads_open(void);
-void mpk__thread_register(void);         /* not in signal context */
-bool mpk__thread_register_signal(void);  /* signal-safe: existing free entries only */
-int mpk__threads_reserve(size_t n);      /* n free entries for handlers; -1/ENOMEM */
-struct mpk_thread *mpk__thread_next(struct mpk_thread *t); /* NULL starts; lock-free */
-void mpk__thread_gone(struct mpk_thread *t, pid_t tid);   /* tid died unregistered */
-int mpk__threads_claimed(void);
-pid_t mpk__thread_self_tid(void); /* 0 if unregistered; signal-safe */
-void mpk__threads_lock(void), mpk__threads_unlock(void), mpk__threads_child(void);
-
 /* fork.c: the core's fork handlers; layers register theirs (core.h:
- * mpk__atfork_register). */
+ * mpk__atfork_register).  The broadcast's: thread.h. */
 void mpk__atfork_init(void); /* from do_init: pthread_atfork once */
-void mpk__broadcast_lock(void), mpk__broadcast_unlock(void), mpk__broadcast_child(void);
 
 /* rights.c */
 static inline bool mpk__rights_ok(int rights)

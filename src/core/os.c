@@ -15,6 +15,7 @@
 
 #include "../arch/arch.h"
 #include "os.h"
+#include "testing.h"
 #include "../shared/procmaps.h"
 
 /*

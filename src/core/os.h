@@ -73,10 +73,6 @@ int mpk_os_dir_each(const char *path, bool (*fn)(int dirfd, const char *name, vo
 /* The protection key of the mapping holding addr (smaps), -1/ENOENT. */
 int mpk_os_vma_pkey(const void *addr);
 
-/* Test-only fault injection (see os.c); tests declare it themselves. */
-enum { MPK_OS_FAIL_MPROTECT = 0, MPK_OS_FAIL_PKEY_ALLOC = 1 };
-void mpk__test_fail(int kind, int nth, int err);
-
 /* mprotect()/pkey_mprotect() calls made so far. */
 unsigned long long mpk_os_mprotect_count(void);
 

@@ -35,6 +35,18 @@
 #define SYS_memfd_secret 447
 #endif
 
+bool mpk__secret_at(const void *addr)
+{
+	struct mpk_region *r = mpk__region_lookup(addr);
+
+	return r && __atomic_load_n(&r->secret, __ATOMIC_RELAXED);
+}
+
+bool mpk__domain_secretmem(const struct mpk_domain *d)
+{
+	return d->secretmem;
+}
+
 /* A memfd_secret file of len bytes: its fd, or -1/errno (ENOSYS and its
  * like: missing or refused; see missing()). */
 static int secret_file(size_t len)

@@ -228,7 +228,7 @@ static int new_window(size_t need, size_t page)
 		return -1;
 	}
 	/* After mpk_lockdown(): a filter of its own before it holds anything. */
-	if (mpk__lockdown_cover(b, b + size)) {
+	if (mpk__cover(b, b + size)) {
 		mpk_os_unmap((void *)b, size);
 		mpk__ifree(table);
 		return -1;
@@ -485,7 +485,7 @@ void *mpk__covered_map(size_t len, int prot, int flags, int fd, off_t off)
 	pthread_mutex_unlock(&lock);
 	p = mpk_os_map_fd(NULL, len, prot, flags, fd, off);
 	/* After lockdown: a filter of its own before it holds anything. */
-	if (p && mpk__lockdown_cover((uintptr_t)p, (uintptr_t)p + len)) {
+	if (p && mpk__cover((uintptr_t)p, (uintptr_t)p + len)) {
 		int err = errno;
 		mpk_os_unmap(p, len);
 		errno = err;

@@ -26,8 +26,10 @@
 #include <stdint.h>
 
 /* What layers above use of the windows (mpk__window_map/_unmap, the
- * ranges, the window lock) is declared in core.h. */
+ * ranges, the window lock) is declared in core.h; what tests and the
+ * benchmark use (carving, the index, the cap) in testing.h. */
 #include "core.h"
+#include "testing.h"
 
 /* 16 GiB per window (more for one huge region): small enough that the
  * reservation plus its alignment slack fits where address space is
@@ -41,36 +43,9 @@
  * along); old is reserved again.  0, or -1/errno with nothing changed. */
 int mpk__window_move(void *old, size_t old_len, void *to, size_t new_len);
 
-/* The address range of a window unit, reserved but not mapped (tests and
- * the benchmark register many regions without spending VMAs: the kernel's
- * vm.max_map_count is 65530 by default); mpk__window_uncarve() gives it
- * back. */
-void *mpk__window_carve(size_t len, size_t align);
-void mpk__window_uncarve(void *p, size_t len);
-
-/* Bytes mapped in the windows now.  RLIMIT_AS counts the reservations
- * whole and never what is mapped inside them, so tests that run out of
- * domain memory cap it with mpk__window_test_cap() (0: no cap; test-only,
- * not declared for the library's own use). */
-size_t mpk__window_mapped(void);
-void mpk__window_test_cap(size_t bytes);
-
 /* Whether addr is inside a window.  Signal-safe, one range check for an
  * address below or above every window. */
 bool mpk__in_window(uintptr_t addr);
-
-/* Window index of addr (0 .. MPK_WINDOW_MAX-1), or -1.  Signal-safe. */
-int mpk__window_of(uintptr_t addr);
-
-/* Bumped (release) each time a window or an adopted range is added or an
- * adopted range removed: a filter built from mpk__ranges_each() is current
- * while this has not changed.  Signal-safe. */
-uint64_t mpk__ranges_gen(void);
-
-/* Tests and the benchmark: make [p, p+len) (carved, not mapped) a region
- * of d (add) or stop it being one, under mpk_g.lock.  0 or -1/errno. */
-struct mpk_domain;
-int mpk__region_register(struct mpk_domain *d, void *p, size_t len, bool add);
 
 /* fork.c: the window lock anew in the child (the lock itself: core.h). */
 void mpk__window_child(void);

@@ -166,6 +166,21 @@ static void domain_drop(int mode)
 }
 
 static void on_trap(int sig, siginfo_t *si, void *uc);
+static bool on_fault(siginfo_t *si, void *uc);
+
+/* The core's SIGSEGV handler asks on_fault() first, from the first watch
+ * on (under lock); it stays, and says no while nothing is watched. */
+static int fault_hook_ready(void)
+{
+	static bool done;
+
+	if (done)
+		return 0;
+	if (mpk__fault_hook_register(on_fault))
+		return -1;
+	done = true;
+	return 0;
+}
 
 /* The SIGTRAP handler; *made says this call installed it. */
 static int trap_ready(bool *made)
@@ -252,7 +267,8 @@ MPK_EXPORT int mpk_watch(void *addr, size_t len, unsigned flags, mpk_watch_fn fn
 		err = errno;
 		goto fail;
 	}
-	if (domain_ready(mode, &made) || mpk__fault_handler_ensure(&segv) || trap_ready(&trapped)) {
+	if (fault_hook_ready() || domain_ready(mode, &made) || mpk__fault_handler_ensure(&segv) ||
+	    trap_ready(&trapped)) {
 		err = errno;
 		goto undo;
 	}
@@ -384,7 +400,9 @@ static mpk_reg_t report_rights(mpk_reg_t reg)
 	return reg;
 }
 
-bool mpk__watch_fault(siginfo_t *si, void *uc)
+/* The fault hook: a watched page's fault is reported and the access
+ * stepped over with the page open (on_trap closes it again). */
+static bool on_fault(siginfo_t *si, void *uc)
 {
 	size_t ps = mpk_os_page_size();
 	uintptr_t a = (uintptr_t)si->si_addr;

@@ -227,7 +227,8 @@ extern pthread_mutex_t mpk__vault_lock; /* making and finding vaults */
 extern pthread_mutex_t mpk__misuse_lock;
 extern mpk_domain *mpk__meta_dom;      /* closed area: its domain */
 /* The area's ranges: fn(lo, hi, arg) for each; handed to the core's
- * lockdown through mpk__lockdown_ranges_register(). */
+ * table of layer ranges (mpk__layer_ranges_register()), which the
+ * lockdown reads. */
 void mpk__meta_ranges_each(void (*fn)(uintptr_t lo, uintptr_t hi, void *arg), void *arg);
 
 /* Open the metadata for this thread (a scope to close), 0 or -1/errno. */

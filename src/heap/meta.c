@@ -175,7 +175,7 @@ static int register_ranges(void)
 
 	if (done) /* under mpk__meta_lock */
 		return 0;
-	if (mpk__lockdown_ranges_register(&r))
+	if (mpk__layer_ranges_register(&r))
 		return -1;
 	done = true;
 	return 0;

@@ -12,7 +12,6 @@
 #define _GNU_SOURCE
 #include <errno.h>
 #include <linux/seccomp.h>
-#include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -34,54 +33,9 @@
 
 static int lock_flags = -1; /* under the core's lock */
 
-/* Layers' ranges (core.h); the table only grows, entries published with
- * release. */
-#define LAYERS_MAX 4
-static struct mpk_layer_ranges layers[LAYERS_MAX];
-static unsigned nlayers;
-static pthread_mutex_t layers_lock = PTHREAD_MUTEX_INITIALIZER;
-
-int mpk__lockdown_ranges_register(const struct mpk_layer_ranges *r)
-{
-	int rc = 0;
-
-	pthread_mutex_lock(&layers_lock);
-	if (nlayers == LAYERS_MAX) {
-		errno = ENOMEM;
-		rc = -1;
-	} else {
-		layers[nlayers] = *r;
-		__atomic_store_n(&nlayers, nlayers + 1, __ATOMIC_RELEASE);
-	}
-	pthread_mutex_unlock(&layers_lock);
-	return rc;
-}
-
-static void layers_each(void (*fn)(uintptr_t lo, uintptr_t hi, void *arg), void *arg)
-{
-	unsigned n = __atomic_load_n(&nlayers, __ATOMIC_ACQUIRE);
-	for (unsigned i = 0; i < n; i++)
-		layers[i].each(fn, arg);
-}
-
-/* Every layer's ranges held still, in registration order; undone in
- * reverse. */
-static unsigned layers_lock_all(void)
-{
-	unsigned n = __atomic_load_n(&nlayers, __ATOMIC_ACQUIRE);
-	for (unsigned i = 0; i < n; i++)
-		layers[i].lock();
-	return n;
-}
-
-static void layers_unlock_all(unsigned n)
-{
-	while (n--)
-		layers[n].unlock();
-}
-/* The same, for windows added later: under the window lock, which
- * mpk_lockdown() holds from the ranges to the filter, so that a window is
- * either in the filter or covered by one of its own. */
+/* The same, for memory added later (cover()): set under the window lock,
+ * which mpk_lockdown() holds from the ranges to the filter, so that a
+ * window is either in the filter or covered by one of its own. */
 static int cover_flags = -1;
 
 struct ranges {
@@ -120,7 +74,7 @@ static int by_lo(const void *a, const void *b)
  * Only ranges that touch merge: a gap between two, however small, may be
  * the program's, and what the filter covers stays mpkit's for good (given
  * back, it is kept reserved: mpk__covered_unmap).  A window added after
- * lockdown gets a filter of its own (mpk__lockdown_cover).
+ * lockdown gets a filter of its own (cover()).
  */
 static int domain_ranges(struct ranges *rs)
 {
@@ -129,7 +83,7 @@ static int domain_ranges(struct ranges *rs)
 	rs->n = 0;
 	rs->overflow = false;
 	mpk__ranges_each(add_window_range, rs);
-	layers_each(add_range, rs);
+	mpk__layer_ranges_each(add_range, rs);
 	if (rs->overflow) {
 		errno = E2BIG;
 		return -1;
@@ -358,15 +312,14 @@ static long install_filter(struct sock_filter *f, size_t n)
  * kernel's limit on all of them (32768 for a thread) fails it with ENOMEM
  * past some hundreds of windows, and then the window is not used.  The
  * program is on the stack: callers hold different locks (window, heap
- * metadata, the core's).
+ * metadata, the core's).  mpk_lockdown() installs it as the core's cover
+ * hook (core.h: mpk__cover) once its filter is in.
  */
-int mpk__lockdown_cover(uintptr_t lo, uintptr_t hi)
+static int cover(uintptr_t lo, uintptr_t hi)
 {
 	struct sock_filter prog[64];
 	size_t n = sizeof(prog) / sizeof(prog[0]);
 
-	if (cover_flags < 0)
-		return 0;
 	if (mpk__bpf_build_range(prog, &n, lo, hi, (uintptr_t)mpk_arch_syscall_ip,
 				 (unsigned)cover_flags))
 		return -1;
@@ -415,7 +368,7 @@ MPK_EXPORT int mpk_lockdown(unsigned flags)
 	 * (but root); given back if the lockdown fails. */
 	int dumpable = prctl(PR_GET_DUMPABLE, 0, 0, 0, 0);
 	prctl(PR_SET_DUMPABLE, 0, 0, 0, 0);
-	unsigned held = layers_lock_all(); /* heap areas stand still */
+	unsigned held = mpk__layer_ranges_lock(); /* heap areas stand still */
 	mpk__core_lock();
 	if (lock_flags >= 0) {
 		errno = EALREADY;
@@ -449,10 +402,11 @@ MPK_EXPORT int mpk_lockdown(unsigned flags)
 		goto out;
 	}
 	cover_flags = (int)flags;
+	mpk__cover_hook_set(cover);
 	mpk__window_unlock();
 	trap_default();
 	mpk__region_spans_each(dontdump, NULL);
-	layers_each(dontdump_range, NULL);
+	mpk__layer_ranges_each(dontdump_range, NULL);
 	if (flags & MPK_LOCK_SEAL) {
 		bool have = true;
 		mpk__region_spans_each(seal, &have);
@@ -467,7 +421,7 @@ out:
 	if (rc && dumpable == 1) /* 2 (setuid, suid_dumpable 2) cannot be set back */
 		prctl(PR_SET_DUMPABLE, 1, 0, 0, 0);
 	mpk__core_unlock();
-	layers_unlock_all(held);
+	mpk__layer_ranges_unlock(held);
 	return rc;
 }
 

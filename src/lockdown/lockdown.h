@@ -10,7 +10,7 @@
 #include <stdint.h>
 
 #define MPK_BPF_MAX 4096 /* BPF_MAXINSNS */
-/* Domain ranges the filter can hold: 25 instructions each (a range check
+/* Domain ranges the filter can hold: 22 instructions each (a range check
  * for others' calls, a containment check for mpkit's PROT_EXEC). */
 #define MPK_LOCK_MAX_RANGES 150
 
@@ -30,9 +30,6 @@ int mpk__bpf_build(struct sock_filter *out, size_t *len, const struct mpk_range 
  * trusted_ip; everything else is left to the first filter. */
 int mpk__bpf_build_range(struct sock_filter *out, size_t *len, uintptr_t lo, uintptr_t hi,
 			 uintptr_t trusted_ip, unsigned flags);
-
-/* mpk__lockdown_cover() (core.h) is also how a window added after
- * lockdown gets covered: called under the window lock, takes none. */
 
 /* Landlock: a ruleset under which this process's /proc/PID/mem and
  * /proc/PID/task/TID/mem cannot be opened, everything else can be read and

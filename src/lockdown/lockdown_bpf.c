@@ -76,6 +76,7 @@ struct prog {
 	size_t at[MAX_LABELS];
 	int nlabels;
 	bool bad;
+	uint32_t deny; /* what a denied call gets (MPK_LOCK_ERRNO or not) */
 };
 
 static void emit(struct prog *p, uint16_t code, uint32_t k, int jt, int jf)
@@ -266,10 +267,22 @@ static int finish(struct prog *p, struct sock_filter *out, size_t *len)
 	return rc;
 }
 
-int mpk__bpf_build(struct sock_filter *out, size_t *len, const struct mpk_range *r, size_t nr,
-		   const struct mpk_range *gate, size_t ngate, uintptr_t trusted_ip, unsigned flags)
+/* Where the head sends a call: the blocks after it. */
+struct blocks {
+	int deny, allow; /* return deny, allow: just after the head */
+	int range, sig, exec; /* the three blocks below */
+};
+
+/*
+ * The head: the architecture and the calls denied to anyone; PROT_EXEC
+ * calls to the exec block, rt_sigaction to the signal block, madvise's
+ * flags; then calls from mpkit's site allowed, and anyone else's sorted:
+ * key calls denied, calls on a range to the range block.  The blocks are
+ * far (past every range check): the head reaches them through a jump of
+ * its own (ja), placed after its two returns.
+ */
+static void head(struct prog *p, const struct blocks *b, uintptr_t trusted_ip, unsigned flags)
 {
-	static const uint32_t frozen[] = MPK_OS_FROZEN_SIGNALS;
 	static const uint32_t opens[] = { SYS_open, SYS_creat, SYS_openat, 437 /* openat2 */,
 					  SYS_open_by_handle_at };
 	static const uint32_t keys[] = { SYS_process_vm_readv, SYS_pkey_alloc, SYS_pkey_free,
@@ -277,95 +290,128 @@ int mpk__bpf_build(struct sock_filter *out, size_t *len, const struct mpk_range 
 	static const uint32_t key_moves[] = { SYS_pkey_alloc, SYS_pkey_free };
 	static const uint32_t exec[] = { SYS_mmap, SYS_mprotect, SYS_pkey_mprotect };
 	static const uint32_t ranged[] = { SYS_mprotect, SYS_munmap, SYS_madvise };
-	const bool kill = !(flags & MPK_LOCK_ERRNO);
 	static const uint32_t always[] = {
 		SYS_process_vm_writev, SYS_ptrace, 425 /* io_uring_setup */,
 		426 /* io_uring_enter */, 427 /* io_uring_register */, 440 /* process_madvise */,
 		SYS_remap_file_pages, SYS_userfaultfd, SYS_perf_event_open,
 	};
-	const uint32_t deny = kill ? SECCOMP_RET_KILL_PROCESS : SECCOMP_RET_ERRNO | EPERM;
-	struct prog *p = mpk__ialloc(sizeof(*p));
-
-	if (!p)
-		return -1;
-	int l_deny = label(p), l_exec = label(p), l_adv = label(p), l_ip = label(p),
-	    l_untrusted = label(p), l_range = label(p), l_mmap = label(p),
-	    l_mremap = label(p), l_shmat = label(p), l_allow = label(p), l_exec_far = label(p),
-	    l_exec_ip = label(p), l_exec_in = label(p), l_exec_mmap = label(p),
-	    l_exec_range = label(p), l_exec_deny = label(p), l_sig = label(p),
-	    l_sig_frozen = label(p), l_sig_act = label(p), l_sig_far = label(p),
-	    l_sig_allow = label(p), l_sig_deny = label(p);
+	int l_exec = label(p), l_adv = label(p), l_ip = label(p), l_untrusted = label(p),
+	    l_mmap = label(p), l_mremap = label(p), l_shmat = label(p), l_exec_far = label(p),
+	    l_sig_far = label(p);
 
 	ld(p, OFF_ARCH);
-	jump(p, BPF_JEQ, AUDIT_ARCH_X86_64, NEXT, l_deny);
+	jump(p, BPF_JEQ, AUDIT_ARCH_X86_64, NEXT, b->deny);
 	ld(p, OFF_NR);
-	jump(p, BPF_JGE, X32_BIT, l_deny, NEXT);
-	jump_each(p, always, N(always), l_deny);
+	jump(p, BPF_JGE, X32_BIT, b->deny, NEXT);
+	jump_each(p, always, N(always), b->deny);
 	if (flags & MPK_LOCK_NO_OPEN)
-		jump_each(p, opens, N(opens), l_deny);
+		jump_each(p, opens, N(opens), b->deny);
 	if (flags & MPK_LOCK_FREEZE_KEYS)
-		jump_each(p, key_moves, N(key_moves), l_deny);
+		jump_each(p, key_moves, N(key_moves), b->deny);
 	jump_each(p, exec, N(exec), l_exec);
 	jump(p, BPF_JEQ, SYS_rt_sigaction, l_sig_far, NEXT);
 	jump(p, BPF_JEQ, SYS_madvise, l_adv, l_ip);
 	arg_flags(p, l_exec, 2, PROT_EXEC, l_exec_far, l_ip);
 	place(p, l_adv);
 	ld(p, OFF_ARG(2));
-	jump(p, BPF_JEQ, MADV_DODUMP, l_deny, NEXT);
-	jump(p, BPF_JEQ, MADV_KEEPONFORK, l_deny, l_ip);
-	from_ip(p, l_ip, trusted_ip, l_allow, l_untrusted);
+	jump(p, BPF_JEQ, MADV_DODUMP, b->deny, NEXT);
+	jump(p, BPF_JEQ, MADV_KEEPONFORK, b->deny, l_ip);
+	from_ip(p, l_ip, trusted_ip, b->allow, l_untrusted);
 	place(p, l_untrusted);
 	ld(p, OFF_NR);
-	jump_each(p, keys, N(keys), l_deny);
-	jump_each(p, ranged, N(ranged), l_range);
+	jump_each(p, keys, N(keys), b->deny);
+	jump_each(p, ranged, N(ranged), b->range);
 	jump(p, BPF_JEQ, SYS_mmap, l_mmap, NEXT);
 	jump(p, BPF_JEQ, SYS_mremap, l_mremap, NEXT);
-	jump(p, BPF_JEQ, SYS_shmat, l_shmat, l_allow);
-	arg_flags(p, l_mmap, 3, MAP_FIXED | MAP_FIXED_NOREPLACE, l_range, l_allow);
-	arg_flags(p, l_mremap, 3, MREMAP_FIXED_FLAG, l_deny, l_range);
-	arg_flags(p, l_shmat, 2, SHM_REMAP_FLAG, l_deny, l_allow);
-	place(p, l_deny);
-	ret(p, deny);
-	place(p, l_allow);
+	jump(p, BPF_JEQ, SYS_shmat, l_shmat, b->allow);
+	arg_flags(p, l_mmap, 3, MAP_FIXED | MAP_FIXED_NOREPLACE, b->range, b->allow);
+	arg_flags(p, l_mremap, 3, MREMAP_FIXED_FLAG, b->deny, b->range);
+	arg_flags(p, l_shmat, 2, SHM_REMAP_FLAG, b->deny, b->allow);
+	place(p, b->deny);
+	ret(p, p->deny);
+	place(p, b->allow);
 	ret(p, SECCOMP_RET_ALLOW);
 	place(p, l_exec_far);
-	ja(p, l_exec_ip); /* past the range checks */
+	ja(p, b->exec); /* past the range checks */
 	place(p, l_sig_far);
-	ja(p, l_sig);
+	ja(p, b->sig);
+}
+
+/* At here, anyone else's mprotect, munmap, madvise, mremap or mmap with
+ * MAP_FIXED(_NOREPLACE): denied if [arg0, arg0 + arg1) touches a domain
+ * range or the gate code, else allowed. */
+static void range_block(struct prog *p, int here, const struct mpk_range *r, size_t nr,
+			const struct mpk_range *gate, size_t ngate)
+{
+	place(p, here);
+	load_range(p);
+	for (size_t i = 0; i < nr; i++)
+		check_range(p, r[i].lo, r[i].hi, p->deny);
+	for (size_t i = 0; i < ngate; i++)
+		check_range(p, gate[i].lo, gate[i].hi, p->deny);
+	ret(p, SECCOMP_RET_ALLOW);
+}
+
+/* At here, rt_sigaction: a new action for a frozen signal from mpkit's
+ * site only; a query, or another signal, allowed. */
+static void sig_block(struct prog *p, int here, uintptr_t trusted_ip)
+{
+	static const uint32_t frozen[] = MPK_OS_FROZEN_SIGNALS;
+	int l_frozen = label(p), l_act = label(p), l_allow = label(p), l_deny = label(p);
+
+	place(p, here);
+	ld(p, OFF_ARG(0));
+	jump_each(p, frozen, N(frozen), l_frozen);
+	ret(p, SECCOMP_RET_ALLOW);
+	place(p, l_frozen);
+	ld(p, OFF_ARG(1));
+	jump(p, BPF_JEQ, 0, NEXT, l_act);
+	ld(p, OFF_ARG(1) + 4);
+	jump(p, BPF_JEQ, 0, l_allow, l_act); /* no new action: a query */
+	from_ip(p, l_act, trusted_ip, l_allow, l_deny);
+	place(p, l_deny);
+	ret(p, p->deny);
+	place(p, l_allow);
+	ret(p, SECCOMP_RET_ALLOW);
+}
+
+/* At here, PROT_EXEC in mmap, mprotect or pkey_mprotect: allowed from
+ * mpkit's site on a range inside domain memory (mmap: MAP_FIXED), else
+ * denied.  The checks' own denial comes before the range checks: a
+ * conditional jump reaches 255 instructions at most, the length of 22 of
+ * them. */
+static void exec_block(struct prog *p, int here, const struct mpk_range *r, size_t nr,
+		       uintptr_t trusted_ip)
+{
+	int l_in = label(p), l_mmap = label(p), l_range = label(p), l_deny = label(p);
+
+	from_ip(p, here, trusted_ip, l_in, l_deny);
+	place(p, l_in);
+	ld(p, OFF_NR);
+	jump(p, BPF_JEQ, SYS_mmap, l_mmap, l_range);
+	arg_flags(p, l_mmap, 3, MAP_FIXED | MAP_FIXED_NOREPLACE, l_range, l_deny);
+	place(p, l_deny);
+	ret(p, p->deny);
 	place(p, l_range);
 	load_range(p);
 	for (size_t i = 0; i < nr; i++)
-		check_range(p, r[i].lo, r[i].hi, deny);
-	for (size_t i = 0; i < ngate; i++)
-		check_range(p, gate[i].lo, gate[i].hi, deny);
-	ret(p, SECCOMP_RET_ALLOW);
-	/* rt_sigaction: a new action for a frozen signal, from mpkit only. */
-	place(p, l_sig);
-	ld(p, OFF_ARG(0));
-	jump_each(p, frozen, N(frozen), l_sig_frozen);
-	ret(p, SECCOMP_RET_ALLOW);
-	place(p, l_sig_frozen);
-	ld(p, OFF_ARG(1));
-	jump(p, BPF_JEQ, 0, NEXT, l_sig_act);
-	ld(p, OFF_ARG(1) + 4);
-	jump(p, BPF_JEQ, 0, l_sig_allow, l_sig_act); /* no new action: a query */
-	from_ip(p, l_sig_act, trusted_ip, l_sig_allow, l_sig_deny);
-	place(p, l_sig_deny);
-	ret(p, deny);
-	place(p, l_sig_allow);
-	ret(p, SECCOMP_RET_ALLOW);
-	/* PROT_EXEC: mpkit's site, on domain memory only. */
-	from_ip(p, l_exec_ip, trusted_ip, l_exec_in, l_exec_deny);
-	place(p, l_exec_in);
-	ld(p, OFF_NR);
-	jump(p, BPF_JEQ, SYS_mmap, l_exec_mmap, l_exec_range);
-	arg_flags(p, l_exec_mmap, 3, MAP_FIXED | MAP_FIXED_NOREPLACE, l_exec_range, l_exec_deny);
-	place(p, l_exec_range);
-	load_range(p);
-	for (size_t i = 0; i < nr; i++)
 		check_inside(p, r[i].lo, r[i].hi);
-	place(p, l_exec_deny);
-	ret(p, deny);
+	ret(p, p->deny); /* inside none */
+}
+
+int mpk__bpf_build(struct sock_filter *out, size_t *len, const struct mpk_range *r, size_t nr,
+		   const struct mpk_range *gate, size_t ngate, uintptr_t trusted_ip, unsigned flags)
+{
+	struct prog *p = mpk__ialloc(sizeof(*p));
+
+	if (!p)
+		return -1;
+	p->deny = flags & MPK_LOCK_ERRNO ? SECCOMP_RET_ERRNO | EPERM : SECCOMP_RET_KILL_PROCESS;
+	struct blocks b = { label(p), label(p), label(p), label(p), label(p) };
+	head(p, &b, trusted_ip, flags);
+	range_block(p, b.range, r, nr, gate, ngate);
+	sig_block(p, b.sig, trusted_ip);
+	exec_block(p, b.exec, r, nr, trusted_ip);
 	return finish(p, out, len);
 }
 
@@ -373,12 +419,11 @@ int mpk__bpf_build_range(struct sock_filter *out, size_t *len, uintptr_t lo, uin
 			 uintptr_t trusted_ip, unsigned flags)
 {
 	static const uint32_t ranged[] = { SYS_mprotect, SYS_munmap, SYS_madvise, SYS_mremap };
-	const uint32_t deny = flags & MPK_LOCK_ERRNO ? SECCOMP_RET_ERRNO | EPERM
-						     : SECCOMP_RET_KILL_PROCESS;
 	struct prog *p = mpk__ialloc(sizeof(*p));
 
 	if (!p)
 		return -1;
+	p->deny = flags & MPK_LOCK_ERRNO ? SECCOMP_RET_ERRNO | EPERM : SECCOMP_RET_KILL_PROCESS;
 	int l_ip = label(p), l_mmap = label(p), l_range = label(p), l_allow = label(p);
 
 	ld(p, OFF_NR);
@@ -388,7 +433,7 @@ int mpk__bpf_build_range(struct sock_filter *out, size_t *len, uintptr_t lo, uin
 	from_ip(p, l_ip, trusted_ip, l_allow, l_range);
 	place(p, l_range);
 	load_range(p);
-	check_range(p, lo, hi, deny);
+	check_range(p, lo, hi, p->deny);
 	place(p, l_allow);
 	ret(p, SECCOMP_RET_ALLOW);
 	return finish(p, out, len);

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /* The environment variables mpkit reads: parsed in one place, each bad
- * value described in one line (see env.c).  Also used by the mpkit tool. */
+ * value described in one line (env.c).  Also used by the mpkit tool. */
 #ifndef MPK_ENV_H
 #define MPK_ENV_H
 

@@ -1,8 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * /proc/PID/maps and /proc/PID/smaps, one mapping at a time: the one
- * parser the library (src/os.c), the mpkit command (mpkit maps) and the
- * benchmarks share.  Plain C on libc, nothing of mpkit's.  It reads with
+ * parser the library (src/core/os.c), the mpkit command (mpkit maps) and
+ * the benchmarks share.  Plain C on libc, nothing of mpkit's.  It reads with
  * read(2) into the caller's buffer and never allocates: the library reads
  * its own maps where it may be the process's allocator.
  *

@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 #include "t_code.h"
 #include "t_state.h"
+#include "../../src/core/os.h"
 
 void t_emit_ret(uint8_t *p, uint32_t v)
 {

@@ -22,11 +22,6 @@
 #define ADOPT_EVERY 50 /* each late mpk_adopt() stacks a filter for good */
 #define NHINTS 16
 
-void *mpk__window_map(size_t len, size_t align, int prot);
-void mpk__window_unmap(void *p, size_t len);
-size_t mpk__window_kept(void);
-void mpk__meta_ranges_each(void (*fn)(uintptr_t lo, uintptr_t hi, void *arg), void *arg);
-
 static size_t page;
 static mpk_domain *dom;
 static struct {
@@ -117,7 +112,7 @@ static void heap_round(unsigned flags)
 	CHECK(b != NULL);
 	mpk_heap_free(h, a);
 	mpk_heap_free(h, b);
-	mpk__meta_ranges_each(meta_range, NULL); /* the last heap: they go */
+	mpk__layer_ranges_each(meta_range, NULL); /* the last heap: they go */
 	CHECK(mpk_heap_destroy(h) == 0);
 }
 
@@ -256,7 +251,7 @@ void t_giveback_run(unsigned flags, const char *meta)
 
 	REQUIRE(mpk_lockdown(flags) == 0);
 
-	mpk__meta_ranges_each(meta_range, NULL);
+	mpk__layer_ranges_each(meta_range, NULL);
 	CHECK(mpk_heap_destroy(h0) == 0);
 	CHECK(mpk_secret_free(s0) == 0);
 	CHECK(mpk_domain_destroy(v0) == 0);

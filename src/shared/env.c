@@ -9,13 +9,15 @@
  */
 #define _GNU_SOURCE
 #include <errno.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
-#include "../shared/env.h"
-#include "internal.h"
+#include "mpkit.h"
+#include "../arch/arch.h"
+#include "env.h"
 
 static const struct {
 	const char *name, *allowed;
