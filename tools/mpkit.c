@@ -2,7 +2,9 @@
 /* mpkit: the command-line tool.  Exit codes: 0 ok, 1 failure, 2 usage. */
 #define _GNU_SOURCE
 #include <errno.h>
+#include <getopt.h>
 #include <limits.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -13,6 +15,7 @@
 #include "scan_cmd.h"
 #include "env.h"
 #include "cli.h"
+#include "watch_spec.h"
 
 static void usage(FILE *f)
 {
@@ -28,9 +31,9 @@ static void usage(FILE *f)
 		"  scan [--json] FILE... | --pid PID\n"
 		"                  WRPKRU and XRSTOR sites in executable code, with their\n"
 		"                  symbols and classes; exit 1 if one is a gadget\n"
-		"  watch -- PROG [ARGS]  run PROG with watchpoints on what MPKIT_WATCH names\n"
-		"                  (SYMBOL[:LEN] or ADDR+LEN, comma-separated), each access\n"
-		"                  reported with its instruction and a backtrace\n"
+		"  watch -w SPEC [-r SPEC] -- PROG [ARGS]  run PROG with watchpoints on its\n"
+		"                  variables (SYMBOL[:LEN] or ADDR+LEN), each access reported\n"
+		"                  with its instruction, old and new bytes and a backtrace\n"
 		"  run [--sealed|--open] [--stats] -- PROG [ARGS]\n"
 		"                  run PROG with its malloc() on an mpkit heap, the\n"
 		"                  heap's metadata closed between calls (default on hw)\n"
@@ -337,39 +340,128 @@ enum { WATCH_FAILED = CLI_EXEC_FAILED, WATCH_CANNOT_RUN = CLI_EXEC_CANNOT_RUN, W
 
 static void watch_usage(FILE *f)
 {
-	fprintf(f, "usage: MPKIT_WATCH=SPEC[,SPEC...] mpkit watch -- PROG [ARGS]\n"
-		   "  SPEC: SYMBOL[:LEN] (a global in PROG's dynamic symbol table; LEN\n"
-		   "        defaults to its size) or ADDR+LEN, either followed by /r to\n"
-		   "        report reads too\n"
-		   "  MPKIT_WATCH_OUT=FILE  reports go there (appended), not to stderr\n"
+	fprintf(f, "usage: mpkit watch [-w SPEC]... [-r SPEC]... [-o FILE] [--] PROG [ARGS]\n"
+		   "  -w, --write=SPEC   report every write to what SPEC names\n"
+		   "  -r, --read=SPEC    report reads of it too\n"
+		   "  -o, --output=FILE  reports go there (appended), not to stderr\n"
+		   "  SPEC: SYMBOL[:LEN] (a global or static variable of PROG's .symtab,\n"
+		   "        or of any dynamic symbol table; LEN defaults to its size) or\n"
+		   "        ADDR+LEN; comma-separated, several at once (16 in all)\n"
+		   "Each report has the instruction, the bytes before and after the\n"
+		   "access, and a backtrace.  A system call that writes to a watched page\n"
+		   "fails with EFAULT and no report: strace -f -Z shows it (docs/watch.md).\n"
+		   "environment (-w/-r/-o win over it):\n"
+		   "  MPKIT_WATCH=SPEC[,SPEC...]  what to watch; SPEC/r reports reads\n"
+		   "  MPKIT_WATCH_OUT=FILE  as -o\n"
 		   "  MPKIT_WATCH_LIB=PATH  the helper to preload, instead of libmpkit-watch.so\n"
 		   "                        in mpkit's helpers' directory\n"
 		   "PROG alone is watched: the programs it starts are not.\n"
 		   "exit status: PROG's; %d no watch could be set as asked (a SPEC not\n"
 		   "found or not watchable, no helper), %d PROG cannot run, %d PROG not\n"
-		   "found, 2 usage\n",
+		   "found, 2 usage (a bad SPEC)\n",
 		WATCH_FAILED, WATCH_CANNOT_RUN, WATCH_NOT_FOUND);
 }
 
+/* Add the specs of arg (comma-separated) to the list in buf, each
+ * checked, with /r when reads: 0, or -1 after saying why on stderr. */
+static int watch_add(char *buf, size_t size, int *count, const char *arg, bool reads, const char *from)
+{
+	char copy[1024], *save = NULL;
+
+	if (snprintf(copy, sizeof(copy), "%s", arg) >= (int)sizeof(copy)) {
+		fprintf(stderr, "mpkit watch: %s is too long (1023 bytes at most)\n", from);
+		return -1;
+	}
+	for (char *t = strtok_r(copy, ",", &save); t; t = strtok_r(NULL, ",", &save)) {
+		struct watch_spec ws;
+		const char *why;
+		if (watch_spec_parse(t, &ws, &why)) {
+			fprintf(stderr, "mpkit watch: bad SPEC '%s' in %s: %s (" WATCH_SPEC_SYNTAX ")\n", t, from, why);
+			return -1;
+		}
+		if (++*count > 16) {
+			fprintf(stderr, "mpkit watch: more than 16 SPECs\n");
+			return -1;
+		}
+		size_t n = strlen(buf);
+		if (snprintf(buf + n, size - n, "%s%s%s", n ? "," : "", t, reads && !ws.reads ? "/r" : "") >=
+		    (int)(size - n)) {
+			fprintf(stderr, "mpkit watch: the SPECs are too long together (1023 bytes at most)\n");
+			return -1;
+		}
+	}
+	if (!*count) {
+		fprintf(stderr, "mpkit watch: no SPEC in %s '%s' (" WATCH_SPEC_SYNTAX ")\n", from, arg);
+		return -1;
+	}
+	return 0;
+}
+
 /*
- * `mpkit watch -- PROG ARGS`: PROG with libmpkit-watch.so preloaded
- * (tools/watch_preload.c), which sets the watches before PROG's main(),
- * ends PROG with WATCH_FAILED when one cannot be set, and takes itself out
- * of the environment PROG's children get.
+ * `mpkit watch -w SPEC -- PROG ARGS`: PROG with libmpkit-watch.so
+ * preloaded (tools/watch_preload.c), which takes the specs from
+ * MPKIT_WATCH (set here from -w/-r), sets the watches before PROG's
+ * main(), ends PROG with WATCH_FAILED when one cannot be set, and takes
+ * itself out of the environment PROG's children get.  Every SPEC is
+ * checked here first: a bad one is a usage error, and PROG does not run.
  */
 static int cmd_watch(char **argv)
 {
-	if (argv[1] && (!strcmp(argv[1], "--help") || !strcmp(argv[1], "-h"))) {
-		watch_usage(stdout);
-		return cli_finish_output("watch", 0);
+	static const struct option opts[] = {
+		{ "write", required_argument, NULL, 'w' },
+		{ "read", required_argument, NULL, 'r' },
+		{ "output", required_argument, NULL, 'o' },
+		{ "help", no_argument, NULL, 'h' },
+		{ NULL, 0, NULL, 0 },
+	};
+	char specs[1024] = "";
+	const char *output = NULL;
+	int argc = 0, count = 0, c;
+
+	while (argv[argc])
+		argc++;
+	opterr = 0;
+	optind = 1;
+	/* "+": PROG's own options are PROG's. */
+	while ((c = getopt_long(argc, argv, "+:w:r:o:h", opts, NULL)) != -1) {
+		switch (c) {
+		case 'w':
+		case 'r':
+			if (watch_add(specs, sizeof(specs), &count, optarg, c == 'r', c == 'w' ? "-w" : "-r"))
+				return 2;
+			break;
+		case 'o':
+			output = optarg;
+			break;
+		case 'h':
+			watch_usage(stdout);
+			return cli_finish_output("watch", 0);
+		case ':':
+			fprintf(stderr, "mpkit watch: %s needs an argument (mpkit watch --help)\n", argv[optind - 1]);
+			return 2;
+		default:
+			fprintf(stderr, "mpkit watch: unknown option '%s' (mpkit watch --help)\n", argv[optind - 1]);
+			return 2;
+		}
 	}
-	if (!argv[1] || strcmp(argv[1], "--") || !argv[2]) {
+	if (!argv[optind]) {
 		watch_usage(stderr);
 		return 2;
 	}
-	if (!getenv("MPKIT_WATCH"))
-		fprintf(stderr, "mpkit watch: MPKIT_WATCH is not set: nothing is watched\n");
-	return cli_exec_preloaded("watch", "MPKIT_WATCH_LIB", "libmpkit-watch.so", argv + 2);
+	const char *env = getenv("MPKIT_WATCH");
+	if (count) {
+		if (env)
+			fprintf(stderr, "mpkit watch: -w/-r given: MPKIT_WATCH from the environment is not used\n");
+		setenv("MPKIT_WATCH", specs, 1);
+	} else if (env && *env) {
+		if (watch_add(specs, sizeof(specs), &count, env, false, "MPKIT_WATCH"))
+			return 2;
+	} else {
+		fprintf(stderr, "mpkit watch: no -w, -r or MPKIT_WATCH: nothing is watched\n");
+	}
+	if (output)
+		setenv("MPKIT_WATCH_OUT", output, 1);
+	return cli_exec_preloaded("watch", "MPKIT_WATCH_LIB", "libmpkit-watch.so", argv + optind);
 }
 
 int main(int argc, char **argv)
