@@ -233,7 +233,7 @@ SO_RPATH = -Wl,-rpath,$(abspath $(B))
 # library.  tools/paths.c says where the helpers are (INST compiles it for
 # the installed layout).
 CLI_LIB_SRC := src/shared/scan.c src/shared/scan_class.c src/shared/insn.c src/shared/insn_0f.c src/core/env.c
-CLI_OBJ := $(addprefix $(B)/obj/tools/,mpkit.o scan.o maps.o maps_check.o run.o watch_spec.o) $(CLI_LIB_SRC:%.c=$(B)/obj/%.o) \
+CLI_OBJ := $(addprefix $(B)/obj/tools/,mpkit.o scan.o maps.o maps_check.o run.o watch_spec.o watch_trace.o) $(CLI_LIB_SRC:%.c=$(B)/obj/%.o) \
            $(SHARED_OBJ)
 $(B)/mpkit: $(CLI_OBJ) $(B)/obj/tools/paths.o $(B)/libmpkit.so
 	$(CC) $(ALL_LDFLAGS) $^ $(SO_RPATH) -o $@
@@ -414,10 +414,10 @@ $(B)/tests/watch-target: tests/helpers/watch_target.c
 # stripped: -s).
 $(B)/tests/watch-plain: tests/helpers/watch_plain.c
 	@mkdir -p $(@D)
-	$(CC) $(PRELOAD_CFLAGS) -g $< -o $@
+	$(CC) $(PRELOAD_CFLAGS) -g $< -pthread -o $@
 $(B)/tests/watch-plain-stripped: tests/helpers/watch_plain.c
 	@mkdir -p $(@D)
-	$(CC) $(PRELOAD_CFLAGS) -s $< -o $@
+	$(CC) $(PRELOAD_CFLAGS) -s $< -pthread -o $@
 $(B)/preload/tests/%.o: MPK_XCFLAGS += -Itests
 $(B)/preload/tests/t_scan_lockdown.o: MPK_XCFLAGS += -Isrc/shared
 $(B)/preload/tests/libt.a: $(KIT_SRC:%.c=$(B)/preload/%.o)

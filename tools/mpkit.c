@@ -16,6 +16,7 @@
 #include "env.h"
 #include "cli.h"
 #include "watch_spec.h"
+#include "watch_trace.h"
 
 static void usage(FILE *f)
 {
@@ -340,16 +341,19 @@ enum { WATCH_FAILED = CLI_EXEC_FAILED, WATCH_CANNOT_RUN = CLI_EXEC_CANNOT_RUN, W
 
 static void watch_usage(FILE *f)
 {
-	fprintf(f, "usage: mpkit watch [-w SPEC]... [-r SPEC]... [-o FILE] [--] PROG [ARGS]\n"
+	fprintf(f, "usage: mpkit watch [-w SPEC]... [-r SPEC]... [-o FILE] [-s] [--] PROG [ARGS]\n"
 		   "  -w, --write=SPEC   report every write to what SPEC names\n"
 		   "  -r, --read=SPEC    report reads of it too\n"
 		   "  -o, --output=FILE  reports go there (appended), not to stderr\n"
+		   "  -s, --syscalls     report system calls that fail with EFAULT (a watched\n"
+		   "                     page is closed to the kernel too): PROG runs under\n"
+		   "                     ptrace, each system call stops it twice\n"
 		   "  SPEC: SYMBOL[:LEN] (a global or static variable of PROG's .symtab,\n"
 		   "        or of any dynamic symbol table; LEN defaults to its size) or\n"
 		   "        ADDR+LEN; comma-separated, several at once (16 in all)\n"
 		   "Each report has the instruction, the bytes before and after the\n"
 		   "access, and a backtrace.  A system call that writes to a watched page\n"
-		   "fails with EFAULT and no report: strace -f -Z shows it (docs/watch.md).\n"
+		   "fails with EFAULT, which only -s reports (docs/watch.md).\n"
 		   "environment (-w/-r/-o win over it):\n"
 		   "  MPKIT_WATCH=SPEC[,SPEC...]  what to watch; SPEC/r reports reads\n"
 		   "  MPKIT_WATCH_OUT=FILE  as -o\n"
@@ -411,19 +415,21 @@ static int cmd_watch(char **argv)
 		{ "write", required_argument, NULL, 'w' },
 		{ "read", required_argument, NULL, 'r' },
 		{ "output", required_argument, NULL, 'o' },
+		{ "syscalls", no_argument, NULL, 's' },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
 	char specs[1024] = "";
 	const char *output = NULL;
 	int argc = 0, count = 0, c;
+	bool syscalls = false;
 
 	while (argv[argc])
 		argc++;
 	opterr = 0;
 	optind = 1;
 	/* "+": PROG's own options are PROG's. */
-	while ((c = getopt_long(argc, argv, "+:w:r:o:h", opts, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, "+:w:r:o:sh", opts, NULL)) != -1) {
 		switch (c) {
 		case 'w':
 		case 'r':
@@ -432,6 +438,9 @@ static int cmd_watch(char **argv)
 			break;
 		case 'o':
 			output = optarg;
+			break;
+		case 's':
+			syscalls = true;
 			break;
 		case 'h':
 			watch_usage(stdout);
@@ -461,6 +470,8 @@ static int cmd_watch(char **argv)
 	}
 	if (output)
 		setenv("MPKIT_WATCH_OUT", output, 1);
+	if (syscalls)
+		return watch_traced(argv + optind, getenv("MPKIT_WATCH_OUT"));
 	return cli_exec_preloaded("watch", "MPKIT_WATCH_LIB", "libmpkit-watch.so", argv + optind);
 }
 

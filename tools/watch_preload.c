@@ -12,6 +12,8 @@
  *                                (tools/watch_spec.h; mpkit watch -w/-r
  *                                set it)
  *   MPKIT_WATCH_OUT=FILE         reports go there (default stderr)
+ *   MPKIT_WATCH_FD=N             mpkit watch -s: the ranges are written there,
+ *                                "ADDR LEN NAME" a line (tools/watch_trace.c)
  *
  * Each report has the watched bytes before and after the access
  * (MPK_WATCH_VALUES: it comes once the instruction has run).
@@ -298,6 +300,7 @@ static void leave_environment(void)
 
 	env_drop("MPKIT_WATCH");
 	env_drop("MPKIT_WATCH_OUT");
+	env_drop("MPKIT_WATCH_FD");
 	pre = env_find("LD_PRELOAD"); /* after the drops, which move entries */
 	if (!pre || !dladdr((void *)leave_environment, &self) || stat(self.dli_fname, &me))
 		return;
@@ -323,6 +326,28 @@ static void leave_environment(void)
 		free(keep);
 		env_drop("LD_PRELOAD");
 	}
+}
+
+/* mpkit watch --syscalls (tools/watch_trace.c) is told the ranges, a
+ * line "ADDR LEN NAME" each, through the pipe MPKIT_WATCH_FD names. */
+static void tell_tracer(void)
+{
+	const char *v = env_get("MPKIT_WATCH_FD");
+	char line[WATCH_SPEC_NAME + 48];
+	char *end;
+
+	if (!v)
+		return;
+	long fd = strtol(v, &end, 10);
+	if (*end || fd < 3)
+		return;
+	for (int i = 0; i < nspecs; i++) {
+		int n = snprintf(line, sizeof(line), "%lx %zx %s\n", (unsigned long)specs[i].addr, specs[i].len,
+				 specs[i].name);
+		if (write((int)fd, line, (size_t)n) != n)
+			break;
+	}
+	close((int)fd);
 }
 
 __attribute__((constructor)) static void start(void)
@@ -367,6 +392,7 @@ __attribute__((constructor)) static void start(void)
 		put_dec(s->len);
 		put(" bytes\n");
 	}
+	tell_tracer();
 	leave_environment();
 }
 

@@ -34,7 +34,6 @@
 #define STEP_MAX 4  /* pages one instruction may open (movs, push to a watched page...) */
 #define FRAMES 32
 #define PENDING 32  /* value hits parked between a fault and its trap, all threads */
-#define PENDING_STEP 8 /* of them, one thread's for one instruction */
 
 enum { MODE_OFF = 0, MODE_WRITES = 1, MODE_ALL = 2 };
 
@@ -71,9 +70,14 @@ struct opened {
 static __thread struct opened t_open[STEP_MAX] __attribute__((tls_model("initial-exec")));
 static __thread int t_nopen __attribute__((tls_model("initial-exec")));
 
-/* A MPK_WATCH_VALUES hit waiting for its instruction to complete. */
+/* A MPK_WATCH_VALUES hit waiting for its instruction to complete.  Found
+ * by thread id, not through thread-local storage: musl puts the static
+ * TLS that outgrows its built-in block in memory from the free tails of
+ * data pages, which may be a watched page. */
 struct pending {
-	pid_t owner; /* 0: free */
+	pid_t owner;       /* 0: free */
+	bool delivering;   /* being called back (a callback's own hit parks anew) */
+	unsigned long seq; /* delivered in this order */
 	bool rd, wr;
 	mpk_watch_fn fn;
 	void *arg;
@@ -82,8 +86,7 @@ struct pending {
 	uint8_t old[MPK_WATCH_VALUE_MAX], now[MPK_WATCH_VALUE_MAX];
 };
 static struct pending pending[PENDING];
-static __thread int t_pend[PENDING_STEP] __attribute__((tls_model("initial-exec")));
-static __thread int t_npend __attribute__((tls_model("initial-exec")));
+static unsigned long parked, parked_seq; /* slots in use; the last seq given */
 
 static bool hw(void)
 {
@@ -360,8 +363,6 @@ static bool park(const struct mpk_watch_hit *h, uintptr_t s, const struct watch 
 {
 	int k = 0;
 
-	if (t_npend == PENDING_STEP)
-		return false;
 	for (pid_t free_ = 0; k < PENDING; k++, free_ = 0)
 		if (__atomic_compare_exchange_n(&pending[k].owner, &free_, h->tid, false,
 						__ATOMIC_ACQUIRE, __ATOMIC_RELAXED))
@@ -371,6 +372,8 @@ static bool park(const struct mpk_watch_hit *h, uintptr_t s, const struct watch 
 	struct pending *p = &pending[k];
 	uintptr_t from = w->len <= MPK_WATCH_VALUE_MAX ? s : (uintptr_t)h->addr;
 	size_t len = s + w->len - from;
+	p->delivering = false;
+	p->seq = __atomic_add_fetch(&parked_seq, 1, __ATOMIC_RELAXED);
 	p->rd = rd;
 	p->wr = wr;
 	p->fn = w->fn;
@@ -382,7 +385,7 @@ static bool park(const struct mpk_watch_hit *h, uintptr_t s, const struct watch 
 	p->hit.value_len = mpk_arch_self_read(p->old, from, len < MPK_WATCH_VALUE_MAX ? len : MPK_WATCH_VALUE_MAX);
 	p->hit.old_value = p->old;
 	p->hit.new_value = p->now;
-	t_pend[t_npend++] = k;
+	__atomic_add_fetch(&parked, 1, __ATOMIC_RELEASE);
 	return true;
 }
 
@@ -500,28 +503,63 @@ static void chain_trap(int sig, siginfo_t *si, void *uc)
 	}
 }
 
-/* The parked hits of this thread's step, in the order they came, with
- * the rights a report has at the fault (hw: a handler starts with the
- * kernel's default PKRU; sigreturn puts the frame's back). */
-static void deliver(void *uc)
+/* This thread's parked hits that wait for their values (delivering
+ * ones excepted), as indices into idx, oldest first: how many. */
+static int mine(pid_t tid, int *idx)
 {
-	int mine[PENDING_STEP], n = t_npend;
+	int n = 0;
+
+	for (int k = 0; k < PENDING; k++) {
+		if (__atomic_load_n(&pending[k].owner, __ATOMIC_ACQUIRE) != tid || pending[k].delivering)
+			continue;
+		int i = n++;
+		while (i && pending[idx[i - 1]].seq > pending[k].seq) {
+			idx[i] = idx[i - 1];
+			i--;
+		}
+		idx[i] = k;
+	}
+	return n;
+}
+
+/* The new bytes of this thread's parked hits (before the pages close:
+ * on soft a read watch's page is readable only until then).  Their count
+ * and indices, in idx. */
+static int snapshot(pid_t *tid, int *idx)
+{
+	if (!__atomic_load_n(&parked, __ATOMIC_ACQUIRE))
+		return 0;
+	*tid = mpk_os_gettid();
+	int n = mine(*tid, idx);
+	for (int i = 0; i < n; i++) {
+		struct mpk_watch_hit *h = &pending[idx[i]].hit;
+		size_t got = mpk_arch_self_read(pending[idx[i]].now, (uintptr_t)h->value_addr, h->value_len);
+		if (got < h->value_len)
+			h->value_len = got;
+		pending[idx[i]].delivering = true;
+	}
+	return n;
+}
+
+/* The hits snapshot() took, in the order they came, with the rights a
+ * report has at the fault (hw: a handler starts with the kernel's
+ * default PKRU; sigreturn puts the frame's back). */
+static void deliver(void *uc, const int *idx, int n)
+{
 	mpk_reg_t reg;
 
 	if (!n)
 		return;
-	/* A callback's own watched access parks anew. */
-	memcpy(mine, t_pend, (size_t)n * sizeof(int));
-	t_npend = 0;
 	if (hw() && mpk_arch_frame_reg_get(uc, &reg))
 		mpk_arch_reg_write(report_rights(reg));
 	for (int i = 0; i < n; i++) {
-		struct pending *p = &pending[mine[i]];
+		struct pending *p = &pending[idx[i]];
 		if (p->rd) /* a read-modify-write reads first */
 			p->fn(&p->hit, p->arg);
 		p->hit.write = true;
 		if (p->wr)
 			p->fn(&p->hit, p->arg);
+		__atomic_sub_fetch(&parked, 1, __ATOMIC_RELEASE);
 		__atomic_store_n(&p->owner, 0, __ATOMIC_RELEASE);
 	}
 }
@@ -530,20 +568,14 @@ static void on_trap(int sig, siginfo_t *si, void *uc)
 {
 	size_t ps = mpk_os_page_size();
 	int saved = errno;
+	pid_t tid = 0;
 
 	if (!t_nopen) {
 		chain_trap(sig, si, uc);
 		errno = saved;
 		return;
 	}
-	/* The new bytes before the pages close: on soft a read watch's
-	 * page is readable only now. */
-	for (int i = 0; i < t_npend; i++) {
-		struct mpk_watch_hit *h = &pending[t_pend[i]].hit;
-		size_t n = mpk_arch_self_read(pending[t_pend[i]].now, (uintptr_t)h->value_addr, h->value_len);
-		if (n < h->value_len)
-			h->value_len = n;
-	}
+	int idx[PENDING], n = snapshot(&tid, idx);
 	while (t_nopen) {
 		struct opened *o = &t_open[--t_nopen];
 		if (o->key >= 0) {
@@ -559,6 +591,6 @@ static void on_trap(int sig, siginfo_t *si, void *uc)
 		}
 	}
 	mpk_arch_frame_step(uc, false);
-	deliver(uc);
+	deliver(uc, idx, n);
 	errno = saved;
 }

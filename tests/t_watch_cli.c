@@ -8,8 +8,11 @@
  * exit 125 with a message naming the symbol (and "stripped").  Bad SPECs
  * and options: exit 2 with a message, the program not run.  A read() into
  * a watched buffer fails with EFAULT and is not reported (docs/watch.md);
- * where strace is installed, `strace -f -Z`, the documented way to see it,
- * shows that read() failing.
+ * where strace is installed, `strace -f -Z` shows that read() failing.
+ * With -s (PROG under ptrace) it is reported: the call, its thread, the
+ * argument and the range it points into, from the main thread and from
+ * another; the writes are still reported with their values, PROG's exit
+ * status and its death by a signal come back as they are.
  */
 #include <fcntl.h>
 
@@ -44,7 +47,7 @@ static int watch(const char *extra, int err, char *out, char *rep, size_t cap, c
 	int st = t_exec_capture(t_cli_prog(), argv, env, err, out, cap);
 	slurp(outfile, rep, cap);
 	unlink(outfile);
-	return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+	return WIFEXITED(st) ? WEXITSTATUS(st) : WIFSIGNALED(st) ? 128 + WTERMSIG(st) : -1;
 }
 
 #define ARGS(...) ((char *const[]){ __VA_ARGS__, NULL })
@@ -132,6 +135,30 @@ static void backend_runs(const char *backend)
 		fprintf(stderr, "note: no strace here, its part left out\n");
 	}
 
+	/* -s: the failed call reported, with the range it points into. */
+	int rc = watch(NULL, 1, out, rep, sizeof(out), ARGS("-s", "-w", "inbuf", "-o", outfile, "--", "./watch-plain", "read"));
+	if (strstr(out, "ptrace: ")) {
+		fprintf(stderr, "note: ptrace refused here, -s left out: %s", out);
+	} else {
+		CHECK(rc == 0 && strstr(out, "read: -1 EFAULT\n"));
+		const char *r = strstr(rep, "mpkit watch: read(");
+		CHECK(r && strstr(r, ", 0x") && strstr(r, ", 16) by thread ") &&
+		      strstr(r, "failed with EFAULT: argument 2 points into inbuf+0 (watched"));
+		CHECK(t_cli_count(rep, "failed with EFAULT") == 1);
+		if (t_failures)
+			fprintf(stderr, "-s report:\n%s\n", rep);
+		CHECK(watch(NULL, 1, out, rep, sizeof(out),
+			    ARGS("--syscalls", "-w", "inbuf", "-o", outfile, "./watch-plain", "thread-read")) == 0);
+		CHECK(strstr(out, "read: -1 EFAULT\n") && strstr(rep, "argument 2 points into inbuf+0"));
+		CHECK(watch(NULL, 0, out, rep, sizeof(out), ARGS("-s", "-w", "counter", "-o", outfile, "./watch-plain")) == 0);
+		CHECK(!strcmp(out, "counter=-2 level=2\n"));
+		counter_report(rep, "-s -w counter");
+		CHECK(t_cli_count(rep, "EFAULT") == 0);
+		CHECK(watch(NULL, 1, out, rep, sizeof(out), ARGS("-s", "./watch-plain", "exit", "7")) == 7);
+		CHECK(watch(NULL, 1, out, rep, sizeof(out), ARGS("-s", "./watch-plain", "term")) == 128 + SIGTERM);
+		CHECK(watch(NULL, 1, out, rep, sizeof(out), ARGS("-s", "./no-such-program")) == 127);
+	}
+
 	/* Bad SPECs and options: 2, a message, the program not run. */
 	static const char *const bad[][3] = {
 		{ "-w", "counter:0", "LEN must be at least 1" },
@@ -145,7 +172,7 @@ static void backend_runs(const char *backend)
 		{ "-q", "counter", "unknown option '-q'" },
 	};
 	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
-		int rc = watch(NULL, 1, out, rep, sizeof(out), ARGS((char *)bad[i][0], (char *)bad[i][1], "./watch-plain"));
+		rc = watch(NULL, 1, out, rep, sizeof(out), ARGS((char *)bad[i][0], (char *)bad[i][1], "./watch-plain"));
 		if (rc != 2 || !strstr(out, bad[i][2]) || strstr(out, "counter=") || strstr(out, "watching"))
 			t_fail("%s '%s': exit %d, output:\n%s", bad[i][0], bad[i][1], rc, out);
 	}
@@ -166,7 +193,7 @@ int main(void)
 		t_skip("watch-plain or libmpkit-watch.so missing (make tests)");
 	REQUIRE(getcwd(cwd, sizeof(cwd)));
 	snprintf(lib, sizeof(lib), "MPKIT_WATCH_LIB=%s/libmpkit-watch.so", cwd);
-	snprintf(outfile, sizeof(outfile), "%s/watch-symtab.%d", cwd, (int)getpid());
+	snprintf(outfile, sizeof(outfile), "%s/watch-cli.%d", cwd, (int)getpid());
 	backend_runs("soft");
 	if (t_backend() == MPK_BACKEND_HW)
 		backend_runs("hw");
