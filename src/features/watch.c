@@ -525,12 +525,11 @@ static int mine(pid_t tid, int *idx)
 /* The new bytes of this thread's parked hits (before the pages close:
  * on soft a read watch's page is readable only until then).  Their count
  * and indices, in idx. */
-static int snapshot(pid_t *tid, int *idx)
+static int snapshot(int *idx)
 {
 	if (!__atomic_load_n(&parked, __ATOMIC_ACQUIRE))
 		return 0;
-	*tid = mpk_os_gettid();
-	int n = mine(*tid, idx);
+	int n = mine(mpk_os_gettid(), idx);
 	for (int i = 0; i < n; i++) {
 		struct mpk_watch_hit *h = &pending[idx[i]].hit;
 		size_t got = mpk_arch_self_read(pending[idx[i]].now, (uintptr_t)h->value_addr, h->value_len);
@@ -568,14 +567,13 @@ static void on_trap(int sig, siginfo_t *si, void *uc)
 {
 	size_t ps = mpk_os_page_size();
 	int saved = errno;
-	pid_t tid = 0;
 
 	if (!t_nopen) {
 		chain_trap(sig, si, uc);
 		errno = saved;
 		return;
 	}
-	int idx[PENDING], n = snapshot(&tid, idx);
+	int idx[PENDING], n = snapshot(idx);
 	while (t_nopen) {
 		struct opened *o = &t_open[--t_nopen];
 		if (o->key >= 0) {
