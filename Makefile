@@ -411,13 +411,15 @@ $(B)/tests/watch-target: tests/helpers/watch_target.c
 	@mkdir -p $(@D)
 	$(CC) $(PRELOAD_CFLAGS) -rdynamic $< -o $@
 # Without -rdynamic: its globals are in .symtab only (and nowhere once
-# stripped: -s).
+# stripped: -s).  -z now: no lazy binding, whose stores to the end of
+# .got.plt (in the watched page) would open it to every thread on soft
+# for an instruction while the test's other thread reads into it.
 $(B)/tests/watch-plain: tests/helpers/watch_plain.c
 	@mkdir -p $(@D)
-	$(CC) $(PRELOAD_CFLAGS) -g $< -pthread -o $@
+	$(CC) $(PRELOAD_CFLAGS) -g $< -pthread -Wl,-z,now -o $@
 $(B)/tests/watch-plain-stripped: tests/helpers/watch_plain.c
 	@mkdir -p $(@D)
-	$(CC) $(PRELOAD_CFLAGS) -s $< -pthread -o $@
+	$(CC) $(PRELOAD_CFLAGS) -s $< -pthread -Wl,-z,now -o $@
 $(B)/preload/tests/%.o: MPK_XCFLAGS += -Itests
 $(B)/preload/tests/t_scan_lockdown.o: MPK_XCFLAGS += -Isrc/shared
 $(B)/preload/tests/libt.a: $(KIT_SRC:%.c=$(B)/preload/%.o)
