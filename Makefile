@@ -253,8 +253,8 @@ SO_RPATH = -Wl,-rpath,$(abspath $(B))
 # library.  tools/paths.c says where the helpers are (INST compiles it for
 # the installed layout).
 CLI_LIB_SRC := src/shared/scan.c src/shared/scan_class.c src/shared/insn.c src/shared/insn_0f.c src/shared/env.c
-CLI_OBJ := $(addprefix $(B)/obj/tools/,mpkit.o cli.o info.o scan.o maps.o maps_check.o run.o watch.o bench.o) \
-           $(CLI_LIB_SRC:%.c=$(B)/obj/%.o) $(SHARED_OBJ) $(B)/obj/src/shared/json.o
+CLI_OBJ := $(addprefix $(B)/obj/tools/,mpkit.o cli.o info.o scan.o maps.o maps_check.o run.o watch.o watch_spec.o \
+             watch_trace.o bench.o) $(CLI_LIB_SRC:%.c=$(B)/obj/%.o) $(SHARED_OBJ) $(B)/obj/src/shared/json.o
 $(B)/mpkit: $(CLI_OBJ) $(B)/obj/tools/paths.o $(B)/libmpkit.so
 	$(CC) $(ALL_LDFLAGS) $^ $(SO_RPATH) -o $@
 
@@ -358,7 +358,8 @@ $(B)/preload/libmpkit.so: $(LIB_SRC:%.c=$(B)/preload/%.o) src/libmpkit.map
 	$(call link_lib,$(PRELOAD_LDFLAGS),$(filter %.o,$^))
 # Its backtraces' names and symbol sizes come from copies of its own of
 # src/shared/ code (the library's unwind.c is hidden).
-HELPER_OBJ := $(B)/preload/tools/watch_preload.o $(B)/preload/src/shared/unwind.o $(B)/preload/src/shared/dynsym.o
+HELPER_OBJ := $(B)/preload/tools/watch_preload.o $(B)/preload/tools/watch_spec.o $(B)/preload/src/shared/unwind.o \
+	      $(B)/preload/src/shared/dynsym.o $(B)/preload/src/shared/elfsym.o
 $(B)/preload/tools/%.o: MPK_XCFLAGS += -Isrc/shared
 HELPER_LINK = -shared -Wl,--version-script=tools/watch_preload.map -Wl,-z,defs -Wl,-z,now \
 	$(PRELOAD_LDFLAGS) $(HELPER_OBJ) $(HELPER_LIB)
@@ -402,6 +403,7 @@ $(B)/mpkit-bench-code: $(B)/obj/bench/code.o $(B)/obj/bench/options.o $(B)/libmp
 # carries ld.so's trampolines too; no sanitizer links statically), and
 # the shared library for `mpkit scan` to read.
 TEST_FILES := $(B)/tests/ex-jit $(B)/tests/libmpkit-watch.so $(B)/tests/watch-target \
+	      $(B)/tests/watch-plain $(B)/tests/watch-plain-stripped \
 	      $(B)/tests/libmpkit-malloc.so $(B)/tests/malloc-edge $(B)/tests/malloc-stress \
 	      $(B)/tests/malloc-stress-static $(B)/tests/bench-noise.so \
 	      $(B)/tests/t_scan_lockdown_static $(B)/tests/scan-libmpkit.so
@@ -428,6 +430,16 @@ $(B)/tests/malloc-stress-static: tests/helpers/malloc_stress.c $(B)/libmpkit-mal
 $(B)/tests/watch-target: tests/helpers/watch_target.c
 	@mkdir -p $(@D)
 	$(CC) $(PRELOAD_CFLAGS) -rdynamic $< -o $@
+# Without -rdynamic: its globals are in .symtab only (and nowhere once
+# stripped: -s).  -z now: no lazy binding, whose stores to the end of
+# .got.plt (in the watched page) would open it to every thread on soft
+# for an instruction while the test's other thread reads into it.
+$(B)/tests/watch-plain: tests/helpers/watch_plain.c
+	@mkdir -p $(@D)
+	$(CC) $(PRELOAD_CFLAGS) -g $< -pthread -Wl,-z,now -o $@
+$(B)/tests/watch-plain-stripped: tests/helpers/watch_plain.c
+	@mkdir -p $(@D)
+	$(CC) $(PRELOAD_CFLAGS) -s $< -pthread -Wl,-z,now -o $@
 $(B)/preload/tests/%.o: MPK_XCFLAGS += -Itests
 $(B)/preload/tests/t_scan_lockdown.o: MPK_XCFLAGS += -Isrc/shared
 $(B)/preload/tests/libt.a: $(KIT_SRC:%.c=$(B)/preload/%.o)

@@ -693,7 +693,14 @@ size_t mpk_audit_format(const struct mpk_audit_entry *e, char *buf, size_t size)
 enum {
 	MPK_WATCH_WRITE = 1u << 0, /* report writes */
 	MPK_WATCH_READ = 1u << 1,  /* report reads */
+	/* Call fn once the access has completed, with the watched bytes as
+	 * they were before it and as they are after it (old_value,
+	 * new_value). */
+	MPK_WATCH_VALUES = 1u << 2,
 };
+
+/* The most bytes old_value and new_value hold. */
+#define MPK_WATCH_VALUE_MAX 64
 
 struct mpk_watch_hit {
 	int id;              /* what mpk_watch() returned */
@@ -704,16 +711,26 @@ struct mpk_watch_hit {
 	pid_t tid;           /* the thread */
 	void *const *frames; /* backtrace from the faulting instruction out */
 	int nframes;
+	/* MPK_WATCH_VALUES: value_len bytes from value_addr (the whole range
+	 * if it is at most MPK_WATCH_VALUE_MAX bytes long, else from addr to
+	 * at most MPK_WATCH_VALUE_MAX bytes on), before the instruction and
+	 * after it; else NULL and 0. */
+	void *value_addr;
+	const void *old_value;
+	const void *new_value;
+	size_t value_len;
 };
 
 /* Called in signal context, in the accessing thread, before the access
- * completes (async-signal-safe work only; the watched memory reads as the
- * thread could read it). */
+ * completes, or with MPK_WATCH_VALUES right after it (async-signal-safe
+ * work only; the watched memory reads as the thread could read it). */
 typedef void (*mpk_watch_fn)(const struct mpk_watch_hit *hit, void *arg);
 
 /*
  * Watch [addr, addr+len): fn(hit, arg) for every access flags names
- * (MPK_WATCH_WRITE and/or MPK_WATCH_READ) whose address falls inside.
+ * (MPK_WATCH_WRITE and/or MPK_WATCH_READ) whose address falls inside;
+ * with MPK_WATCH_VALUES too, once the instruction has run, with the
+ * bytes before and after it.
  * Pages are the unit of protection: accesses to the rest of the page go
  * on silently, at the same cost.  hw: the pages carry the key of a domain
  * of mpkit's own and the faulting thread alone gets them for one
@@ -722,8 +739,8 @@ typedef void (*mpk_watch_fn)(const struct mpk_watch_hit *hit, void *arg);
  * be readable and writable, not domain memory, not a stack signals land
  * on; system calls that write to it fail with EFAULT.  Installs mpkit's
  * SIGSEGV handler and a SIGTRAP handler (others' traps are passed on).
- * Returns a watch id (>= 0).  Errors: EINVAL (addr NULL, len 0, flags,
- * fn NULL, domain memory, not read-write), ENOMEM (not mapped), ENOSPC
+ * Returns a watch id (>= 0).  Errors: EINVAL (addr NULL, len 0, flags
+ * unknown or without READ or WRITE, fn NULL, domain memory, not read-write), ENOMEM (not mapped), ENOSPC
  * (64 watches, or 256 pages, at once), EAGAIN (hw: a thread could not be
  * reached), mprotect() errors.
  */

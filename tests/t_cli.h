@@ -25,4 +25,7 @@ const char *t_cli_prog(void);
  */
 void t_cli_run(struct t_cli *r, const char *out_path, const char *const *args);
 
+/* How many times what occurs in s (not overlapping). */
+int t_cli_count(const char *s, const char *what);
+
 #endif

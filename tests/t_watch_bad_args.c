@@ -1,7 +1,7 @@
 /*
  * Argument checks of mpk_watch()/mpk_unwatch(), state unchanged on
- * failure (both backends): NULL address, length 0 or wrapping, flags 0 or
- * unknown, no callback, domain memory, a read-only page (EINVAL); an
+ * failure (both backends): NULL address, length 0 or wrapping, flags 0, unknown or
+ * MPK_WATCH_VALUES alone, no callback, domain memory, a read-only page (EINVAL); an
  * unmapped page (ENOMEM); more than 64 watches (ENOSPC).  After each
  * failure the memory is as it was (rw-p, key 0, writes unreported).
  * mpk_unwatch() of -1, 64, a free id and a stopped one: EINVAL.
@@ -41,7 +41,8 @@ static void scenario(void)
 	CHECK_ERR(mpk_watch(p, 0, MPK_WATCH_WRITE, on_hit, NULL), EINVAL);
 	CHECK_ERR(mpk_watch(p, SIZE_MAX, MPK_WATCH_WRITE, on_hit, NULL), EINVAL);
 	CHECK_ERR(mpk_watch(p, 8, 0, on_hit, NULL), EINVAL);
-	CHECK_ERR(mpk_watch(p, 8, 4, on_hit, NULL), EINVAL);
+	CHECK_ERR(mpk_watch(p, 8, MPK_WATCH_VALUES, on_hit, NULL), EINVAL);
+	CHECK_ERR(mpk_watch(p, 8, MPK_WATCH_WRITE | 8, on_hit, NULL), EINVAL);
 	CHECK_ERR(mpk_watch(p, 8, MPK_WATCH_WRITE, NULL, NULL), EINVAL);
 	CHECK_ERR(mpk_watch(m, 8, MPK_WATCH_WRITE, on_hit, NULL), EINVAL);
 	if (mpk_backend() == MPK_BACKEND_HW)

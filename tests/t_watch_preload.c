@@ -10,20 +10,8 @@
  */
 #include <fcntl.h>
 
+#include "t_cli.h"
 #include "t_exec.h"
-
-static const char *mpkit_bin(void)
-{
-	return access("../mpkit", X_OK) == 0 ? "../mpkit" : "/usr/local/bin/mpkit";
-}
-
-static int count(const char *s, const char *what)
-{
-	int n = 0;
-	for (const char *p = s; (p = strstr(p, what)); p += strlen(what))
-		n++;
-	return n;
-}
 
 /* Run `mpkit watch -- ./watch-target` with MPKIT_WATCH=spec (NULL: unset):
  * the program's stdout into out, the report file into rep. */
@@ -43,7 +31,7 @@ static void run(const char *backend, const char *spec, char *rep, char *out, siz
 	unlink(path);
 	char *argv[] = { "mpkit", "watch", "--", "./watch-target", NULL };
 	char *env[] = { lib, file, be, watch, NULL };
-	int st = t_exec_capture(mpkit_bin(), argv, env, 0, out, cap);
+	int st = t_exec_capture(t_cli_prog(), argv, env, 0, out, cap);
 	CHECK(WIFEXITED(st) && WEXITSTATUS(st) == 0);
 	rep[0] = 0;
 	int fd = open(path, O_RDONLY);
@@ -61,9 +49,9 @@ static void backend_runs(const char *backend)
 
 	run(backend, "counter", rep, out, sizeof(rep));
 	CHECK(!strcmp(out, "counter=5 neighbour=3\n"));
-	CHECK(count(rep, "mpkit watch: write of counter+0 at ") == 5);
-	CHECK(count(rep, "mpkit watch: read of") == 0);
-	CHECK(count(rep, "(bump+") >= 5);
+	CHECK(t_cli_count(rep, "mpkit watch: write of counter+0 at ") == 5);
+	CHECK(t_cli_count(rep, "mpkit watch: read of") == 0);
+	CHECK(t_cli_count(rep, "(bump+") >= 5);
 	CHECK(strstr(rep, "mpkit watch: watching counter at ") != NULL);
 	CHECK(strstr(rep, "mpkit watch: 5 accesses reported") != NULL);
 	if (t_failures)
@@ -71,12 +59,12 @@ static void backend_runs(const char *backend)
 
 	run(backend, "counter/r", rep, out, sizeof(rep));
 	CHECK(!strcmp(out, "counter=5 neighbour=3\n"));
-	CHECK(count(rep, "mpkit watch: write of counter+0") == 5);
-	CHECK(count(rep, "mpkit watch: read of counter+0") >= 5);
+	CHECK(t_cli_count(rep, "mpkit watch: write of counter+0") == 5);
+	CHECK(t_cli_count(rep, "mpkit watch: read of counter+0") >= 5);
 
 	run(backend, NULL, rep, out, sizeof(rep));
 	CHECK(!strcmp(out, "counter=5 neighbour=3\n"));
-	CHECK(count(rep, "mpkit watch: write") == 0);
+	CHECK(t_cli_count(rep, "mpkit watch: write") == 0);
 }
 
 int main(void)

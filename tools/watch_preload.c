@@ -5,11 +5,18 @@
  * with the public API only, and reports each access with its instruction
  * and a backtrace.
  *
- *   MPKIT_WATCH=SPEC[,SPEC...]   SPEC: SYMBOL[:LEN] (a global the dynamic
- *                                symbol table lists: link with -rdynamic;
+ *   MPKIT_WATCH=SPEC[,SPEC...]   SPEC: SYMBOL[:LEN] (a global or static of
+ *                                the program's .symtab or any .dynsym;
  *                                LEN defaults to its size) or ADDR+LEN,
  *                                either followed by /r to report reads too
+ *                                (tools/watch_spec.h; mpkit watch -w/-r
+ *                                set it)
  *   MPKIT_WATCH_OUT=FILE         reports go there (default stderr)
+ *   MPKIT_WATCH_FD=N             mpkit watch -s: the ranges are written there,
+ *                                "ADDR LEN NAME" a line (tools/watch_trace.c)
+ *
+ * Each report has the watched bytes before and after the access
+ * (MPK_WATCH_VALUES: it comes once the instruction has run).
  *
  * A watch that cannot be set as asked ends the program before its main()
  * with WATCH_FAILED (mpkit watch's own failure, as env(1) counts): a
@@ -27,15 +34,21 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <elf.h>
+#include <limits.h>
+#include <link.h>
+
 #include "mpkit.h"
 #include "dynsym.h"
+#include "elfsym.h"
 #include "unwind.h"
+#include "watch_spec.h"
 
 #define SPECS 16
 #define WATCH_FAILED 125 /* tools/mpkit.c */
 
 struct spec {
-	char name[64];
+	char name[WATCH_SPEC_NAME];
 	void *addr;
 	size_t len;
 };
@@ -73,6 +86,43 @@ static void put_dec(unsigned long v)
 	put(p);
 }
 
+/* A signed little-endian integer of 1, 2, 4 or 8 bytes. */
+static void put_int(const uint8_t *b, size_t n)
+{
+	uint64_t u = 0;
+	for (size_t i = n; i--;)
+		u = u << 8 | b[i];
+	if (n < 8 && (u >> (8 * n - 1)) & 1)
+		u |= ~(uint64_t)0 << (8 * n); /* sign-extended */
+	if ((int64_t)u < 0) {
+		put("-");
+		u = -u;
+	}
+	put_dec((unsigned long)u);
+}
+
+/* "  old: 4 (04 00 00 00 00 00 00 00)": the value as an integer when the
+ * bytes are the whole of a variable of an integer's size. */
+static void put_value(const char *label, const uint8_t *b, size_t n, bool whole)
+{
+	put("  ");
+	put(label);
+	put(": ");
+	if (whole && (n == 1 || n == 2 || n == 4 || n == 8)) {
+		put_int(b, n);
+		put(" (");
+	}
+	for (size_t i = 0; i < n; i++) {
+		char x[4] = { "0123456789abcdef"[b[i] >> 4], "0123456789abcdef"[b[i] & 15], ' ', 0 };
+		if (i + 1 == n)
+			x[2] = 0;
+		put(x);
+	}
+	if (whole && (n == 1 || n == 2 || n == 4 || n == 8))
+		put(")");
+	put("\n");
+}
+
 static void on_hit(const struct mpk_watch_hit *h, void *arg)
 {
 	const struct spec *s = arg;
@@ -91,6 +141,24 @@ static void on_hit(const struct mpk_watch_hit *h, void *arg)
 	put(", instruction ");
 	put_hex((unsigned long)h->ip);
 	put("\n");
+	if (h->value_len) {
+		bool whole = h->value_addr == s->addr && h->value_len == s->len;
+		if (!whole) {
+			put("  bytes ");
+			put(s->name);
+			put("+");
+			put_dec((unsigned long)((uintptr_t)h->value_addr - (uintptr_t)s->addr));
+			put(" to +");
+			put_dec((unsigned long)((uintptr_t)h->value_addr - (uintptr_t)s->addr + h->value_len));
+			put("\n");
+		}
+		if (h->write) {
+			put_value("old", h->old_value, h->value_len, whole);
+			put_value("new", h->new_value, h->value_len, whole);
+		} else {
+			put_value("value", h->old_value, h->value_len, whole);
+		}
+	}
 	mpk__bt_names_fd(h->frames, h->nframes, out);
 }
 
@@ -110,49 +178,84 @@ static void fail(const char *what, const char *spec, const char *why)
 	_exit(WATCH_FAILED);
 }
 
-/* One SPEC into specs[nspecs]; 0, or -1 for a bad SPEC. */
-static int parse(char *spec, unsigned *flags)
+/* The main program's load bias (its first object). */
+static int first_object(struct dl_phdr_info *o, size_t size, void *arg)
 {
-	struct spec *s = &specs[nspecs];
-	char *slash = strrchr(spec, '/'), *end;
-
-	*flags = MPK_WATCH_WRITE;
-	if (slash && !strcmp(slash, "/r")) {
-		*flags |= MPK_WATCH_READ;
-		*slash = 0;
-	}
-	char *plus = strchr(spec, '+'), *colon = strchr(spec, ':');
-	if (plus) {
-		*plus = 0;
-		s->addr = (void *)strtoul(spec, &end, 0);
-		if (*end || end == spec)
-			return -1;
-		s->len = strtoul(plus + 1, &end, 0);
-		if (*end || end == plus + 1)
-			return -1;
-		strncpy(s->name, spec, sizeof(s->name) - 1);
-		return 0;
-	}
-	if (colon) {
-		*colon = 0;
-		s->len = strtoul(colon + 1, &end, 0);
-		if (*end || end == colon + 1)
-			return -1;
-	}
-	if (!*spec)
-		return -1;
-	strncpy(s->name, spec, sizeof(s->name) - 1);
-	return 0;
+	(void)size;
+	*(uintptr_t *)arg = o->dlpi_addr;
+	return 1;
 }
 
-/* The symbol's address, and its size when no LEN was given. */
+struct lib_query {
+	const char *name;
+	struct elfsym sym;
+	uintptr_t addr;
+	int seen;
+};
+
+/* The libraries' own .symtab (rarely there: Debian strips them). */
+static int in_library(struct dl_phdr_info *o, size_t size, void *arg)
+{
+	struct lib_query *q = arg;
+
+	(void)size;
+	if (q->seen++ == 0 || !o->dlpi_name || o->dlpi_name[0] != '/')
+		return 0; /* the program itself, the vDSO */
+	if (mpk__elfsym_find(o->dlpi_name, q->name, &q->sym) != ELFSYM_FOUND)
+		return 0;
+	q->addr = o->dlpi_addr + q->sym.value;
+	return 1;
+}
+
+/* What the symbol is, refused if not a variable one can watch. */
+static void check_type(int type, const char *copy)
+{
+	if (type == STT_FUNC || type == STT_GNU_IFUNC)
+		fail("cannot watch ", copy, "a function, not a variable");
+	if (type == STT_TLS)
+		fail("cannot watch ", copy, "thread-local: each thread has its own; give ADDR+LEN");
+}
+
+/* The symbol's address, and its size when no LEN was given: the
+ * program's .symtab (a program not linked with -rdynamic has its globals
+ * there only), then every .dynsym (dlsym), then the libraries' .symtab. */
 static void find(struct spec *s, const char *copy)
 {
-	s->addr = dlsym(RTLD_DEFAULT, s->name);
-	if (!s->addr)
-		fail("cannot find ", copy, "no such global in the program's dynamic symbol table");
+	static char why[WATCH_SPEC_NAME + PATH_MAX + 160];
+	char prog[PATH_MAX];
+	ssize_t n = readlink("/proc/self/exe", prog, sizeof(prog) - 1);
+	struct elfsym sym;
+	uintptr_t bias = 0;
+	size_t size = 0;
+
+	prog[n > 0 ? n : 0] = 0;
+	dl_iterate_phdr(first_object, &bias);
+	enum elfsym_result r = mpk__elfsym_find("/proc/self/exe", s->name, &sym);
+	if (r == ELFSYM_AMBIGUOUS) {
+		snprintf(why, sizeof(why), "%s has %d static variables of that name; give ADDR+LEN", prog,
+			 sym.locals);
+		fail("cannot watch ", copy, why);
+	}
+	if (r == ELFSYM_FOUND) {
+		check_type(sym.type, copy);
+		s->addr = (void *)(bias + sym.value);
+		size = sym.size;
+	} else if ((s->addr = dlsym(RTLD_DEFAULT, s->name))) {
+		size = mpk__dynsym_size(s->addr);
+	} else {
+		struct lib_query q = { .name = s->name };
+		dl_iterate_phdr(in_library, &q);
+		if (!q.addr) {
+			snprintf(why, sizeof(why), "no symbol of that name in %s's %s, nor in its libraries'",
+				 prog, sym.has_symtab ? ".symtab or .dynsym" : ".dynsym (it is stripped: no .symtab)");
+			fail("cannot find ", copy, why);
+		}
+		check_type(q.sym.type, copy);
+		s->addr = (void *)q.addr;
+		size = q.sym.size;
+	}
 	if (!s->len) {
-		s->len = mpk__dynsym_size(s->addr);
+		s->len = size;
 		if (!s->len)
 			fail("no size for ", copy, "give one: SYMBOL:LEN");
 	}
@@ -197,6 +300,7 @@ static void leave_environment(void)
 
 	env_drop("MPKIT_WATCH");
 	env_drop("MPKIT_WATCH_OUT");
+	env_drop("MPKIT_WATCH_FD");
 	pre = env_find("LD_PRELOAD"); /* after the drops, which move entries */
 	if (!pre || !dladdr((void *)leave_environment, &self) || stat(self.dli_fname, &me))
 		return;
@@ -224,6 +328,28 @@ static void leave_environment(void)
 	}
 }
 
+/* mpkit watch --syscalls (tools/watch_trace.c) is told the ranges, a
+ * line "ADDR LEN NAME" each, through the pipe MPKIT_WATCH_FD names. */
+static void tell_tracer(void)
+{
+	const char *v = env_get("MPKIT_WATCH_FD");
+	char line[WATCH_SPEC_NAME + 48];
+	char *end;
+
+	if (!v)
+		return;
+	long fd = strtol(v, &end, 10);
+	if (*end || fd < 3)
+		return;
+	for (int i = 0; i < nspecs; i++) {
+		int n = snprintf(line, sizeof(line), "%lx %zx %s\n", (unsigned long)specs[i].addr, specs[i].len,
+				 specs[i].name);
+		if (write((int)fd, line, (size_t)n) != n)
+			break;
+	}
+	close((int)fd);
+}
+
 __attribute__((constructor)) static void start(void)
 {
 	const char *v = env_get("MPKIT_WATCH"), *o = env_get("MPKIT_WATCH_OUT");
@@ -241,15 +367,20 @@ __attribute__((constructor)) static void start(void)
 		strcpy(buf, v);
 	for (char *spec = v && *v ? strtok_r(buf, ",", &save) : NULL; spec; spec = strtok_r(NULL, ",", &save)) {
 		char copy[256];
-		unsigned flags;
+		struct watch_spec ws;
+		const char *why;
 		snprintf(copy, sizeof(copy), "%s", spec);
 		if (nspecs == SPECS)
 			fail("too many SPECs at ", copy, "at most 16");
-		if (parse(spec, &flags))
-			fail("bad SPEC ", copy, "SYMBOL[:LEN] or ADDR+LEN, then /r to report reads");
+		if (watch_spec_parse(spec, &ws, &why))
+			fail("bad SPEC ", copy, why);
 		struct spec *s = &specs[nspecs];
-		if (!strchr(copy, '+'))
+		memcpy(s->name, ws.name, sizeof(s->name));
+		s->addr = (void *)ws.addr;
+		s->len = ws.len;
+		if (!ws.by_addr)
 			find(s, copy);
+		unsigned flags = MPK_WATCH_WRITE | MPK_WATCH_VALUES | (ws.reads ? MPK_WATCH_READ : 0);
 		if (mpk_watch(s->addr, s->len, flags, on_hit, s) < 0)
 			fail("cannot watch ", copy, strerror(errno));
 		nspecs++;
@@ -261,6 +392,7 @@ __attribute__((constructor)) static void start(void)
 		put_dec(s->len);
 		put(" bytes\n");
 	}
+	tell_tracer();
 	leave_environment();
 }
 

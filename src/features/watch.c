@@ -9,6 +9,13 @@
  * the trap flag stops it after that instruction, and the SIGTRAP handler
  * closes the page again.  The tables are fixed arrays, read without a lock
  * by the handlers and changed under one by mpk_watch()/mpk_unwatch().
+ *
+ * Old and new values (MPK_WATCH_VALUES): the fault handler copies the
+ * watched bytes and parks the hit in a slot of a fixed pool; the SIGTRAP
+ * handler that ends the step copies them again, before it closes the page,
+ * and calls back.  Both copies go through process_vm_readv(), which the
+ * page's key does not stop and which fails rather than faults, so a handler
+ * never faults on what it reads.
  */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -26,6 +33,7 @@
 #define WATCH_PAGES 256
 #define STEP_MAX 4  /* pages one instruction may open (movs, push to a watched page...) */
 #define FRAMES 32
+#define PENDING 32  /* value hits parked between a fault and its trap, all threads */
 
 enum { MODE_OFF = 0, MODE_WRITES = 1, MODE_ALL = 2 };
 
@@ -61,6 +69,24 @@ struct opened {
 };
 static __thread struct opened t_open[STEP_MAX] __attribute__((tls_model("initial-exec")));
 static __thread int t_nopen __attribute__((tls_model("initial-exec")));
+
+/* A MPK_WATCH_VALUES hit waiting for its instruction to complete.  Found
+ * by thread id, not through thread-local storage: musl puts the static
+ * TLS that outgrows its built-in block in memory from the free tails of
+ * data pages, which may be a watched page. */
+struct pending {
+	pid_t owner;       /* 0: free */
+	bool delivering;   /* being called back (a callback's own hit parks anew) */
+	unsigned long seq; /* delivered in this order */
+	bool rd, wr;
+	mpk_watch_fn fn;
+	void *arg;
+	struct mpk_watch_hit hit;
+	void *frames[FRAMES];
+	uint8_t old[MPK_WATCH_VALUE_MAX], now[MPK_WATCH_VALUE_MAX];
+};
+static struct pending pending[PENDING];
+static unsigned long parked, parked_seq; /* slots in use; the last seq given */
 
 static bool hw(void)
 {
@@ -239,8 +265,9 @@ MPK_EXPORT int mpk_watch(void *addr, size_t len, unsigned flags, mpk_watch_fn fn
 
 	if (mpk__ensure_init())
 		return -1;
-	if (!addr || !len || len > UINTPTR_MAX - a - ps || !fn || !flags ||
-	    (flags & ~(unsigned)(MPK_WATCH_READ | MPK_WATCH_WRITE))) {
+	if (!addr || !len || len > UINTPTR_MAX - a - ps || !fn ||
+	    !(flags & (MPK_WATCH_READ | MPK_WATCH_WRITE)) ||
+	    (flags & ~(unsigned)(MPK_WATCH_READ | MPK_WATCH_WRITE | MPK_WATCH_VALUES))) {
 		errno = EINVAL;
 		return -1;
 	}
@@ -345,6 +372,39 @@ static bool reads_too(void *uc)
 	return n && mpk__insn_decode(b, n, &in) && in.mem_rmw;
 }
 
+/* Park hit h of watch w (at s) until the instruction completes, with the
+ * watched bytes as they are now.  false: no slot free, the caller
+ * reports it now without values. */
+static bool park(const struct mpk_watch_hit *h, uintptr_t s, const struct watch *w, bool rd, bool wr)
+{
+	int k = 0;
+
+	for (pid_t free_ = 0; k < PENDING; k++, free_ = 0)
+		if (__atomic_compare_exchange_n(&pending[k].owner, &free_, h->tid, false,
+						__ATOMIC_ACQUIRE, __ATOMIC_RELAXED))
+			break;
+	if (k == PENDING)
+		return false;
+	struct pending *p = &pending[k];
+	uintptr_t from = w->len <= MPK_WATCH_VALUE_MAX ? s : (uintptr_t)h->addr;
+	size_t len = s + w->len - from;
+	p->delivering = false;
+	p->seq = __atomic_add_fetch(&parked_seq, 1, __ATOMIC_RELAXED);
+	p->rd = rd;
+	p->wr = wr;
+	p->fn = w->fn;
+	p->arg = w->arg;
+	p->hit = *h;
+	memcpy(p->frames, h->frames, (size_t)h->nframes * sizeof(void *));
+	p->hit.frames = p->frames;
+	p->hit.value_addr = (void *)from;
+	p->hit.value_len = mpk_arch_self_read(p->old, from, len < MPK_WATCH_VALUE_MAX ? len : MPK_WATCH_VALUE_MAX);
+	p->hit.old_value = p->old;
+	p->hit.new_value = p->now;
+	__atomic_add_fetch(&parked, 1, __ATOMIC_RELEASE);
+	return true;
+}
+
 static void report(uintptr_t a, bool write, void *uc)
 {
 	void *frames[FRAMES];
@@ -382,6 +442,8 @@ static void report(uintptr_t a, bool write, void *uc)
 			.id = i, .addr = (void *)a, .offset = a - s, .write = false,
 			.ip = ip, .tid = mpk_os_gettid(), .frames = frames, .nframes = n,
 		};
+		if ((w->flags & MPK_WATCH_VALUES) && park(&h, s, w, rd, wr))
+			continue;
 		if (rd) /* a read-modify-write reads first */
 			w->fn(&h, w->arg);
 		h.write = true;
@@ -459,6 +521,66 @@ static void chain_trap(int sig, siginfo_t *si, void *uc)
 	}
 }
 
+/* This thread's parked hits that wait for their values (delivering
+ * ones excepted), as indices into idx, oldest first: how many. */
+static int mine(pid_t tid, int *idx)
+{
+	int n = 0;
+
+	for (int k = 0; k < PENDING; k++) {
+		if (__atomic_load_n(&pending[k].owner, __ATOMIC_ACQUIRE) != tid || pending[k].delivering)
+			continue;
+		int i = n++;
+		while (i && pending[idx[i - 1]].seq > pending[k].seq) {
+			idx[i] = idx[i - 1];
+			i--;
+		}
+		idx[i] = k;
+	}
+	return n;
+}
+
+/* The new bytes of this thread's parked hits (before the pages close:
+ * on soft a read watch's page is readable only until then).  Their count
+ * and indices, in idx. */
+static int snapshot(int *idx)
+{
+	if (!__atomic_load_n(&parked, __ATOMIC_ACQUIRE))
+		return 0;
+	int n = mine(mpk_os_gettid(), idx);
+	for (int i = 0; i < n; i++) {
+		struct mpk_watch_hit *h = &pending[idx[i]].hit;
+		size_t got = mpk_arch_self_read(pending[idx[i]].now, (uintptr_t)h->value_addr, h->value_len);
+		if (got < h->value_len)
+			h->value_len = got;
+		pending[idx[i]].delivering = true;
+	}
+	return n;
+}
+
+/* The hits snapshot() took, in the order they came, with the rights a
+ * report has at the fault (hw: a handler starts with the kernel's
+ * default PKRU; sigreturn puts the frame's back). */
+static void deliver(void *uc, const int *idx, int n)
+{
+	mpk_reg_t reg;
+
+	if (!n)
+		return;
+	if (hw() && mpk_arch_frame_reg_get(uc, &reg))
+		mpk_arch_reg_write(report_rights(reg));
+	for (int i = 0; i < n; i++) {
+		struct pending *p = &pending[idx[i]];
+		if (p->rd) /* a read-modify-write reads first */
+			p->fn(&p->hit, p->arg);
+		p->hit.write = true;
+		if (p->wr)
+			p->fn(&p->hit, p->arg);
+		__atomic_sub_fetch(&parked, 1, __ATOMIC_RELEASE);
+		__atomic_store_n(&p->owner, 0, __ATOMIC_RELEASE);
+	}
+}
+
 static void on_trap(int sig, siginfo_t *si, void *uc)
 {
 	size_t ps = mpk_os_page_size();
@@ -469,6 +591,7 @@ static void on_trap(int sig, siginfo_t *si, void *uc)
 		errno = saved;
 		return;
 	}
+	int idx[PENDING], n = snapshot(idx);
 	while (t_nopen) {
 		struct opened *o = &t_open[--t_nopen];
 		if (o->key >= 0) {
@@ -484,5 +607,6 @@ static void on_trap(int sig, siginfo_t *si, void *uc)
 		}
 	}
 	mpk_arch_frame_step(uc, false);
+	deliver(uc, idx, n);
 	errno = saved;
 }

@@ -25,3 +25,11 @@ void t_cli_run(struct t_cli *r, const char *out_path, const char *const *args)
 	t_child_free(&c);
 	r->status = t_child_shell_status(&c);
 }
+
+int t_cli_count(const char *s, const char *what)
+{
+	int n = 0;
+	for (const char *p = s; (p = strstr(p, what)); p += strlen(what))
+		n++;
+	return n;
+}
