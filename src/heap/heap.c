@@ -584,6 +584,10 @@ static void *heap_alloc(struct heap *h, size_t size, size_t align, bool zero, bo
 	uintptr_t p = 0, start = 0;
 	size_t cap = 0;
 	uint64_t off = 0; /* beyond p - start, in the header's check */
+	/* Known to be zero: a region mapped for this block alone.  Never a
+	 * page run, purged or never used: both stay writable while free, so
+	 * a write through a dangling pointer, or an overflow from the run
+	 * before, may have reached them since (calloc must clear them). */
 	bool fresh = false;
 	mpk_scope s = { NULL, -1 };
 
@@ -635,7 +639,6 @@ static void *heap_alloc(struct heap *h, size_t size, size_t align, bool zero, bo
 			p = round_up(start + hdr, align);
 			r->off = (uint32_t)(p - start);
 			cap = (size_t)r->pages * page - r->off;
-			fresh = r->clean && !h->kexcl;
 			off = run_off(0, r->pages);
 		}
 	}

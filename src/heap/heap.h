@@ -51,7 +51,8 @@ struct run {
 	struct chunk *chunk;
 	uint16_t page, pages;    /* first page in the chunk, length */
 	uint8_t kind, cls;
-	uint8_t clean;           /* free: untouched since mapped or purged */
+	uint8_t clean;           /* free: nothing to purge (untouched since mapped,
+				  * or purged); not known zero, see heap_alloc() */
 	uint8_t spare;           /* empty slab kept in its bin */
 	uint16_t nfree;          /* slab: free blocks */
 	union {
