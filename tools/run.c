@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * `mpkit run [--sealed|--open] [--stats] -- PROG ARGS`: PROG with
+ * `mpkit run [--sealed|--open] [--stats] [--wipe] -- PROG ARGS`: PROG with
  * libmpkit-malloc.so preloaded (src/malloc/), every malloc() of it on an
  * mpkit heap; and the preload-and-exec step it shares with `mpkit watch`.
  */
@@ -46,7 +46,7 @@ int cli_exec_preloaded(const char *cmd, const char *var, const char *name, char 
 
 static void run_usage(FILE *f)
 {
-	fprintf(f, "usage: mpkit run [--sealed|--open] [--stats] -- PROG [ARGS]\n"
+	fprintf(f, "usage: mpkit run [--sealed|--open] [--stats] [--wipe] -- PROG [ARGS]\n"
 		   "PROG's malloc(), free() and the rest of the C library's allocation calls\n"
 		   "(C++ new and delete too) go to an mpkit heap (libmpkit-malloc.so).\n"
 		   "  --sealed  the heap's metadata is closed between calls (MPKIT_HEAP_META=closed)\n"
@@ -56,6 +56,7 @@ static void run_usage(FILE *f)
 		   "            calls (python3 ran many times slower sealed: mpkit-run(1))\n"
 		   "  --stats   at exit, PROG's calls and metadata opens per call on stderr\n"
 		   "            (MPKIT_MALLOC_STATS=1)\n"
+		   "  --wipe    free() zeroes each block (MPKIT_MALLOC_WIPE=1; not by default)\n"
 		   "  MPKIT_MALLOC_LIB=PATH  the library to preload, instead of libmpkit-malloc.so\n"
 		   "                         in mpkit's helpers' directory\n"
 		   "PROG's children inherit the preload (LD_PRELOAD).\n"
@@ -80,6 +81,8 @@ int cmd_run(char **argv)
 			setenv("MPKIT_HEAP_META", "open", 1);
 		} else if (!strcmp(argv[i], "--stats")) {
 			setenv("MPKIT_MALLOC_STATS", "1", 1);
+		} else if (!strcmp(argv[i], "--wipe")) {
+			setenv("MPKIT_MALLOC_WIPE", "1", 1);
 		} else {
 			fprintf(stderr, "mpkit run: unknown option '%s'\n", argv[i]);
 			run_usage(stderr);

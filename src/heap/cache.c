@@ -101,6 +101,7 @@ static void reset(struct tcache *tc, struct heap *h)
 	tc->ckey = h->ckey;
 	tc->mkey = mpk__mix(h->key ^ (uintptr_t)tc ^ (uintptr_t)&tc);
 	tc->domain = h->domain;
+	tc->wipe = h->flags & MPK_HEAP_WIPE;
 	tc->rw = (struct mpk__soft_snap){ ~0ull, ~0ull };
 	tc->arena = NULL;
 }

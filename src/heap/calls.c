@@ -110,6 +110,8 @@ TC_INLINE int tc_free(struct tcache *tc, void *ptr, bool vg)
 	unsigned n = tc->n[cls];
 	if (unlikely(n >= mpk__tc_lim[cls]))
 		return TC_FULL;
+	if (unlikely(tc->wipe))
+		memset((void *)a, 0, mpk__tc_cap[cls]);
 	mpk__hdr_set_vg(a, size | HDR_CACHED, hd.check ^ tc->ckey, vg);
 	mpk__san_free_vg(a, mpk__tc_cap[cls], vg);
 	tc->slot[cls][n] = a ^ tc->mkey;
@@ -291,7 +293,8 @@ MPK_EXPORT mpk_heap *mpk_heap_create(mpk_domain *d, unsigned flags)
 {
 	if (mpk__ensure_init())
 		return NULL;
-	if (!mpk__domain_valid(d) || (flags & ~HEAP_GUARDS) || (flags & HEAP_GUARDS) == HEAP_GUARDS) {
+	if (!mpk__domain_valid(d) || (flags & ~(HEAP_GUARDS | MPK_HEAP_WIPE)) ||
+	    (flags & HEAP_GUARDS) == HEAP_GUARDS) {
 		errno = EINVAL;
 		return NULL;
 	}

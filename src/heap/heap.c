@@ -673,8 +673,11 @@ static void drop(struct arena *ar, struct loc *l, uintptr_t a)
 	ar->bytes -= l->cap;
 	if (ar->heap->flags & HEAP_SECRET)
 		explicit_bzero((void *)a, l->cap);
-	else if (has_hdr(ar->heap))
+	else if (has_hdr(ar->heap)) {
+		if (ar->heap->flags & MPK_HEAP_WIPE)
+			memset((void *)a, 0, l->cap);
 		mpk__san_free(a, l->cap);
+	}
 	switch (l->kind) {
 	case L_SLAB:
 		slab_free(ar, l->r, l->idx);
@@ -704,7 +707,7 @@ int mpk__block_rights(const struct heap *h, bool write)
 
 int mpk__heap_release(struct heap *h, void *p, struct mpk_misuse *m, const char *call)
 {
-	int want = mpk__block_rights(h, h->flags & HEAP_SECRET);
+	int want = mpk__block_rights(h, h->flags & (HEAP_SECRET | MPK_HEAP_WIPE));
 	mpk_scope s = { NULL, -1 };
 	struct loc l;
 

@@ -485,6 +485,7 @@ struct tcache {
 	struct mpk__soft_snap rw;   /* when the thread last held RW to a keyless domain */
 	uintptr_t chunk;            /* 1 + the number of a chunk of the heap's, its tag checked; 0 none */
 	unsigned gen;               /* vault: mpk__fork_gen its listed blocks are locked in */
+	bool wipe;                  /* MPK_HEAP_WIPE: free zeroes the block */
 	struct arena *arena;        /* refills come from there */
 	uint8_t n[NTC];                /* small classes, then page runs */
 	uintptr_t slot[NTC][TC_MAX];   /* user pointer ^ mkey */

@@ -93,7 +93,7 @@ static int wipe(size_t size)
 	unsigned char *p = malloc(size);
 	size_t kept = 0;
 
-	memset(p, PAT, size);
+	scribble(p, size); /* (a memset() before free() is a dead store) */
 	free(p);
 	for (size_t i = 0; i < size; i++)
 		kept += ((volatile unsigned char *)p)[i] == PAT;
