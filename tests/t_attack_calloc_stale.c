@@ -116,11 +116,7 @@ static void mode(const char *meta)
 
 static void scenario(void)
 {
-	t_misuse_catch();
-	mode("open");
-	mode("closed");
-	CHECK(t_misuses == 0);
-	t_setenv("MPKIT_HEAP_META", NULL);
+	t_attack_both_modes(mode);
 }
 
 int main(void)

@@ -300,8 +300,7 @@ static int locate(struct arena *ar, uintptr_t a, struct loc *l, struct chunk *c)
 			off += OFF_RUN;
 		if (hd->size > l->cap || hd->check != mpk__hdr_sum(h->key, a, hd->size, off)) {
 			/* Sitting in a thread's cache: freed already. */
-			uint64_t cs = hd->size & ~HDR_CACHED;
-			if (cs <= l->cap && hd->check == (mpk__hdr_sum(h->key, a, cs, off) ^ h->ckey))
+			if (hd->size == mpk__hdr_mark(h->tok, a))
 				return MPK_MISUSE_DOUBLE_FREE;
 			return l->kind == L_SLAB && a - l->start != HDR ? MPK_MISUSE_WILD
 									: MPK_MISUSE_CORRUPT;
@@ -379,10 +378,7 @@ static bool cached_block(const struct heap *h, uintptr_t a)
 {
 	if ((a & 15) || mpk__chunk_tag(a) != h->uid)
 		return false;
-	struct hdr hd = mpk__hdr_get(a);
-	uint64_t size = hd.size & ~HDR_CACHED;
-	return hd.size != size && size <= SMALL_MAX - HDR &&
-	       hd.check == (mpk__hdr_sum(h->key, a, size, HDR) ^ h->ckey);
+	return mpk__hdr_get(a).size == mpk__hdr_mark(h->tok, a);
 }
 
 /* Push the chain first..last (linked already) onto ar's remote list. */
@@ -461,8 +457,10 @@ int mpk__tc_refill(struct tcache *tc, unsigned cls)
 	pthread_mutex_unlock(&a->lock);
 	if (got < want)
 		memmove(tc->slot[cls], tc->slot[cls] + (want - got), got * sizeof(uintptr_t));
-	for (unsigned i = 0; i < got; i++)
-		mpk__hdr_set(tc->slot[cls][i] ^ tc->mkey, HDR_CACHED, 0);
+	for (unsigned i = 0; i < got; i++) {
+		uintptr_t b = tc->slot[cls][i] ^ tc->mkey;
+		mpk__hdr_set(b, mpk__hdr_mark(tc->tok, b), 0);
+	}
 	tc->n[cls] = (uint8_t)got;
 	return got ? 0 : -1;
 }
