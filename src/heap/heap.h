@@ -277,7 +277,8 @@ static inline bool mpk__meta_closed(void)
 /* Zeroed, page-granular metadata; callers hold the lock and have it open. */
 void *mpk__meta_alloc(size_t len);
 void mpk__meta_free(void *p, size_t len);
-/* Whether p lies in the area (no lock, no access). */
+/* Whether p lies in the area (no lock, no access); sealed, as the core's
+ * record of the heap-meta domain's regions says. */
 bool mpk__meta_contains(const void *p);
 struct heap **mpk__meta_heaps(void);  /* registry head (heaps lock) */
 uint64_t mpk__meta_key(void);         /* per process, for checksums */
