@@ -248,7 +248,7 @@ static bool in_area(const void *p, size_t sz)
 {
 	mpk_domain *d = mpk__meta_dom;
 
-	return !d || (mpk_domain_of(p) == d && mpk_domain_of((const char *)p + sz - 1) == d);
+	return !d || (mpk_domain_of(p) == d && (sz == 1 || mpk_domain_of((const char *)p + sz - 1) == d));
 }
 
 void *mpk__meta_alloc(size_t len)
