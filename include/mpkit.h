@@ -791,11 +791,15 @@ enum {
 	/* The same, but the block starts flush against the guard page
 	 * before it: an underflow faults at once. */
 	MPK_HEAP_GUARDED_BELOW = 1u << 1,
+	/* A block's bytes are zeroed as it is freed, so that what the
+	 * program kept there does not outlive it (with either of the above,
+	 * or alone). */
+	MPK_HEAP_WIPE = 1u << 2,
 };
 
 /*
  * A heap whose blocks live in d.  flags: 0, MPK_HEAP_GUARDED or
- * MPK_HEAP_GUARDED_BELOW.  Errors: EINVAL (bad domain or flags, bad
+ * MPK_HEAP_GUARDED_BELOW, either with MPK_HEAP_WIPE or not.  Errors: EINVAL (bad domain or flags, bad
  * MPKIT_HEAP_META), ENOMEM.  On hw the metadata domain (made with the
  * first heap) is virtual like any other: with no key free it is protected
  * with mprotect() until it wins one back, never an error.

@@ -36,6 +36,14 @@ void t_attack_sweep(mpk_heap *h, const struct t_span *keep, int nkeep);
 void t_attack_reported(void (*fn)(void *), void *arg, const char *what, const void *addr,
 		       const char *call);
 
+/*
+ * Run attack(meta) with the heap metadata open, then sealed
+ * (MPKIT_HEAP_META="open", "closed": read as the first heap is made, so
+ * each run must destroy every heap it made), with misuse caught: the
+ * attack expects none reported.  Then MPKIT_HEAP_META is unset again.
+ */
+void t_attack_both_modes(void (*attack)(const char *meta));
+
 /* Copy n bytes where sanitizers do not look: a heap header, a freed
  * block (the attack reads or writes them on purpose). */
 #if defined(__SANITIZE_ADDRESS__)

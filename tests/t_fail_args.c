@@ -245,7 +245,7 @@ static void scenario(void)
 	/* Heaps. */
 	FAILS_CLEANLY(EINVAL, mpk_heap_create(NULL, 0));
 	FAILS_CLEANLY(EINVAL, mpk_heap_create(dead, 0));
-	FAILS_CLEANLY(EINVAL, mpk_heap_create(d, 4));
+	FAILS_CLEANLY(EINVAL, mpk_heap_create(d, MPK_HEAP_WIPE << 1));
 	FAILS_CLEANLY(EINVAL, mpk_heap_create(d, MPK_HEAP_GUARDED | MPK_HEAP_GUARDED_BELOW));
 	FAILS_CLEANLY(EINVAL, mpk_heap_destroy(NULL));
 	FAILS_CLEANLY(EINVAL, mpk_heap_destroy((mpk_heap *)plain));

@@ -36,7 +36,7 @@ int main(void)
 	/* mpk_heap_create */
 	CHECK_ERR(mpk_heap_create(NULL, 0), EINVAL);
 	CHECK_ERR(mpk_heap_create(gone, 0), EINVAL);
-	CHECK_ERR(mpk_heap_create(d, 4), EINVAL);
+	CHECK_ERR(mpk_heap_create(d, MPK_HEAP_WIPE << 1), EINVAL);
 	CHECK_ERR(mpk_heap_create(d, 1u << 16), EINVAL);
 	CHECK_ERR(mpk_heap_create(d, MPK_HEAP_GUARDED | MPK_HEAP_GUARDED_BELOW), EINVAL);
 	CHECK(t_domains() == domains && t_keys_in_use() == keys);

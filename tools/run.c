@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * `mpkit run [--sealed|--open] [--stats] [--] PROG ARGS`: PROG with
+ * `mpkit run [--sealed|--open] [--stats] [--wipe] [--] PROG ARGS`: PROG with
  * libmpkit-malloc.so preloaded (src/malloc/), every malloc() of it on an
  * mpkit heap; and the preload-and-exec step it shares with `mpkit watch`.
  */
@@ -50,6 +50,7 @@ static int cmd_run(int argc, char **argv)
 		{ "sealed", no_argument, NULL, 's' },
 		{ "open", no_argument, NULL, 'o' },
 		{ "stats", no_argument, NULL, 'S' },
+		{ "wipe", no_argument, NULL, 'W' },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
@@ -62,8 +63,8 @@ static int cmd_run(int argc, char **argv)
 			return cli_help(&cli_run);
 		if (o == '?')
 			return 2;
-		if (o == 'S') {
-			setenv("MPKIT_MALLOC_STATS", "1", 1);
+		if (o == 'S' || o == 'W') {
+			setenv(o == 'S' ? "MPKIT_MALLOC_STATS" : "MPKIT_MALLOC_WIPE", "1", 1);
 			continue;
 		}
 		const char *m = o == 's' ? "closed" : "open";
@@ -88,7 +89,7 @@ static int cmd_run(int argc, char **argv)
 }
 
 const struct cli_command cli_run = {
-	"run", cmd_run, "[--sealed|--open] [--stats] [--] PROG [ARGS]",
+	"run", cmd_run, "[--sealed|--open] [--stats] [--wipe] [--] PROG [ARGS]",
 	"PROG with its malloc() on an mpkit heap, the metadata closed between calls",
 	"PROG's malloc(), free() and the rest of the C library's allocation calls\n"
 	"(C++ new and delete too) go to an mpkit heap (libmpkit-malloc.so).  Options\n"
@@ -100,6 +101,7 @@ const struct cli_command cli_run = {
 	"            calls (python3 ran many times slower sealed: mpkit-run(1))\n"
 	"  --stats   at exit, PROG's calls and metadata opens per call on stderr\n"
 	"            (MPKIT_MALLOC_STATS=1)\n"
+	"  --wipe    free() zeroes each block (MPKIT_MALLOC_WIPE=1; not by default)\n"
 	"  MPKIT_MALLOC_LIB=PATH  the library to preload, instead of libmpkit-malloc.so\n"
 	"                         in mpkit's helpers' directory\n"
 	"PROG's children inherit the preload (LD_PRELOAD).\n"

@@ -99,8 +99,10 @@ static void reset(struct tcache *tc, struct heap *h)
 	tc->epoch = epoch;
 	tc->key = h->key;
 	tc->ckey = h->ckey;
+	tc->tok = h->tok;
 	tc->mkey = mpk__mix(h->key ^ (uintptr_t)tc ^ (uintptr_t)&tc);
 	tc->domain = h->domain;
+	tc->wipe = h->flags & MPK_HEAP_WIPE;
 	tc->rw = (struct mpk__soft_snap){ ~0ull, ~0ull };
 	tc->arena = NULL;
 }

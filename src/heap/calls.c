@@ -43,10 +43,11 @@ TC_INLINE void *tc_malloc(struct tcache *tc, size_t size, bool vg)
 	if (unlikely(!n) || unlikely(!tc_rw(tc)))
 		return NULL;
 	uintptr_t p = tc->slot[cls][n - 1] ^ tc->mkey;
-	if (unlikely(p & 15) || unlikely(!(mpk__hdr_get_vg(p, vg).size & HDR_CACHED))) {
+	if (unlikely(p & 15) || unlikely(mpk__hdr_get_vg(p, vg).size != mpk__hdr_mark(tc->tok, p))) {
 		/* An entry overwritten without the key decodes misaligned
 		 * (15 times in 16), a block cached twice was taken already
-		 * (HDR_CACHED): drop the class's. */
+		 * (its header is live, whatever bit is set in it again):
+		 * drop the class's. */
 		tc->n[cls] = 0;
 		return NULL;
 	}
@@ -106,11 +107,12 @@ TC_INLINE int tc_free(struct tcache *tc, void *ptr, bool vg)
 
 	if (cls < 0)
 		return TC_NOT;
-	uint64_t size = hd.size;
 	unsigned n = tc->n[cls];
 	if (unlikely(n >= mpk__tc_lim[cls]))
 		return TC_FULL;
-	mpk__hdr_set_vg(a, size | HDR_CACHED, hd.check ^ tc->ckey, vg);
+	if (unlikely(tc->wipe))
+		memset((void *)a, 0, mpk__tc_cap[cls]);
+	mpk__hdr_set_vg(a, mpk__hdr_mark(tc->tok, a), hd.check ^ tc->ckey, vg);
 	mpk__san_free_vg(a, mpk__tc_cap[cls], vg);
 	tc->slot[cls][n] = a ^ tc->mkey;
 	tc->n[cls] = (uint8_t)(n + 1);
@@ -175,6 +177,7 @@ struct heap *mpk__heap_new(struct mpk_domain *d, unsigned flags)
 		static uint32_t uids;
 		h->key = mpk__mix(mpk__meta_key() ^ (uintptr_t)h);
 		h->ckey = mpk__mix(h->key + 1) | 1;
+		h->tok = mpk__mix(h->key + 2);
 		if (!++uids)
 			uids++; /* 0 tags no chunk */
 		h->uid = uids; /* under the heaps lock */
@@ -291,7 +294,8 @@ MPK_EXPORT mpk_heap *mpk_heap_create(mpk_domain *d, unsigned flags)
 {
 	if (mpk__ensure_init())
 		return NULL;
-	if (!mpk__domain_valid(d) || (flags & ~HEAP_GUARDS) || (flags & HEAP_GUARDS) == HEAP_GUARDS) {
+	if (!mpk__domain_valid(d) || (flags & ~(HEAP_GUARDS | MPK_HEAP_WIPE)) ||
+	    (flags & HEAP_GUARDS) == HEAP_GUARDS) {
 		errno = EINVAL;
 		return NULL;
 	}

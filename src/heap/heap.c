@@ -300,8 +300,7 @@ static int locate(struct arena *ar, uintptr_t a, struct loc *l, struct chunk *c)
 			off += OFF_RUN;
 		if (hd->size > l->cap || hd->check != mpk__hdr_sum(h->key, a, hd->size, off)) {
 			/* Sitting in a thread's cache: freed already. */
-			uint64_t cs = hd->size & ~HDR_CACHED;
-			if (cs <= l->cap && hd->check == (mpk__hdr_sum(h->key, a, cs, off) ^ h->ckey))
+			if (hd->size == mpk__hdr_mark(h->tok, a))
 				return MPK_MISUSE_DOUBLE_FREE;
 			return l->kind == L_SLAB && a - l->start != HDR ? MPK_MISUSE_WILD
 									: MPK_MISUSE_CORRUPT;
@@ -379,10 +378,7 @@ static bool cached_block(const struct heap *h, uintptr_t a)
 {
 	if ((a & 15) || mpk__chunk_tag(a) != h->uid)
 		return false;
-	struct hdr hd = mpk__hdr_get(a);
-	uint64_t size = hd.size & ~HDR_CACHED;
-	return hd.size != size && size <= SMALL_MAX - HDR &&
-	       hd.check == (mpk__hdr_sum(h->key, a, size, HDR) ^ h->ckey);
+	return mpk__hdr_get(a).size == mpk__hdr_mark(h->tok, a);
 }
 
 /* Push the chain first..last (linked already) onto ar's remote list. */
@@ -461,8 +457,10 @@ int mpk__tc_refill(struct tcache *tc, unsigned cls)
 	pthread_mutex_unlock(&a->lock);
 	if (got < want)
 		memmove(tc->slot[cls], tc->slot[cls] + (want - got), got * sizeof(uintptr_t));
-	for (unsigned i = 0; i < got; i++)
-		mpk__hdr_set(tc->slot[cls][i] ^ tc->mkey, HDR_CACHED, 0);
+	for (unsigned i = 0; i < got; i++) {
+		uintptr_t b = tc->slot[cls][i] ^ tc->mkey;
+		mpk__hdr_set(b, mpk__hdr_mark(tc->tok, b), 0);
+	}
 	tc->n[cls] = (uint8_t)got;
 	return got ? 0 : -1;
 }
@@ -584,6 +582,10 @@ static void *heap_alloc(struct heap *h, size_t size, size_t align, bool zero, bo
 	uintptr_t p = 0, start = 0;
 	size_t cap = 0;
 	uint64_t off = 0; /* beyond p - start, in the header's check */
+	/* Known to be zero: a region mapped for this block alone.  Never a
+	 * page run, purged or never used: both stay writable while free, so
+	 * a write through a dangling pointer, or an overflow from the run
+	 * before, may have reached them since (calloc must clear them). */
 	bool fresh = false;
 	mpk_scope s = { NULL, -1 };
 
@@ -635,7 +637,6 @@ static void *heap_alloc(struct heap *h, size_t size, size_t align, bool zero, bo
 			p = round_up(start + hdr, align);
 			r->off = (uint32_t)(p - start);
 			cap = (size_t)r->pages * page - r->off;
-			fresh = r->clean && !h->kexcl;
 			off = run_off(0, r->pages);
 		}
 	}
@@ -670,8 +671,11 @@ static void drop(struct arena *ar, struct loc *l, uintptr_t a)
 	ar->bytes -= l->cap;
 	if (ar->heap->flags & HEAP_SECRET)
 		explicit_bzero((void *)a, l->cap);
-	else if (has_hdr(ar->heap))
+	else if (has_hdr(ar->heap)) {
+		if (ar->heap->flags & MPK_HEAP_WIPE)
+			memset((void *)a, 0, l->cap);
 		mpk__san_free(a, l->cap);
+	}
 	switch (l->kind) {
 	case L_SLAB:
 		slab_free(ar, l->r, l->idx);
@@ -701,7 +705,7 @@ int mpk__block_rights(const struct heap *h, bool write)
 
 int mpk__heap_release(struct heap *h, void *p, struct mpk_misuse *m, const char *call)
 {
-	int want = mpk__block_rights(h, h->flags & HEAP_SECRET);
+	int want = mpk__block_rights(h, h->flags & (HEAP_SECRET | MPK_HEAP_WIPE));
 	mpk_scope s = { NULL, -1 };
 	struct loc l;
 

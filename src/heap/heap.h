@@ -51,7 +51,8 @@ struct run {
 	struct chunk *chunk;
 	uint16_t page, pages;    /* first page in the chunk, length */
 	uint8_t kind, cls;
-	uint8_t clean;           /* free: untouched since mapped or purged */
+	uint8_t clean;           /* free: nothing to purge (untouched since mapped,
+				  * or purged); not known zero, see heap_alloc() */
 	uint8_t spare;           /* empty slab kept in its bin */
 	uint16_t nfree;          /* slab: free blocks */
 	union {
@@ -115,6 +116,7 @@ struct heap {
 	struct mpk_domain *domain;
 	uint64_t key;               /* header checksums */
 	uint64_t ckey;              /* ... of blocks in a thread cache */
+	uint64_t tok;               /* their mark (mpk__hdr_mark()) */
 	uint32_t uid;               /* never 0, never reused: tags its chunks */
 	size_t meta_opens;          /* atomic: closed metadata opened, for stats */
 	struct heap *prev, *next;   /* the registry; under heaps lock */
@@ -141,16 +143,25 @@ struct big {
 /* ---- block headers (ordinary heaps) ---- */
 
 struct hdr {
-	uint64_t size;  /* requested; | HDR_CACHED while cached */
+	uint64_t size;  /* requested; mpk__hdr_mark() while cached */
 	uint64_t check; /* mpk__hdr_sum(); ^ the heap's ckey while cached */
 };
 
-/* Set in the size of every block in a thread cache (a refill writes it
- * into fresh blocks): malloc takes none without it.  A block freed twice
- * with its live header written back in between sits in a cache twice;
- * its second taking finds the header the first one wrote, and the
- * class's cache is dropped rather than hand the block to two owners. */
+/* The size word of every block in a thread cache is a mark, the block's
+ * address XOR the heap's tok with HDR_CACHED set (no size has it), which
+ * a free writes and a refill writes into fresh blocks: malloc takes no
+ * block without it.  A block freed twice with its live header written
+ * back in between sits in a cache twice; its second taking finds the
+ * header the first one wrote, and the class's cache is dropped rather
+ * than hand the block to two owners.  A write that sets the top bit
+ * again does not make the mark without tok (one compare on malloc's fast
+ * path, no multiply); a reader of a cached header learns tok, which
+ * makes marks and nothing else. */
 #define HDR_CACHED (1ull << 63)
+static inline uint64_t mpk__hdr_mark(uint64_t tok, uintptr_t p)
+{
+	return (p ^ tok) | HDR_CACHED;
+}
 
 /* The header of block p: the heap alone reads and writes it (closed to
  * ASan and valgrind). */
@@ -267,7 +278,8 @@ static inline bool mpk__meta_closed(void)
 /* Zeroed, page-granular metadata; callers hold the lock and have it open. */
 void *mpk__meta_alloc(size_t len);
 void mpk__meta_free(void *p, size_t len);
-/* Whether p lies in the area (no lock, no access). */
+/* Whether p lies in the area (no lock, no access); sealed, as the core's
+ * record of the heap-meta domain's regions says. */
 bool mpk__meta_contains(const void *p);
 struct heap **mpk__meta_heaps(void);  /* registry head (heaps lock) */
 uint64_t mpk__meta_key(void);         /* per process, for checksums */
@@ -480,11 +492,12 @@ struct tcache {
 	struct heap *heap;          /* NULL: unused */
 	uint32_t uid;               /* of the heap, checked on attach */
 	uint64_t epoch;             /* mpk__heap_epoch when last checked */
-	uint64_t key, ckey, mkey;   /* the heap's keys; mkey mangles slot[] */
+	uint64_t key, ckey, tok, mkey; /* the heap's keys; mkey mangles slot[] */
 	struct mpk_domain *domain;
 	struct mpk__soft_snap rw;   /* when the thread last held RW to a keyless domain */
 	uintptr_t chunk;            /* 1 + the number of a chunk of the heap's, its tag checked; 0 none */
 	unsigned gen;               /* vault: mpk__fork_gen its listed blocks are locked in */
+	bool wipe;                  /* MPK_HEAP_WIPE: free zeroes the block */
 	struct arena *arena;        /* refills come from there */
 	uint8_t n[NTC];                /* small classes, then page runs */
 	uintptr_t slot[NTC][TC_MAX];   /* user pointer ^ mkey */

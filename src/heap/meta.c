@@ -110,10 +110,16 @@ mpk_domain *mpk__meta_put(bool *last)
 	return d; /* the caller destroys it, without the lock */
 }
 
+static bool in_area(const void *p, size_t sz);
+
 bool mpk__meta_contains(const void *p)
 {
 	uintptr_t a = (uintptr_t)p;
 	unsigned n = __atomic_load_n(&meta.nranges, __ATOMIC_ACQUIRE);
+
+	/* Sealed: the core's record, as in_area() (the ranges are .bss). */
+	if (__atomic_load_n(&mpk__meta_dom, __ATOMIC_ACQUIRE))
+		return in_area(p, 1);
 
 	for (unsigned i = 0; i < n; i++)
 		if (a >= meta.range[i].lo && a < meta.range[i].hi)
@@ -209,7 +215,11 @@ static int grow(size_t len)
 		}
 		mpk_os_name_region(p, len, "heap-meta");
 	}
-	/* Carve the old region's tail into free runs, largest first. */
+	/* Carve the old region's tail into free runs, largest first (a
+	 * tail outside the area is not written: see in_area()). */
+	if (meta.end < meta.bump ||
+	    (meta.end > meta.bump && !in_area((void *)meta.bump, meta.end - meta.bump)))
+		meta.bump = meta.end;
 	for (int o = META_ORDERS - 1; o >= 0; o--)
 		while (meta.end - meta.bump >= (page << o)) {
 			push((void *)meta.bump, (unsigned)o);
@@ -224,6 +234,23 @@ static int grow(size_t len)
 }
 
 
+/*
+ * Sealed, the area is the heap-meta domain's memory, and a run it hands
+ * out must lie there.  The free lists and the bump pointer that say where
+ * the next run is sit in libmpkit's .bss, outside the seal: a write there
+ * could point them at a global, and the next heap or chunk descriptor
+ * would be the writer's.  So each run is checked against the core's
+ * record of the domain's regions (lock-free), not against the ranges
+ * beside the pointers; one that fails is refused (ENOMEM), and nothing is
+ * read or written through it.  Open, nothing is sealed to check against.
+ */
+static bool in_area(const void *p, size_t sz)
+{
+	mpk_domain *d = mpk__meta_dom;
+
+	return !d || (mpk_domain_of(p) == d && (sz == 1 || mpk_domain_of((const char *)p + sz - 1) == d));
+}
+
 void *mpk__meta_alloc(size_t len)
 {
 	unsigned o = order_of(len);
@@ -235,6 +262,10 @@ void *mpk__meta_alloc(size_t len)
 		return NULL;
 	}
 	if ((p = meta.free[o])) {
+		if (!in_area(p, sz)) {
+			errno = ENOMEM;
+			return NULL;
+		}
 		meta.free[o] = *(void **)p;
 		*(void **)p = NULL; /* the rest was purged: zero */
 		return p;
@@ -242,6 +273,10 @@ void *mpk__meta_alloc(size_t len)
 	if (meta.end - meta.bump < sz && grow(sz))
 		return NULL;
 	p = (void *)meta.bump;
+	if (!in_area(p, sz)) {
+		errno = ENOMEM;
+		return NULL;
+	}
 	meta.bump += sz;
 	return p;
 }

@@ -38,6 +38,7 @@ static char *base;              /* the reserve; set once, never unmapped */
 static size_t used, committed;  /* bump pointer, RW prefix (under lock) */
 static void *free_list[BOOT_CLASSES];
 static volatile int lock;
+bool mpk__boot_wipe;
 
 /* A spin lock, not a mutex: it works before libc is ready and after fork
  * needs nothing but a reset (atfork handlers, malloc.c). */
@@ -147,6 +148,8 @@ void mpk__boot_free(void *p)
 	unsigned c = h->cls;
 	char *blk = (char *)p - h->off - sizeof(struct boot_hdr);
 
+	if (mpk__boot_wipe)
+		memset(p, 0, mpk__boot_usable(p));
 	h->magic = 0; /* a second free is caught */
 	mpk__boot_lock();
 	*(void **)blk = free_list[c];

@@ -15,7 +15,8 @@
  * allocator (boot.c); free() and realloc() tell the two apart by address.
  * libmpkit-malloc.so links libmpkit.so, so a program that links mpkit
  * too has one mpkit, which holds the "malloc" domain beside its own.
- * MPKIT_MALLOC_STATS=1 prints the calls and the metadata opens at exit.
+ * MPKIT_MALLOC_STATS=1 prints the calls and the metadata opens at exit;
+ * MPKIT_MALLOC_WIPE=1 zeroes every block as it is freed (MPK_HEAP_WIPE).
  */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -76,8 +77,12 @@ static __attribute__((noinline)) mpk_heap *start(void)
 	 * after the heap's. */
 	if (pthread_atfork(mpk__boot_lock, mpk__boot_unlock, boot_child))
 		mpk__malloc_die("pthread_atfork failed");
+	/* Read here, with the heap: what the internal allocator frees before
+	 * (ld.so's start-up) is not wiped. */
+	const char *w = getenv("MPKIT_MALLOC_WIPE");
+	mpk__boot_wipe = w && *w && strcmp(w, "0");
 	mpk_domain *d = mpk_domain_create("malloc", MPK_RW, MPK_DOMAIN_SHARED);
-	mpk_heap *h = d ? mpk_heap_create(d, 0) : NULL;
+	mpk_heap *h = d ? mpk_heap_create(d, mpk__boot_wipe ? MPK_HEAP_WIPE : 0) : NULL;
 	if (!h) {
 		/* A bad MPKIT_* variable, or MPKIT_BACKEND=hw without keys:
 		 * the program still runs (mpkit run refuses to start it). */

@@ -12,6 +12,7 @@ void *mpk__boot_realloc(void *p, size_t size);
 void mpk__boot_free(void *p);
 size_t mpk__boot_usable(const void *p);
 bool mpk__boot_owns(const void *p);
+extern bool mpk__boot_wipe; /* MPKIT_MALLOC_WIPE: free zeroes a block */
 void mpk__boot_lock(void);
 void mpk__boot_unlock(void);
 

@@ -89,3 +89,12 @@ void t_attack_copy(void *to, const void *from, size_t n)
 	for (size_t i = 0; i < n; i++)
 		((volatile unsigned char *)to)[i] = ((const volatile unsigned char *)from)[i];
 }
+
+void t_attack_both_modes(void (*attack)(const char *meta))
+{
+	t_misuse_catch();
+	attack("open");
+	attack("closed");
+	CHECK(t_misuses == 0);
+	t_setenv("MPKIT_HEAP_META", NULL);
+}
