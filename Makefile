@@ -99,7 +99,7 @@ else
 ARCH_SRC := src/arch/none/cpu.c
 endif
 # Code and formats the library shares with the tools (libc only).
-SHARED_SRC := src/shared/procmaps.c src/shared/scan.c src/shared/scan_class.c src/shared/insn.c src/shared/insn_0f.c \
+SHARED_SRC := src/shared/procmaps.c src/shared/scan.c src/shared/scan_class.c src/shared/scan_expr.c src/shared/insn.c src/shared/insn_0f.c \
               src/shared/mapcheck.c src/shared/unwind.c
 CORE_SRC := $(addprefix src/core/,init.c env.c os.c os_signal.c domain.c region.c window.c secretmem.c \
             memory.c code_region.c rights.c soft.c broadcast.c thread.c thread_start.c fork.c \
@@ -232,7 +232,7 @@ SO_RPATH = -Wl,-rpath,$(abspath $(B))
 # src/shared/env.h).  Both are self-contained: the copy shares no state with the
 # library.  tools/paths.c says where the helpers are (INST compiles it for
 # the installed layout).
-CLI_LIB_SRC := src/shared/scan.c src/shared/scan_class.c src/shared/insn.c src/shared/insn_0f.c src/core/env.c
+CLI_LIB_SRC := src/shared/scan.c src/shared/scan_class.c src/shared/scan_expr.c src/shared/insn.c src/shared/insn_0f.c src/core/env.c
 CLI_OBJ := $(addprefix $(B)/obj/tools/,mpkit.o scan.o maps.o maps_check.o run.o) $(CLI_LIB_SRC:%.c=$(B)/obj/%.o) \
            $(SHARED_OBJ)
 $(B)/mpkit: $(CLI_OBJ) $(B)/obj/tools/paths.o $(B)/libmpkit.so

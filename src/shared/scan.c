@@ -223,7 +223,7 @@ struct range {
 
 static long scan_range(const struct range *r, const struct mpk_scan_cb *cb, int *stop)
 {
-	struct mpk_code code = { .bytes = r->bytes, .len = r->len };
+	struct mpk_code code = { .bytes = r->bytes, .len = r->len, .addr = r->addr };
 	long gadgets = 0;
 
 	if (cb->mapping)

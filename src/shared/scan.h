@@ -62,9 +62,10 @@ bool mpk__gate_check_at(const uint8_t *b, size_t len);
 struct mpk_code {
 	const uint8_t *bytes;
 	size_t len;
-	struct mpk_edges *edges;
+	uint64_t addr;  /* address of bytes[0] (absolute immediates are addresses) */
+	struct mpk_edges *edges, *producers;
 	bool edges_ready, edges_failed;
-	void *queue, *seen;
+	void *queue, *seen, *room;
 };
 struct mpk_class {
 	int cls;        /* MPK_SITE_ROP or MPK_SITE_GADGET */
