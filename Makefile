@@ -384,7 +384,7 @@ $(B)/mpkit-bench-code: $(B)/obj/bench/code.o $(B)/libmpkit.a
 TEST_FILES := $(B)/tests/ex-jit $(B)/tests/libmpkit-watch.so $(B)/tests/watch-target \
 	      $(B)/tests/libmpkit-malloc.so $(B)/tests/malloc-edge $(B)/tests/malloc-stress \
 	      $(B)/tests/malloc-stress-static $(B)/tests/bench-noise.so \
-	      $(B)/tests/t_scan_lockdown_static $(B)/tests/scan-libmpkit.so
+	      $(B)/tests/t_scan_lockdown_static $(B)/tests/scan-libmpkit.so $(B)/tests/scan-cc/built
 $(B)/tests/ex-jit: $(B)/examples/jit
 	@mkdir -p $(@D)
 	cp $< $@
@@ -420,6 +420,18 @@ $(B)/tests/t_scan_lockdown_static: $(B)/preload/tests/t_scan_lockdown.o $(B)/pre
 $(B)/tests/scan-libmpkit.so: $(B)/libmpkit.so
 	@mkdir -p $(@D)
 	cp $< $@
+# t_scan_compiled's cases: PKRU set to 0 as gcc and clang (when installed)
+# write it, at -O0 and -O2 (tests/helpers/scan_case.c).
+$(B)/tests/scan-cc/built: tests/helpers/scan_case.c
+	@rm -rf $(@D) && mkdir -p $(@D)
+	@for cc in gcc clang; do command -v $$cc >/dev/null 2>&1 || continue; \
+	  for o in O0 O2; do \
+	    for c in wrpkru builtin volatile; do \
+	      $$cc -$$o -mpku -shared -fPIC -DCASE_$$(echo $$c | tr a-z A-Z) $< -o $(@D)/$$c-$$cc-$$o.so || exit 1; \
+	    done; \
+	    $$cc -$$o -static -DCASE_PKEY_SET $< -o $(@D)/pkeyset-$$cc-$$o || exit 1; \
+	  done; done
+	@touch $@
 
 # The CLI tests run mpkit-bench and mpkit-bench-scale (the VM packs the
 # latter); building every benchmark here keeps them all compiling.

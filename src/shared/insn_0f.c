@@ -111,7 +111,11 @@ void mpk__insn_two_byte(struct dec *d, uint8_t op)
 		legacy_modrm(d);
 		imm(d, 1);
 		return;
-	case 0x20: case 0x21: case 0x22: case 0x23: case 0x78: case 0x79: case 0xb9: case 0xff:
+	case 0x20: case 0x21: case 0x22: case 0x23: /* mov to/from CR, DR: mod is ignored */
+		byte(d);
+		flow(d, FLOW_STOP, false, 0);
+		return;
+	case 0x78: case 0x79: case 0xb9: case 0xff:
 		legacy_modrm(d);
 		flow(d, FLOW_STOP, false, 0);
 		return;
