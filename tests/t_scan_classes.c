@@ -59,6 +59,7 @@ __asm__(".section .rodata\n"
 			 ZERO_CD SITE(m_rbp_slot) WRPKRU)
 	CASE(m_via_reg, "mov %rsp, %rbx\n movl $0, 8(%rbx)\n mov 8(%rsp), %eax\n" SITE(m_via_reg) WRPKRU)
 	CASE(m_arg_slot, "ret\n mov 16(%rbp), %eax\n" SITE(m_arg_slot) WRPKRU)
+	CASE(m_lods, "ret\n lodsl\n add %eax, (%rdx)\n" SITE(m_lods) "xrstor (%rdi)\n")
 	/* results that do not depend on their inputs */
 	CASE(k_imul0, "ret\n imul $0, %eax, %eax\n" SITE(k_imul0) WRPKRU)
 	CASE(k_shr_shr, "ret\n shr $16, %eax\n shr $16, %eax\n" SITE(k_shr_shr) WRPKRU)
@@ -174,6 +175,7 @@ int main(void)
 	E(m_rbp_slot, GADGET);
 	E(m_via_reg, GADGET);
 	E(m_arg_slot, ROP);
+	E(m_lods, ROP);
 
 	E(k_imul0, GADGET);
 	E(k_shr_shr, GADGET);

@@ -590,6 +590,12 @@ static bool one_byte(struct sem *s)
 			return true; /* xbegin, xabort: the abort edge is the search's */
 		wr_e(s, op & 1 ? w : 8, C(s, (uint64_t)in->imm));
 		return true;
+	case 0xac: case 0xad: /* lods (one): a load through RSI, which moves */
+		if (in->rep2 || in->rep3)
+			return false;
+		wr(s, INSN_RAX, op == 0xac ? 8 : w, load(s, REG(s, INSN_RSI), op == 0xac ? 1 : w / 8));
+		set(s, INSN_RSI, XID_OTHER);
+		return true;
 	case 0xc9: /* leave */
 		set(s, INSN_RSP, X(s, X_ADD, REG(s, INSN_RBP), C(s, 8)));
 		set(s, INSN_RBP, load(s, REG(s, INSN_RBP), 8));
