@@ -12,9 +12,11 @@
  * their inputs, paths through prefixed branches, xbegin's abort, computed
  * jumps, past the depth bound, decoder corners (66 REX.W immediates, AMD's
  * rel16 jcc), and the false positives: prefixes that make the site #UD,
- * ECX or EDX set non-zero (#GP).
+ * ECX or EDX set non-zero (#GP).  Each case is then planted alone on an
+ * executable page in a child, and mpk_lockdown(MPK_LOCK_SCAN) must refuse
+ * the gadgets (EPERM, nothing applied) and lock with the ROP-only ones.
  */
-#include "t.h"
+#include "t_pit.h"
 #include "scan.h"
 
 #define WRPKRU ".byte 0x0f, 0x01, 0xef\n"
@@ -126,6 +128,29 @@ static int ncases;
 #define GADGET 1
 #define UNSURE 2 /* gadget, the search ran out of room */
 
+struct plant {
+	const unsigned char *code;
+	size_t len;
+};
+
+/* In a child: the code alone on an executable page, then lock.  0 locked,
+ * 1 refused (EPERM, nothing applied), 2 anything else. */
+static int try_lock(void *arg)
+{
+	const struct plant *c = arg;
+	if (!pit_plant(c->code, c->len))
+		return 2;
+	if (!mpk_lockdown(MPK_LOCK_SCAN | MPK_LOCK_ERRNO))
+		return 0;
+	return errno == EPERM && mpk_lockdown_flags() == -1 ? 1 : 2;
+}
+
+static int lock_with(const unsigned char *bytes, size_t len)
+{
+	struct plant c = { bytes, len };
+	return t_child_status(try_lock, &c);
+}
+
 static void expect(const char *name, const unsigned char *start, const unsigned char *site, int want)
 {
 	struct mpk_class c;
@@ -144,7 +169,11 @@ static void expect(const char *name, const unsigned char *start, const unsigned 
 	else if (want == GADGET && (c.from < (size_t)(start - c_lo) || c.from > (size_t)(site - c_lo)))
 		t_fail("%s: the path starts at +%zu, outside the case (+%zu..+%zu)", name, c.from,
 		       (size_t)(start - c_lo), (size_t)(site - c_lo));
-	printf("%-12s %-6s %-16s %zu states\n", name, mpk__gadget_kind_name(kind), names[got], c.nodes);
+	int locked = lock_with(start, (size_t)(site + 8 - start));
+	if (locked != (want == ROP ? 0 : 1))
+		t_fail("%s: planted alone, lockdown %s", name, locked == 0 ? "locked" : locked == 1 ? "refused" : "failed");
+	printf("%-12s %-6s %-16s %zu states, lockdown %s\n", name, mpk__gadget_kind_name(kind), names[got],
+	       c.nodes, locked == 0 ? "locked" : locked == 1 ? "refused" : "failed");
 }
 
 #define E(n, want)                                                                   \
