@@ -61,6 +61,9 @@ __asm__(".section .rodata\n"
 			 ZERO_CD SITE(m_rbp_slot) WRPKRU)
 	CASE(m_via_reg, "mov %rsp, %rbx\n movl $0, 8(%rbx)\n mov 8(%rsp), %eax\n" SITE(m_via_reg) WRPKRU)
 	CASE(m_arg_slot, "ret\n mov 16(%rbp), %eax\n" SITE(m_arg_slot) WRPKRU)
+	CASE(m_stos, "mov %rsp, %rdi\n xor %eax, %eax\n stosl\n mov (%rsp), %eax\n" ZERO_CD SITE(m_stos) WRPKRU)
+	CASE(m_adc, "ret\n adc (%rax), %eax\n" SITE(m_adc) "xrstor (%rdi)\n")
+	CASE(m_sbb, "ret\n sbb $0, %eax\n" SITE(m_sbb) WRPKRU)
 	CASE(m_lods, "ret\n lodsl\n add %eax, (%rdx)\n" SITE(m_lods) "xrstor (%rdi)\n")
 	/* results that do not depend on their inputs */
 	CASE(k_imul0, "ret\n imul $0, %eax, %eax\n" SITE(k_imul0) WRPKRU)
@@ -205,6 +208,9 @@ int main(void)
 	E(m_via_reg, GADGET);
 	E(m_arg_slot, ROP);
 	E(m_lods, ROP);
+	E(m_adc, ROP);
+	E(m_stos, GADGET);
+	E(m_sbb, GADGET); /* bit 0 can be forced: x - cf(x) */
 
 	E(k_imul0, GADGET);
 	E(k_shr_shr, GADGET);

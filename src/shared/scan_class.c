@@ -756,9 +756,14 @@ static void effect(struct xpool *p, const struct insn *in, size_t at, struct eff
 	if (known)
 		return;
 	memset(e, 0, sizeof(*e));
-	for (unsigned i = 0; i < in->ndst; i++)
+	for (unsigned i = 0; i < in->ndst; i++) {
 		set(&s, in->dst[i].reg, XID_OTHER);
-	if (in->mem)
+		/* stores without a memory operand: push forms and enter move
+		 * RSP, movs and stos move RDI */
+		if (in->dst[i].reg == INSN_RSP || in->dst[i].reg == INSN_RDI)
+			e->clobber = true;
+	}
+	if (in->mem || (in->map == 0 && in->op == 0xcd)) /* int 0x80: the kernel writes */
 		e->clobber = true;
 }
 

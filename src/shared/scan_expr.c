@@ -409,6 +409,14 @@ static struct xval eval_op(struct xpool *p, const struct xnode *n)
 		/* a sum is a bijection of either side when the other is fixed */
 		uint64_t wa = apart ? winmask(&a) : 0, wb = apart ? winmask(&b) : 0;
 		set_window(&r, __builtin_popcountll(wa) >= __builtin_popcountll(wb) ? wa : wb);
+		/* plus or minus a carry (0 or 1, whatever it depends on): above
+		 * the window's lowest bit, each bit still takes both values
+		 * (window bits below it all 0, or all 1 for a borrow, stop it) */
+		const struct xval *w = (b.k0 | 1) == ALL ? &a : n->op == X_ADD && (a.k0 | 1) == ALL ? &b : NULL;
+		if (w && !wa && !wb && w->whi > w->wlo + 1) {
+			uint64_t m = lowmask(w->whi) & ~lowmask(w->wlo + 1u);
+			r.c0 |= m, r.c1 |= m, r.p1 |= m;
+		}
 		break;
 	}
 	case X_MUL: {
