@@ -2,7 +2,8 @@
 /*
  * The scan's decoder (src/shared/insn.c) against an independent one,
  * objdump's (binutils, Intel's 64-bit semantics: -M intel64): random bytes
- * (a fixed seed, then one from the clock, printed), ld.so's and
+ * (a fixed seed, then one from the clock, printed; SCAN_OBJDUMP_SEED
+ * repeats one), ld.so's and
  * libmpkit.so's code, disassembled linearly by objdump; at every address
  * objdump decodes, an instruction both decoders know must have the same
  * length.  Invalid bytes ("(bad)"), and what only one of them knows, are
@@ -75,6 +76,8 @@ static void compare(const char *what, const char *args, const unsigned char *buf
 			t->only_ours += ours > 0;
 		} else if (!ours) {
 			t->only_objdump++;
+			if (getenv("SCAN_OBJDUMP_SHOW"))
+				fprintf(stderr, "objdump alone: %s", tab2 + 1);
 		} else if (ours == n) {
 			t->both++;
 		} else if (at + (size_t)n < len && at + (size_t)ours < len) {
@@ -145,7 +148,8 @@ int main(void)
 	if (system("objdump --version >/dev/null 2>&1") != 0)
 		t_skip("objdump (binutils) is not installed");
 	struct tally t = { 0 };
-	unsigned seed = (unsigned)time(NULL);
+	unsigned seed = getenv("SCAN_OBJDUMP_SEED") ? (unsigned)strtoul(getenv("SCAN_OBJDUMP_SEED"), NULL, 0)
+						    : (unsigned)time(NULL);
 	random_bytes(1, &t);
 	random_bytes(seed, &t);
 	long random_both = t.both;

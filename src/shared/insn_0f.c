@@ -117,6 +117,14 @@ void mpk__insn_two_byte(struct dec *d, uint8_t op)
 		return;
 	case 0x78: case 0x79: case 0xb9: case 0xff:
 		legacy_modrm(d);
+		if (op <= 0x79 && (d->opsize || d->rep2)) {
+			/* AMD's SSE4a: extrq, insertq (0f 78: two immediates) */
+			if (op == 0x78) {
+				imm(d, 1);
+				imm(d, 1);
+			}
+			return;
+		}
 		flow(d, FLOW_STOP, false, 0);
 		return;
 	case 0x2c: case 0x2d: case 0x50: case 0xd7:
