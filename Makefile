@@ -105,7 +105,7 @@ else
 ARCH_SRC := src/arch/none/cpu.c
 endif
 # Code and formats the library shares with the tools (libc only).
-SHARED_SRC := src/shared/procmaps.c src/shared/scan.c src/shared/scan_class.c src/shared/insn.c src/shared/insn_0f.c \
+SHARED_SRC := src/shared/procmaps.c src/shared/scan.c src/shared/scan_class.c src/shared/scan_expr.c src/shared/insn.c src/shared/insn_0f.c \
               src/shared/mapcheck.c src/shared/unwind.c src/shared/env.c
 CORE_SRC := $(addprefix src/core/,init.c os.c os_signal.c domain.c region.c window.c secretmem.c \
             memory.c owned.c code_region.c rights.c soft.c broadcast.c thread.c thread_start.c fork.c \
@@ -252,7 +252,7 @@ SO_RPATH = -Wl,-rpath,$(abspath $(B))
 # src/shared/env.h).  Both are self-contained: the copy shares no state with the
 # library.  tools/paths.c says where the helpers are (INST compiles it for
 # the installed layout).
-CLI_LIB_SRC := src/shared/scan.c src/shared/scan_class.c src/shared/insn.c src/shared/insn_0f.c src/shared/env.c
+CLI_LIB_SRC := src/shared/scan.c src/shared/scan_class.c src/shared/scan_expr.c src/shared/insn.c src/shared/insn_0f.c src/shared/env.c
 CLI_OBJ := $(addprefix $(B)/obj/tools/,mpkit.o cli.o info.o scan.o maps.o maps_check.o run.o watch.o watch_spec.o \
              watch_trace.o bench.o) $(CLI_LIB_SRC:%.c=$(B)/obj/%.o) $(SHARED_OBJ) $(B)/obj/src/shared/json.o
 $(B)/mpkit: $(CLI_OBJ) $(B)/obj/tools/paths.o $(B)/libmpkit.so
@@ -407,7 +407,7 @@ TEST_FILES := $(B)/tests/ex-jit $(B)/tests/libmpkit-watch.so $(B)/tests/watch-ta
 	      $(B)/tests/libmpkit-malloc.so $(B)/tests/malloc-edge $(B)/tests/malloc-stress \
 	      $(B)/tests/malloc-calloc \
 	      $(B)/tests/malloc-stress-static $(B)/tests/bench-noise.so \
-	      $(B)/tests/t_scan_lockdown_static $(B)/tests/scan-libmpkit.so
+	      $(B)/tests/t_scan_lockdown_static $(B)/tests/scan-libmpkit.so $(B)/tests/scan-cc/built
 $(B)/tests/ex-jit: $(B)/examples/jit
 	@mkdir -p $(@D)
 	cp $< $@
@@ -453,6 +453,18 @@ $(B)/tests/t_scan_lockdown_static: $(B)/preload/tests/t_scan_lockdown.o $(B)/pre
 $(B)/tests/scan-libmpkit.so: $(B)/libmpkit.so
 	@mkdir -p $(@D)
 	cp $< $@
+# t_scan_compiled's cases: PKRU set to 0 as gcc and clang (when installed)
+# write it, at -O0 and -O2 (tests/helpers/scan_case.c).
+$(B)/tests/scan-cc/built: tests/helpers/scan_case.c
+	@rm -rf $(@D) && mkdir -p $(@D)
+	@for cc in gcc clang; do command -v $$cc >/dev/null 2>&1 || continue; \
+	  for o in O0 O2; do \
+	    for c in wrpkru builtin volatile; do \
+	      $$cc -$$o -mpku -shared -fPIC -DCASE_$$(echo $$c | tr a-z A-Z) $< -o $(@D)/$$c-$$cc-$$o.so || exit 1; \
+	    done; \
+	    $$cc -$$o -static -DCASE_PKEY_SET $< -o $(@D)/pkeyset-$$cc-$$o || exit 1; \
+	  done; done
+	@touch $@
 
 # The CLI tests run mpkit-bench and mpkit-bench-scale (the VM packs the
 # latter); building every benchmark here keeps them all compiling.

@@ -44,6 +44,7 @@ __asm__(".text\n"
 extern const unsigned char gadget_code[], gadget_data[], gadget_rodata[], gadget_inline[];
 extern const int32_t __start_mpk_wrpkru_sites[] __attribute__((visibility("hidden")));
 extern const int32_t __stop_mpk_wrpkru_sites[] __attribute__((visibility("hidden")));
+extern const char mpk_arch_wrpkru_fail[] __attribute__((visibility("hidden")));
 
 #define MAX_G 256
 struct seen {
@@ -124,7 +125,9 @@ int main(void)
 		uintptr_t site = (uintptr_t)&__start_mpk_wrpkru_sites[i] + (intptr_t)__start_mpk_wrpkru_sites[i];
 		g = find(&s, site);
 		CHECK(g && g->kind == MPK_GADGET_WRPKRU && g->mpkit && g->cls == MPK_SITE_MPKIT && g->sym[0]);
-		CHECK(mpk__gate_check_at((const unsigned char *)site + 3, 16));
+		uintptr_t lo = site < (uintptr_t)mpk_arch_wrpkru_fail ? site : (uintptr_t)mpk_arch_wrpkru_fail;
+		uintptr_t hi = site > (uintptr_t)mpk_arch_wrpkru_fail ? site : (uintptr_t)mpk_arch_wrpkru_fail;
+		CHECK(mpk__gate_check_at((const unsigned char *)lo - 8, hi + 64 - lo + 8, site - lo + 8));
 		/* the check follows: cmp r32, %eax (REX for r8d..r15d), then jne */
 		const unsigned char *c = (const unsigned char *)site + 3;
 		bool rex_r = (c[0] & 0xf4) == 0x44;

@@ -160,7 +160,7 @@ static int cmd_scan(int argc, char **argv)
 		long n = mpk__scan_file(argv[i], &cb);
 		if (n < 0) {
 			fprintf(stderr, "mpkit scan: %s: %s\n", argv[i],
-				errno == ENOEXEC ? "not a 64-bit ELF file" : strerror(errno));
+				mpk__scan_strerror(errno));
 			err = 1;
 		} else
 			gadgets += n;

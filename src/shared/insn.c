@@ -109,8 +109,8 @@ static void one_byte(struct dec *d, uint8_t op)
 		legacy_modrm(d);
 		dst(d, d->reg, esrc_v(d) ? DST_FROM : DST_FIXED, opw(d), esrc_v(d), 0);
 		return;
-	case 0x68:
-		imm(d, d->opsize ? 2 : 4);
+	case 0x68: /* REX.W overrides 66: a 32-bit immediate */
+		imm(d, opw(d) == W_16 ? 2 : 4);
 		dst(d, INSN_RSP, DST_FROM, W_64, 1u << INSN_RSP, 0);
 		return;
 	case 0x6a:
@@ -119,7 +119,7 @@ static void one_byte(struct dec *d, uint8_t op)
 		return;
 	case 0x69: case 0x6b: /* imul r, r/m, imm */
 		legacy_modrm(d);
-		imm(d, op == 0x6b ? 1 : d->opsize ? 2 : 4);
+		imm(d, op == 0x6b ? 1 : opw(d) == W_16 ? 2 : 4);
 		dst(d, d->reg, esrc_v(d) ? DST_FROM : DST_FIXED, opw(d), esrc_v(d), 0);
 		return;
 	case 0x80: case 0x81: case 0x83:
@@ -228,7 +228,7 @@ static void one_byte(struct dec *d, uint8_t op)
 		imm(d, 1);
 		return;
 	case 0xa9:
-		imm(d, d->opsize ? 2 : 4);
+		imm(d, opw(d) == W_16 ? 2 : 4);
 		return;
 	case 0xaa: case 0xab: case 0xae: case 0xaf: /* stos, scas */
 		dst(d, INSN_RDI, DST_FROM, W_64, 1u << INSN_RDI, 0);
@@ -264,7 +264,7 @@ static void one_byte(struct dec *d, uint8_t op)
 			if (op == 0xc6)
 				imm(d, 1);
 			else
-				flow(d, FLOW_COND, true, imm(d, d->opsize ? 2 : 4));
+				flow(d, FLOW_COND, true, imm(d, opw(d) == W_16 ? 2 : 4));
 			dst(d, INSN_RAX, DST_FIXED, W_32, 0, 0);
 			return;
 		}
@@ -479,8 +479,11 @@ int mpk__insn_decode(const uint8_t *b, size_t avail, struct insn *in)
 			d.rep2 = true, d.rep3 = false;
 		else if (op == 0xf3)
 			d.rep3 = true, d.rep2 = false;
-		else if (op == 0xf0 || op == 0x2e || op == 0x36 || op == 0x3e || op == 0x26 ||
-			 op == 0x64 || op == 0x65)
+		else if (op == 0xf0)
+			in->lock = true;
+		else if (op == 0x64 || op == 0x65)
+			in->fsgs = true;
+		else if (op == 0x2e || op == 0x36 || op == 0x3e || op == 0x26)
 			;
 		else if (op >= 0x40 && op <= 0x4f) {
 			d.rex = op; /* counts only right before the opcode */
@@ -489,8 +492,15 @@ int mpk__insn_decode(const uint8_t *b, size_t avail, struct insn *in)
 			break;
 		d.rex = 0;
 	}
+	in->opsize = d.opsize;
+	in->rep2 = d.rep2;
+	in->rep3 = d.rep3;
+	in->rex = d.rex;
+	in->op = op;
 	if (op == 0x0f) {
 		uint8_t op2 = byte(&d);
+		in->map = op2 == 0x38 ? 2 : op2 == 0x3a ? 3 : 1;
+		in->op = op2 == 0x38 || op2 == 0x3a ? (d.i < d.avail ? b[d.i] : 0) : op2;
 		mpk__insn_two_byte(&d, op2);
 		in->mem_rmw = mem_rmw(&d, true, op2);
 	} else if (op == 0xc4 || op == 0xc5 || op == 0x62) {
@@ -516,6 +526,10 @@ int mpk__insn_decode(const uint8_t *b, size_t avail, struct insn *in)
 		} else if (map < 1 || map > 3) {
 			return 0;
 		}
+		in->map = (uint8_t)(0x10 | map);
+		in->vvvv = d.vvvv;
+		in->pp = d.pp;
+		in->op = d.i < d.avail ? b[d.i] : 0;
 		vex_body(&d, map, op == 0x62, r, x, bb);
 	} else {
 		one_byte(&d, op);

@@ -59,6 +59,16 @@ struct insn {
 	/* It reads the memory operand it writes (add/inc/xchg/cmpxchg...
 	 * to memory): the CPU reports its fault as a write only (watch.c). */
 	bool mem_rmw;
+	/* The operands, for the scan's classes (scan_class.c): the opcode in
+	 * its map (0 one-byte, 1 0f, 2 0f 38, 3 0f 3a; VEX/EVEX 0x10 | map),
+	 * ModRM's fields with REX applied, the memory operand's address
+	 * (base and index -1 when absent; RIP-relative: riprel, disp from the
+	 * end of the instruction), the last immediate, and the prefixes. */
+	uint8_t map, op, modrm, mod, reg, rm, vvvv, pp, rex;
+	bool opsize, rep2, rep3, lock, fsgs, mem, riprel;
+	int8_t base, index;
+	uint8_t scale, imm_n;
+	int64_t disp, imm;
 };
 
 /* Decode the instruction at b (avail readable bytes): its length, or 0 if

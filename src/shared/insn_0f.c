@@ -111,8 +111,20 @@ void mpk__insn_two_byte(struct dec *d, uint8_t op)
 		legacy_modrm(d);
 		imm(d, 1);
 		return;
-	case 0x20: case 0x21: case 0x22: case 0x23: case 0x78: case 0x79: case 0xb9: case 0xff:
+	case 0x20: case 0x21: case 0x22: case 0x23: /* mov to/from CR, DR: mod is ignored */
+		byte(d);
+		flow(d, FLOW_STOP, false, 0);
+		return;
+	case 0x78: case 0x79: case 0xb9: case 0xff:
 		legacy_modrm(d);
+		if (op <= 0x79 && (d->opsize || d->rep2)) {
+			/* AMD's SSE4a: extrq, insertq (0f 78: two immediates) */
+			if (op == 0x78) {
+				imm(d, 1);
+				imm(d, 1);
+			}
+			return;
+		}
 		flow(d, FLOW_STOP, false, 0);
 		return;
 	case 0x2c: case 0x2d: case 0x50: case 0xd7:

@@ -46,6 +46,8 @@ static inline int64_t imm(struct dec *d, int n)
 		v |= (uint64_t)byte(d) << (8 * k);
 	if (n < 8 && (v >> (8 * n - 1)) & 1)
 		v |= ~0ull << (8 * n); /* sign-extended */
+	d->in->imm = (int64_t)v;
+	d->in->imm_n = (uint8_t)n;
 	return (int64_t)v;
 }
 
@@ -61,24 +63,40 @@ static inline void modrm(struct dec *d, bool rex_r, bool rex_x, bool rex_b)
 	d->reg = (uint8_t)(d->reg3 | rex_r << 3);
 	d->rm = (uint8_t)((m & 7) | rex_b << 3);
 	d->addr = 0;
+	struct insn *in = d->in;
+	in->modrm = m;
+	in->mod = d->mod;
+	in->reg = d->reg;
+	in->rm = d->rm;
 	if (d->mod == 3)
 		return;
+	in->mem = true;
+	in->base = in->index = -1;
 	int disp = d->mod == 1 ? 1 : d->mod == 2 ? 4 : 0;
 	if ((m & 7) == 4) {
 		uint8_t sib = byte(d);
 		unsigned base = (sib & 7) | rex_b << 3, index = ((sib >> 3) & 7) | rex_x << 3;
-		if (index != 4)
+		if (index != 4) {
 			d->addr |= (uint16_t)(1u << index);
-		if ((sib & 7) == 5 && d->mod == 0)
+			in->index = (int8_t)index;
+			in->scale = (uint8_t)(1u << (sib >> 6));
+		}
+		if ((sib & 7) == 5 && d->mod == 0) {
 			disp = 4;
-		else
+		} else {
 			d->addr |= (uint16_t)(1u << base);
+			in->base = (int8_t)base;
+		}
 	} else if ((m & 7) == 5 && d->mod == 0) {
 		disp = 4; /* RIP-relative: a fixed address */
+		in->riprel = true;
 	} else {
 		d->addr |= (uint16_t)(1u << d->rm);
+		in->base = (int8_t)d->rm;
 	}
-	imm(d, disp);
+	in->disp = imm(d, disp);
+	in->imm_n = 0;
+	in->imm = 0;
 }
 
 static inline void legacy_modrm(struct dec *d)

@@ -3,7 +3,8 @@
  * The gadget scan: every WRPKRU (0f 01 ef) and memory-form XRSTOR (0f ae /5,
  * mod != 3) byte sequence in executable code, at every offset, with the
  * symbol it falls in and its class:
- *   mpkit:  one of mpkit's checked sites (listed, and followed by the check);
+ *   mpkit:  one of mpkit's checked sites (listed, with the whole check:
+ *           the compared register set before, jne to the failure path);
  *   rop:    no path into it fixes the value it would load: PKRU changes to
  *           a value of the attacker's only if the attacker also sets EAX
  *           (XRSTOR: EAX's bit 9, and the XSAVE image in memory) before
@@ -51,10 +52,13 @@ struct mpk_scan_cb {
 
 const char *mpk__gadget_kind_name(int kind);
 const char *mpk__site_class_name(int cls);
+/* What an mpk__scan_file() errno means (EBADMSG, ENOTSUP: below). */
+const char *mpk__scan_strerror(int err);
 
-/* Whether the bytes at b (len readable) are mpkit's check after a WRPKRU:
- * cmp r32, %eax with r not EAX, then jne. */
-bool mpk__gate_check_at(const uint8_t *b, size_t len);
+/* Whether the WRPKRU at b[site] (len bytes of code) is mpkit's whole
+ * check: mov %eax, r32 (r not EAX) right before it, cmp r32, %eax and jne
+ * right after, to mpkit's failure path (write, exit_group) in the code. */
+bool mpk__gate_check_at(const uint8_t *b, size_t len, size_t site);
 
 /* An executable range being classified (scan_class.c): its bytes; the
  * direct branches in it and the search's room, made on first use and freed
@@ -62,9 +66,10 @@ bool mpk__gate_check_at(const uint8_t *b, size_t len);
 struct mpk_code {
 	const uint8_t *bytes;
 	size_t len;
-	struct mpk_edges *edges;
+	uint64_t addr;  /* address of bytes[0] (absolute immediates are addresses) */
+	struct mpk_edges *edges, *producers;
 	bool edges_ready, edges_failed;
-	void *queue, *seen;
+	void *queue, *seen, *room;
 };
 struct mpk_class {
 	int cls;        /* MPK_SITE_ROP or MPK_SITE_GADGET */
@@ -80,13 +85,17 @@ void mpk__scan_code_done(struct mpk_code *c);
  * least 3 readable bytes. */
 int mpk__gadget_at(const uint8_t *b, int *kind);
 
-/* Scan an ELF file (executable, shared object, relocatable object): its
- * executable segments (or SHF_EXECINSTR sections in an object).  Returns
- * the number of sites of class MPK_SITE_GADGET, or -1 with errno. */
+/* Scan an ELF file (executable, shared object, relocatable object): the
+ * pages the loader maps for its executable segments (segments whose pages
+ * touch are one range), or SHF_EXECINSTR sections in an object.  Returns
+ * the number of sites of class MPK_SITE_GADGET, or -1 with errno: EBADMSG
+ * for an executable segment the file does not hold, ENOTSUP for text
+ * relocations (the code that runs is not the file's). */
 long mpk__scan_file(const char *path, const struct mpk_scan_cb *cb);
 
 /* Scan every executable mapping of a process (pid 0: this one), vDSO
- * included, read through /proc/PID/mem.  Returns as mpk__scan_file(). */
+ * included, read through /proc/PID/mem; mappings that touch are one
+ * range.  Returns as mpk__scan_file(). */
 long mpk__scan_pid(pid_t pid, const struct mpk_scan_cb *cb);
 
 #endif
