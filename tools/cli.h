@@ -3,6 +3,7 @@
 #ifndef MPK_CLI_H
 #define MPK_CLI_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdio.h>
 
@@ -33,6 +34,13 @@ int cli_helper(const char *cmd, const char *name, char *path, size_t size);
 
 int cmd_maps(int argc, char **argv);
 int cmd_run(char **argv);
+int cmd_symbolize(char **argv);
+
+/* One line of report text (no newline) to out, a backtrace frame as its
+ * function and FILE:LINE where the module's debug information has them
+ * (symbolize.c); *fault_trace carries, from line to line, whether the
+ * frames that follow start at a faulting instruction (false at first). */
+void cli_symbolize_line(FILE *out, const char *line, bool *fault_trace);
 
 /* A helper command's own failures (as env(1) and timeout(1) count): it
  * could not set up, PROG could not run, PROG was not found. */

@@ -31,9 +31,10 @@ static void usage(FILE *f)
 		"  watch -- PROG [ARGS]  run PROG with watchpoints on what MPKIT_WATCH names\n"
 		"                  (SYMBOL[:LEN] or ADDR+LEN, comma-separated), each access\n"
 		"                  reported with its instruction and a backtrace\n"
-		"  run [--sealed|--open] [--stats] -- PROG [ARGS]\n"
+		"  run [--sealed|--open] [--stats] [--debug] -- PROG [ARGS]\n"
 		"                  run PROG with its malloc() on an mpkit heap, the\n"
 		"                  heap's metadata closed between calls (default on hw)\n"
+		"  symbolize [FILE...]  a saved report's frames as functions and FILE:LINE\n"
 		"  bench [OPTIONS] what keys buy over mprotect(), measured: a table of\n"
 		"                  domain switch, mprotect, THP and libsodium costs by\n"
 		"                  region size and thread count\n"
@@ -52,7 +53,8 @@ static void usage(FILE *f)
 		"  MPKIT_KEYS=N                 most hardware keys mpkit takes (1-15)\n"
 		"  MPKIT_HEAP_META=open|closed|auto  heap metadata closed between calls\n"
 		"  MPKIT_WATCH, MPKIT_WATCH_OUT, MPKIT_WATCH_LIB: mpkit watch --help\n"
-		"  MPKIT_MALLOC_STATS, MPKIT_MALLOC_LIB: mpkit run --help\n"
+		"  MPKIT_REPORT=fd:N|PATH        where reports go (default stderr; %%p: pid)\n"
+		"  MPKIT_MALLOC_STATS, MPKIT_MALLOC_DEBUG, MPKIT_MALLOC_LIB: mpkit run --help\n"
 		"--json has the aliases -J and -j.\n"
 		"documents: %s/ (guide.md first)\n",
 		cli_docdir);
@@ -398,6 +400,8 @@ int main(int argc, char **argv)
 		return cmd_watch(argv + 1);
 	if (!strcmp(argv[1], "run"))
 		return cmd_run(argv + 1);
+	if (!strcmp(argv[1], "symbolize"))
+		return cmd_symbolize(argv + 1);
 	fprintf(stderr, "mpkit: unknown command '%s' (try mpkit --help)\n", argv[1]);
 	return 2;
 }

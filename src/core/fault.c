@@ -106,14 +106,15 @@ MPK_EXPORT size_t mpk_fault_format(const struct mpk_fault *f, char *buf, size_t 
 	return o.len;
 }
 
-static void report(const struct mpk_fault *f)
+static void report(const struct mpk_fault *f, void *uc)
 {
-	char buf[512];
-	size_t n = mpk_fault_format(f, buf, sizeof(buf));
+	char small[1024];
+	struct mpk__text fallback = { small, sizeof(small), 0 }, *t = mpk__report_open(&fallback);
+	size_t n = mpk_fault_format(f, t->buf + t->len, t->size - t->len);
 
-	if (write(STDERR_FILENO, buf, n < sizeof(buf) ? n : sizeof(buf) - 1) < 0)
-		return;
-	mpk__backtrace_print(STDERR_FILENO);
+	t->len += n < t->size - t->len ? n : t->size - t->len - 1;
+	mpk__backtrace_print(t, (uintptr_t)mpk_arch_frame_ip(uc));
+	mpk__report_close(t);
 }
 
 /* ---- the handler ---- */
@@ -203,7 +204,7 @@ static void on_segv(int sig, siginfo_t *si, void *uc)
 			return;
 		}
 	}
-	report(&f);
+	report(&f, uc);
 	abort();
 }
 

@@ -15,7 +15,10 @@
  * allocator (boot.c); free() and realloc() tell the two apart by address.
  * libmpkit-malloc.so links libmpkit.so, so a program that links mpkit
  * too has one mpkit, which holds the "malloc" domain beside its own.
- * MPKIT_MALLOC_STATS=1 prints the calls and the metadata opens at exit.
+ * MPKIT_MALLOC_STATS=1 prints the calls, the metadata opens and the bytes
+ * at exit; MPKIT_MALLOC_DEBUG=1 keeps each block's allocation and free
+ * stacks for misuse reports (debug.c).  A misuse report names the call
+ * the program made (free(), not mpk_heap_free) and starts at its frame.
  */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -23,12 +26,15 @@
 #include <stdint.h>
 #include <stdio.h>
 #include <malloc.h>
+#include <sched.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
 #include "mpkit.h"
 #include "malloc.h"
+#include "../shared/trace.h"
+#include "../shared/unwind.h"
 
 #define likely(x) __builtin_expect(!!(x), 1)
 #define unlikely(x) __builtin_expect(!!(x), 0)
@@ -45,7 +51,12 @@ static bool constructed;
 static bool stats;
 static int stats_fd = -1;
 static uint64_t calls;
+static size_t peak; /* live bytes, sampled every STATS_EVERY calls and at exit */
+#define STATS_EVERY 256
+static bool debug;
 static __thread unsigned inside __attribute__((tls_model("initial-exec")));
+/* The entry point the program called, for a misuse report. */
+static __thread const char *entry __attribute__((tls_model("initial-exec")));
 
 _Noreturn void mpk__malloc_die(const char *why)
 {
@@ -60,6 +71,31 @@ _Noreturn void mpk__malloc_die(const char *why)
 static void boot_child(void)
 {
 	mpk__boot_unlock();
+}
+
+/* The heap's misuse handler: the report with the program's call in it,
+ * from the program's frame, the block's stacks under --debug, then
+ * abort() as the default handler would. */
+static void misuse(const struct mpk_misuse *m, void *arg)
+{
+	static char buf[16384];
+	static int busy;
+	struct mpk_misuse named = *m;
+	struct mpk__text t = { buf, sizeof(buf), 0 };
+	void *frames[48];
+
+	(void)arg;
+	while (__atomic_exchange_n(&busy, 1, __ATOMIC_ACQUIRE))
+		sched_yield(); /* another thread's report: it aborts the process */
+	if (entry)
+		named.call = entry;
+	size_t n = mpk_misuse_format(&named, buf, sizeof(buf));
+	t.len = n < sizeof(buf) ? n : sizeof(buf) - 1;
+	mpk__trace_format(&t, frames, mpk__bt(frames, 48), 0, NULL);
+	if (debug)
+		mpk__dbg_describe(&t, m->addr);
+	(void)mpk_report_write(buf, t.len);
+	abort();
 }
 
 /* Make the heap, once; NULL while another call (maybe this thread's own,
@@ -100,6 +136,9 @@ static __attribute__((noinline)) mpk_heap *start(void)
 	}
 	const char *s = getenv("MPKIT_MALLOC_STATS");
 	stats = s && *s && strcmp(s, "0");
+	s = getenv("MPKIT_MALLOC_DEBUG");
+	debug = s && *s && strcmp(s, "0") && !mpk__dbg_init();
+	(void)mpk_misuse_handler_set(misuse, NULL);
 	/* A copy of stderr for the report at exit: coreutils (gnulib's
 	 * close_stdout) close stderr before the destructors run. */
 	if (stats)
@@ -107,6 +146,21 @@ static __attribute__((noinline)) mpk_heap *start(void)
 	inside--;
 	__atomic_store_n(&heap, h, __ATOMIC_RELEASE);
 	return h;
+}
+
+/* --stats: the live bytes now, for the peak. */
+static __attribute__((noinline)) void sample(mpk_heap *h)
+{
+	struct mpk_heap_stats st;
+
+	inside++;
+	if (!mpk_heap_stats_get(h, &st)) {
+		size_t p = __atomic_load_n(&peak, __ATOMIC_RELAXED);
+		while (st.bytes > p && !__atomic_compare_exchange_n(&peak, &p, st.bytes, true, __ATOMIC_RELAXED,
+								    __ATOMIC_RELAXED))
+			;
+	}
+	inside--;
 }
 
 /* The heap, or NULL: the internal allocator serves this call. */
@@ -118,8 +172,8 @@ static inline mpk_heap *use_heap(void)
 		return NULL;
 	if (unlikely(!h))
 		return fallback || !__atomic_load_n(&constructed, __ATOMIC_ACQUIRE) ? NULL : start();
-	if (unlikely(stats))
-		__atomic_add_fetch(&calls, 1, __ATOMIC_RELAXED);
+	if (unlikely(stats) && !(__atomic_add_fetch(&calls, 1, __ATOMIC_RELAXED) % STATS_EVERY))
+		sample(h);
 	return h;
 }
 
@@ -147,12 +201,32 @@ static __attribute__((destructor)) void report(void)
 	uint64_t n = __atomic_load_n(&calls, __ATOMIC_RELAXED);
 	if (!mpk_heap_stats_get(h, &st)) {
 		size_t opens = st.meta_opens ? st.meta_opens - 1 : 0; /* not this call's */
+		size_t top = st.bytes > peak ? st.bytes : peak;
 		dprintf(stats_fd,
 			"libmpkit-malloc: %s[%d]: backend %s, metadata %s, %llu calls, %zu metadata opens, "
-			"%.4f opens per call, %zu blocks live\n",
+			"%.4f opens per call, %zu blocks live\n"
+			"libmpkit-malloc: %s[%d]: bytes at exit: %zu live, %zu peak (sampled every %d calls), "
+			"%zu mapped\n",
 			program_invocation_short_name, (int)getpid(), mpk_backend_name(mpk_backend()), st.meta_closed ? "closed" : "open",
-			(unsigned long long)n, opens, n ? (double)opens / (double)n : 0.0, st.blocks);
+			(unsigned long long)n, opens, n ? (double)opens / (double)n : 0.0, st.blocks,
+			program_invocation_short_name, (int)getpid(), st.bytes, top, STATS_EVERY, st.mapped);
 	}
+	inside--;
+}
+
+/* --debug: record p's allocation stack (the unwinder may allocate: the
+ * internal allocator serves it). */
+static __attribute__((noinline)) void traced_alloc(void *p)
+{
+	inside++;
+	mpk__dbg_alloc(p);
+	inside--;
+}
+
+static __attribute__((noinline)) void traced_free(void *p)
+{
+	inside++;
+	mpk__dbg_free(p);
 	inside--;
 }
 
@@ -165,7 +239,12 @@ EXPORT void *malloc(size_t size)
 {
 	mpk_heap *h = use_heap();
 
-	return h ? IN_HEAP(mpk_heap_malloc(h, size)) : mpk__boot_alloc(size, 16);
+	if (!h)
+		return mpk__boot_alloc(size, 16);
+	void *p = IN_HEAP(mpk_heap_malloc(h, size));
+	if (unlikely(debug))
+		traced_alloc(p);
+	return p;
 }
 
 EXPORT void free(void *p)
@@ -180,8 +259,12 @@ EXPORT void free(void *p)
 		mpk_heap *h = __atomic_load_n(&heap, __ATOMIC_ACQUIRE);
 		if (!h)
 			mpk__malloc_die("free(): a pointer from no allocator");
+		if (unlikely(debug))
+			traced_free(p);
 		inside++;
+		entry = "free()";
 		(void)mpk_heap_free(h, p); /* misuse: the handler reports and aborts */
+		entry = NULL;
 		inside--;
 	}
 	errno = err;
@@ -196,8 +279,12 @@ EXPORT void *calloc(size_t n, size_t size)
 		return NULL;
 	}
 	mpk_heap *h = use_heap();
-	if (h)
-		return IN_HEAP(mpk_heap_calloc(h, n, size));
+	if (h) {
+		void *p = IN_HEAP(mpk_heap_calloc(h, n, size));
+		if (unlikely(debug))
+			traced_alloc(p);
+		return p;
+	}
 	void *p = mpk__boot_alloc(len, 16);
 	if (p)
 		memset(p, 0, len);
@@ -216,13 +303,22 @@ EXPORT void *realloc(void *p, size_t size)
 		mpk_heap *h = __atomic_load_n(&heap, __ATOMIC_ACQUIRE);
 		if (!h)
 			mpk__malloc_die("realloc(): a pointer from no allocator");
-		return IN_HEAP(mpk_heap_realloc(h, p, size));
+		if (unlikely(debug))
+			traced_free(p);
+		entry = "realloc()";
+		void *q = IN_HEAP(mpk_heap_realloc(h, p, size));
+		entry = NULL;
+		if (unlikely(debug))
+			traced_alloc(q ? q : p); /* failed: p is still live */
+		return q;
 	}
 	mpk_heap *h = use_heap();
 	if (!h)
 		return mpk__boot_realloc(p, size);
 	/* A block from before the heap: it moves there. */
 	void *q = IN_HEAP(mpk_heap_malloc(h, size));
+	if (unlikely(debug))
+		traced_alloc(q);
 	if (q) {
 		size_t have = mpk__boot_usable(p);
 		memcpy(q, p, size < have ? size : have);
@@ -247,9 +343,12 @@ static void *aligned(size_t align, size_t size)
 {
 	mpk_heap *h = use_heap();
 
-	if (h && align <= HEAP_ALIGN_MAX)
-		return IN_HEAP(align <= 16 ? mpk_heap_malloc(h, size) : mpk_heap_aligned_alloc(h, align, size));
-	return mpk__boot_alloc(size, align);
+	if (!h || align > HEAP_ALIGN_MAX)
+		return mpk__boot_alloc(size, align);
+	void *p = IN_HEAP(align <= 16 ? mpk_heap_malloc(h, size) : mpk_heap_aligned_alloc(h, align, size));
+	if (unlikely(debug))
+		traced_alloc(p);
+	return p;
 }
 
 /* glibc's memalign(): a small alignment is malloc's, one that is not a
@@ -317,5 +416,8 @@ EXPORT size_t malloc_usable_size(void *p)
 	mpk_heap *h = __atomic_load_n(&heap, __ATOMIC_ACQUIRE);
 	if (!h)
 		mpk__malloc_die("malloc_usable_size(): a pointer from no allocator");
-	return IN_HEAP(mpk_heap_usable_size(h, p));
+	entry = "malloc_usable_size()";
+	size_t n = IN_HEAP(mpk_heap_usable_size(h, p));
+	entry = NULL;
+	return n;
 }
