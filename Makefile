@@ -386,6 +386,7 @@ $(B)/mpkit-bench-code: $(B)/obj/bench/code.o $(B)/libmpkit.a
 # the shared library for `mpkit scan` to read.
 TEST_FILES := $(B)/tests/ex-jit $(B)/tests/libmpkit-watch.so $(B)/tests/watch-target \
 	      $(B)/tests/libmpkit-malloc.so $(B)/tests/malloc-edge $(B)/tests/malloc-stress $(B)/tests/malloc-misuse \
+	      $(B)/tests/malloc-misuse-static \
 	      $(B)/tests/malloc-stress-static $(B)/tests/bench-noise.so \
 	      $(B)/tests/t_scan_lockdown_static $(B)/tests/scan-libmpkit.so
 $(B)/tests/ex-jit: $(B)/examples/jit
@@ -405,6 +406,10 @@ $(B)/tests/malloc-%: tests/helpers/malloc_%.c
 $(B)/tests/malloc-misuse: tests/helpers/malloc_misuse.c
 	@mkdir -p $(@D)
 	$(CC) $(PRELOAD_CFLAGS) -g $< -o $@
+# A static program with the C library's malloc, which mpkit run refuses.
+$(B)/tests/malloc-misuse-static: tests/helpers/malloc_misuse.c
+	@mkdir -p $(@D)
+	$(CC) $(PRELOAD_CFLAGS) -static $< -o $@
 # t_cli_bench_malloc's stand-in for the drop-in: it prints a line more.
 $(B)/tests/bench-noise.so: tests/helpers/bench_noise.c
 	@mkdir -p $(@D)

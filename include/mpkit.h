@@ -512,7 +512,10 @@ struct mpk_fault {
 	mpk_domain *domain;      /* the domain whose memory was touched */
 	const char *domain_name;
 	void *addr;              /* the faulting address */
-	size_t offset;           /* from the start of the region */
+	size_t offset;           /* from the start of the region; region_len or
+				  * more: in the guard page after it (an
+				  * overflow), and addr below region: in the
+				  * one before it */
 	void *region;            /* start of the region */
 	size_t region_len;       /* its length in bytes */
 	int write;               /* 1 write, 0 read */

@@ -17,6 +17,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
@@ -75,6 +76,20 @@ static bool find_prog(const char *prog, char *path, size_t size)
 	return false;
 }
 
+/* Whether a static program has the drop-in linked in (libmpkit-malloc.o):
+ * its messages' prefix is in the file. */
+static bool carries_dropin(int fd, off_t size)
+{
+	static const char mark[] = "libmpkit-malloc: ";
+	void *m = size > 0 ? mmap(NULL, (size_t)size, PROT_READ, MAP_PRIVATE, fd, 0) : MAP_FAILED;
+
+	if (m == MAP_FAILED)
+		return false;
+	bool in = memmem(m, (size_t)size, mark, sizeof(mark) - 1) != NULL;
+	munmap(m, (size_t)size);
+	return in;
+}
+
 /* Why the preload cannot reach PROG, or NULL: the dynamic loader is what
  * loads it, and it ignores LD_PRELOAD in a secure-execution program. */
 static const char *unreachable(const char *path)
@@ -102,11 +117,13 @@ static const char *unreachable(const char *path)
 			break;
 		interp = ph.p_type == PT_INTERP;
 	}
-	close(fd);
 	/* A script or another format: its interpreter is judged when it runs. */
-	return elf && !interp ? "it is statically linked: no dynamic loader, no LD_PRELOAD, its own "
-				"malloc() (link libmpkit-malloc.o into it instead: docs/malloc.md)"
-			      : NULL;
+	const char *why = elf && !interp && !carries_dropin(fd, st.st_size)
+				  ? "it is statically linked: no dynamic loader, no LD_PRELOAD, its own "
+				    "malloc() (link libmpkit-malloc.o into it instead: docs/malloc.md)"
+				  : NULL;
+	close(fd);
+	return why;
 }
 
 static pid_t child;
@@ -227,7 +244,7 @@ static void run_usage(FILE *f)
 		   "            is 2 WRPKRU; open on soft, where each open is 2 mprotect()\n"
 		   "            calls (python3 ran many times slower sealed: mpkit-run(1))\n"
 		   "  --stats   at exit, PROG's calls, metadata opens per call, and bytes live,\n"
-		   "            peak and mapped, on stderr (MPKIT_MALLOC_STATS=1)\n"
+		   "            peak (sampled) and mapped, on stderr (MPKIT_MALLOC_STATS=1)\n"
 		   "  --debug   misuse reports say where the block was allocated and freed\n"
 		   "            (MPKIT_MALLOC_DEBUG=1: a stack kept per block, slower)\n"
 		   "Reports (heap misuse, faults) come on stderr with each frame as its\n"

@@ -51,8 +51,9 @@ static bool constructed;
 static bool stats;
 static int stats_fd = -1;
 static uint64_t calls;
-static size_t peak; /* live bytes, sampled every STATS_EVERY calls and at exit */
-#define STATS_EVERY 256
+static size_t peak; /* live bytes, sampled every STATS_EVERY calls, after */
+#define STATS_EVERY 256     /* each block of STATS_BIG bytes or more, and at exit */
+#define STATS_BIG ((size_t)128 << 10)
 static bool debug;
 static __thread unsigned inside __attribute__((tls_model("initial-exec")));
 /* The entry point the program called, for a misuse report. */
@@ -139,6 +140,11 @@ static __attribute__((noinline)) mpk_heap *start(void)
 	s = getenv("MPKIT_MALLOC_DEBUG");
 	debug = s && *s && strcmp(s, "0") && !mpk__dbg_init();
 	(void)mpk_misuse_handler_set(misuse, NULL);
+	/* A stray access to the heap's memory, or past a block of its own
+	 * into its guard page, gets a report rather than a bare SIGSEGV;
+	 * other faults go to the default action, or to the handler the
+	 * program installs later. */
+	(void)mpk_fault_handler_install(NULL, NULL);
 	/* A copy of stderr for the report at exit: coreutils (gnulib's
 	 * close_stdout) close stderr before the destructors run. */
 	if (stats)
@@ -205,11 +211,10 @@ static __attribute__((destructor)) void report(void)
 		dprintf(stats_fd,
 			"libmpkit-malloc: %s[%d]: backend %s, metadata %s, %llu calls, %zu metadata opens, "
 			"%.4f opens per call, %zu blocks live\n"
-			"libmpkit-malloc: %s[%d]: bytes at exit: %zu live, %zu peak (sampled every %d calls), "
-			"%zu mapped\n",
+			"libmpkit-malloc: %s[%d]: bytes at exit: %zu live, %zu peak (sampled), %zu mapped\n",
 			program_invocation_short_name, (int)getpid(), mpk_backend_name(mpk_backend()), st.meta_closed ? "closed" : "open",
 			(unsigned long long)n, opens, n ? (double)opens / (double)n : 0.0, st.blocks,
-			program_invocation_short_name, (int)getpid(), st.bytes, top, STATS_EVERY, st.mapped);
+			program_invocation_short_name, (int)getpid(), st.bytes, top, st.mapped);
 	}
 	inside--;
 }
@@ -244,6 +249,8 @@ EXPORT void *malloc(size_t size)
 	void *p = IN_HEAP(mpk_heap_malloc(h, size));
 	if (unlikely(debug))
 		traced_alloc(p);
+	if (unlikely(stats) && size >= STATS_BIG)
+		sample(h);
 	return p;
 }
 
@@ -283,6 +290,8 @@ EXPORT void *calloc(size_t n, size_t size)
 		void *p = IN_HEAP(mpk_heap_calloc(h, n, size));
 		if (unlikely(debug))
 			traced_alloc(p);
+		if (unlikely(stats) && len >= STATS_BIG)
+			sample(h);
 		return p;
 	}
 	void *p = mpk__boot_alloc(len, 16);
@@ -310,6 +319,8 @@ EXPORT void *realloc(void *p, size_t size)
 		entry = NULL;
 		if (unlikely(debug))
 			traced_alloc(q ? q : p); /* failed: p is still live */
+		if (unlikely(stats) && size >= STATS_BIG)
+			sample(h);
 		return q;
 	}
 	mpk_heap *h = use_heap();

@@ -6,7 +6,16 @@
  *   double-free   free() twice
  *   realloc-freed realloc() of a freed block
  *   big-overflow  a write one page past the end of a 200 KB block
+ *   big-slack     a write 8 bytes past the end of a 200 KB block
+ *   slack         a write 4 bytes past the end of a 40-byte block
+ *   small-overflow 40 bytes written past a 40-byte block, then its
+ *                 neighbour freed
+ *   interior-free free() of a block's address plus 16
+ *   wild-free     free() of a pointer to the stack
+ *   uaf-small     a write to a 40-byte block after its free
+ *   uaf-big       a write to a 200 KB block after its free
  *   stats         live blocks of 1 MB, freed, then exit 0
+ * Misuse that is not caught ends with "not caught" on stderr, exit 3.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -50,6 +59,32 @@ int main(int argc, char **argv)
 		char *b = make(200 * 1024);
 		if (b)
 			overflow(b, 200 * 1024);
+	} else if (!strcmp(what, "big-slack")) {
+		char *b = make(200 * 1024);
+		if (b)
+			overflow(b, 200 * 1024 + 8 - 4096);
+	} else if (!strcmp(what, "slack")) {
+		overflow(p, 44 - 4096);
+		release(p);
+	} else if (!strcmp(what, "small-overflow")) {
+		char *q = make(40);
+		memset(p, 'x', 80);
+		release(q);
+		release(p);
+	} else if (!strcmp(what, "interior-free")) {
+		release(p + 16);
+	} else if (!strcmp(what, "wild-free")) {
+		char local[64];
+		release(local + (argc > 2));
+	} else if (!strcmp(what, "uaf-small")) {
+		release(p);
+		overflow(p, 8 - 4096);
+		free(make(40));
+	} else if (!strcmp(what, "uaf-big")) {
+		char *b = make(200 * 1024);
+		release(b);
+		overflow(b, 100 - 4096);
+		free(make(200 * 1024));
 	} else if (!strcmp(what, "stats")) {
 		char *m[8];
 		for (int i = 0; i < 8; i++)
