@@ -14,7 +14,9 @@
  *   - MPKIT_REPORT=fd:N, the drop-in preloaded without mpkit run: the
  *     report on fd N, nothing of it on stderr;
  *   - bad values (fd:x, fd:, two %) stop `mpkit run` (125) with a line
- *     naming the variable, and `mpkit info` marks them INVALID.
+ *     naming the variable, and `mpkit info` marks them INVALID;
+ *   - `mpkit symbolize` exits 0 (--help), 1 (a file it cannot read), 2
+ *     (an unknown option).
  * Lines need addr2line (binutils): without it, those checks skip.
  */
 #include "t_cli.h"
@@ -193,5 +195,16 @@ int main(void)
 	run_report(lines);
 	to_file(lines);
 	bad_values();
+	/* mpkit symbolize's own exits: --help 0, a file it cannot read 1,
+	 * an unknown option 2. */
+	static const char *const help[] = { "symbolize", "--help", NULL },
+				 *const none[] = { "symbolize", "/nonexistent/report", NULL },
+				 *const bogus[] = { "symbolize", "--bogus", NULL };
+	t_cli_run(&r, NULL, help);
+	CHECK(r.status == 0 && strstr(r.out, "usage: mpkit symbolize"));
+	t_cli_run(&r, NULL, none);
+	CHECK(r.status == 1 && strstr(r.err, "/nonexistent/report"));
+	t_cli_run(&r, NULL, bogus);
+	CHECK(r.status == 2);
 	return t_done();
 }

@@ -41,6 +41,8 @@ int cmd_symbolize(char **argv);
  * (symbolize.c); *fault_trace carries, from line to line, whether the
  * frames that follow start at a faulting instruction (false at first). */
 void cli_symbolize_line(FILE *out, const char *line, bool *fault_trace);
+/* After the last line: a note on stderr if addr2line could not run. */
+void cli_symbolize_end(void);
 
 /* A helper command's own failures (as env(1) and timeout(1) count): it
  * could not set up, PROG could not run, PROG was not found. */

@@ -177,6 +177,7 @@ static int filter(int fd)
 		line[len] = 0;
 		cli_symbolize_line(stderr, line, &fault_trace);
 	}
+	cli_symbolize_end();
 	return st;
 }
 

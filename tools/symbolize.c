@@ -92,8 +92,7 @@ static bool addr2line(const char *path, unsigned long addr, char *out, size_t si
 	while (waitpid(pid, &st, 0) < 0 && errno == EINTR)
 		;
 	if (WIFEXITED(st) && WEXITSTATUS(st) == 127) {
-		no_addr2line = true;
-		fprintf(stderr, "mpkit: addr2line (binutils) cannot be run: frames stay module+offset\n");
+		no_addr2line = true; /* said at the end, not inside a report */
 		return false;
 	}
 	return WIFEXITED(st) && !WEXITSTATUS(st);
@@ -189,6 +188,16 @@ void cli_symbolize_line(FILE *out, const char *line, bool *fault_trace)
 	fprintf(out, "%s\n", line);
 }
 
+void cli_symbolize_end(void)
+{
+	static bool said;
+
+	if (no_addr2line && !said) {
+		said = true;
+		fprintf(stderr, "mpkit: addr2line (binutils) cannot be run: the frames above stay module+offset\n");
+	}
+}
+
 static int symbolize_file(FILE *in, const char *name)
 {
 	char *line = NULL;
@@ -201,6 +210,7 @@ static int symbolize_file(FILE *in, const char *name)
 		cli_symbolize_line(stdout, line, &fault_trace);
 	}
 	free(line);
+	cli_symbolize_end();
 	if (ferror(in)) {
 		fprintf(stderr, "mpkit symbolize: %s: %s\n", name, strerror(errno));
 		return 1;
