@@ -844,7 +844,8 @@ struct mpk_heap_stats {
 	int meta_closed; /* the metadata is closed between calls */
 	size_t meta_opens; /* times calls on this heap opened the closed metadata
 			    * (2 WRPKRU each on hw; this call counts too) */
-	uint64_t mpk__reserved[3]; /* for members to come; zero */
+	size_t mapped_peak; /* the most mapped has been since the heap was made */
+	uint64_t mpk__reserved[2]; /* for members to come; zero */
 };
 /* Fill *stats.  Errors: EINVAL (bad heap, stats NULL). */
 int mpk_heap_stats_get(mpk_heap *h, struct mpk_heap_stats *stats)

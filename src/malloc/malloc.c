@@ -16,8 +16,9 @@
  * libmpkit-malloc.so links libmpkit.so, so a program that links mpkit
  * too has one mpkit, which holds the "malloc" domain beside its own.
  * MPKIT_MALLOC_STATS=1 prints the calls, the metadata opens and the bytes
- * at exit; MPKIT_MALLOC_DEBUG=1 keeps each block's allocation and free
- * stacks for misuse reports (debug.c).  A misuse report names the call
+ * (live and mapped at exit, mapped at the peak); MPKIT_MALLOC_DEBUG=1
+ * keeps each block's allocation and free stacks for misuse reports
+ * (debug.c).  A misuse report names the call
  * the program made (free(), not mpk_heap_free) and starts at its frame.
  */
 #define _GNU_SOURCE
@@ -51,9 +52,6 @@ static bool constructed;
 static bool stats;
 static int stats_fd = -1;
 static uint64_t calls;
-static size_t peak; /* live bytes, sampled every STATS_EVERY calls, after */
-#define STATS_EVERY 256     /* each block of STATS_BIG bytes or more, and at exit */
-#define STATS_BIG ((size_t)128 << 10)
 static bool debug;
 static __thread unsigned inside __attribute__((tls_model("initial-exec")));
 /* The entry point the program called, for a misuse report. */
@@ -154,21 +152,6 @@ static __attribute__((noinline)) mpk_heap *start(void)
 	return h;
 }
 
-/* --stats: the live bytes now, for the peak. */
-static __attribute__((noinline)) void sample(mpk_heap *h)
-{
-	struct mpk_heap_stats st;
-
-	inside++;
-	if (!mpk_heap_stats_get(h, &st)) {
-		size_t p = __atomic_load_n(&peak, __ATOMIC_RELAXED);
-		while (st.bytes > p && !__atomic_compare_exchange_n(&peak, &p, st.bytes, true, __ATOMIC_RELAXED,
-								    __ATOMIC_RELAXED))
-			;
-	}
-	inside--;
-}
-
 /* The heap, or NULL: the internal allocator serves this call. */
 static inline mpk_heap *use_heap(void)
 {
@@ -178,8 +161,8 @@ static inline mpk_heap *use_heap(void)
 		return NULL;
 	if (unlikely(!h))
 		return fallback || !__atomic_load_n(&constructed, __ATOMIC_ACQUIRE) ? NULL : start();
-	if (unlikely(stats) && !(__atomic_add_fetch(&calls, 1, __ATOMIC_RELAXED) % STATS_EVERY))
-		sample(h);
+	if (unlikely(stats))
+		__atomic_add_fetch(&calls, 1, __ATOMIC_RELAXED);
 	return h;
 }
 
@@ -207,14 +190,14 @@ static __attribute__((destructor)) void report(void)
 	uint64_t n = __atomic_load_n(&calls, __ATOMIC_RELAXED);
 	if (!mpk_heap_stats_get(h, &st)) {
 		size_t opens = st.meta_opens ? st.meta_opens - 1 : 0; /* not this call's */
-		size_t top = st.bytes > peak ? st.bytes : peak;
 		dprintf(stats_fd,
 			"libmpkit-malloc: %s[%d]: backend %s, metadata %s, %llu calls, %zu metadata opens, "
 			"%.4f opens per call, %zu blocks live\n"
-			"libmpkit-malloc: %s[%d]: bytes at exit: %zu live, %zu peak (sampled), %zu mapped\n",
+			"libmpkit-malloc: %s[%d]: bytes: %zu live at exit, %zu mapped at exit, %zu mapped at "
+			"the peak\n",
 			program_invocation_short_name, (int)getpid(), mpk_backend_name(mpk_backend()), st.meta_closed ? "closed" : "open",
 			(unsigned long long)n, opens, n ? (double)opens / (double)n : 0.0, st.blocks,
-			program_invocation_short_name, (int)getpid(), st.bytes, top, st.mapped);
+			program_invocation_short_name, (int)getpid(), st.bytes, st.mapped, st.mapped_peak);
 	}
 	inside--;
 }
@@ -249,8 +232,6 @@ EXPORT void *malloc(size_t size)
 	void *p = IN_HEAP(mpk_heap_malloc(h, size));
 	if (unlikely(debug))
 		traced_alloc(p);
-	if (unlikely(stats) && size >= STATS_BIG)
-		sample(h);
 	return p;
 }
 
@@ -290,8 +271,6 @@ EXPORT void *calloc(size_t n, size_t size)
 		void *p = IN_HEAP(mpk_heap_calloc(h, n, size));
 		if (unlikely(debug))
 			traced_alloc(p);
-		if (unlikely(stats) && len >= STATS_BIG)
-			sample(h);
 		return p;
 	}
 	void *p = mpk__boot_alloc(len, 16);
@@ -319,8 +298,6 @@ EXPORT void *realloc(void *p, size_t size)
 		entry = NULL;
 		if (unlikely(debug))
 			traced_alloc(q ? q : p); /* failed: p is still live */
-		if (unlikely(stats) && size >= STATS_BIG)
-			sample(h);
 		return q;
 	}
 	mpk_heap *h = use_heap();
