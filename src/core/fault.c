@@ -154,16 +154,16 @@ static void chain(int sig, siginfo_t *si, void *uc)
 /* A window's guard page (reserved, inside no region) is hit by running
  * off the end of the region before it (a heap block's of its own: the
  * block ends flush against it, or nearly), or before the start of the
- * one after it: that region, or NULL. */
+ * one after it: that region (of two, the nearer), or NULL. */
 static struct mpk_region *guarded(const void *addr)
 {
 	uintptr_t a = (uintptr_t)addr, page = mpk_os_page_size(), at = a & ~(page - 1);
-	struct mpk_region *r;
 
 	if (!mpk__in_window(a))
 		return NULL;
-	r = mpk__region_lookup((void *)(at - 1));
-	return r ? r : mpk__region_lookup((void *)(at + page));
+	struct mpk_region *before = mpk__region_lookup((void *)(at - 1));
+	struct mpk_region *after = mpk__region_lookup((void *)(at + page));
+	return before && (!after || a - at < page / 2) ? before : after;
 }
 
 static bool describe(siginfo_t *si, void *uc, struct mpk_fault *f)
