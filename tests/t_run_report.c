@@ -15,6 +15,8 @@
  *     report on fd N, nothing of it on stderr;
  *   - bad values (fd:x, fd:, two %) stop `mpkit run` (125) with a line
  *     naming the variable, and `mpkit info` marks them INVALID;
+ *   - a report made after `mpkit run` returned (a child left behind)
+ *     reaches stderr;
  *   - `mpkit symbolize` exits 0 (--help), 1 (a file it cannot read), 2
  *     (an unknown option).
  * Lines need addr2line (binutils): without it, those checks skip.
@@ -195,6 +197,13 @@ int main(void)
 	run_report(lines);
 	to_file(lines);
 	bad_values();
+	/* A child PROG leaves behind reports after mpkit run stopped
+	 * reading: on stderr (EPIPE on the socket, no SIGPIPE). */
+	static const char *const late[] = { "run", "--", "sh", "-c",
+					    "(sleep 1; ./malloc-misuse double-free) & exit 0", NULL };
+	t_cli_run(&r, NULL, late);
+	CHECK(r.status == 0);
+	has("a report after mpkit run stopped reading", r.err, "double free of");
 	/* mpkit symbolize's own exits: --help 0, a file it cannot read 1,
 	 * an unknown option 2. */
 	static const char *const help[] = { "symbolize", "--help", NULL },

@@ -2,7 +2,7 @@
 /*
  * `mpkit run [--sealed|--open] [--stats] [--debug] -- PROG ARGS`: PROG
  * with libmpkit-malloc.so preloaded (src/malloc/), every malloc() of it on
- * an mpkit heap, its reports read through a pipe (MPKIT_REPORT=fd:N) and
+ * an mpkit heap, its reports read through a socket (MPKIT_REPORT=fd:N) and
  * symbolized (symbolize.c); and the preload-and-exec step it shares with
  * `mpkit watch`.  A program the preload cannot reach (static, setuid,
  * setgid, file capabilities) is refused.
@@ -19,6 +19,7 @@
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/resource.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <sys/xattr.h>
@@ -145,8 +146,8 @@ static int filter(int fd)
 
 	while (!done) {
 		struct pollfd p = { fd, POLLIN, 0 };
-		/* A grandchild may hold the pipe open: the child's exit ends
-		 * it, once the pipe has nothing more to read. */
+		/* A grandchild may hold the socket open: the child's exit ends
+		 * it, once the socket has nothing more to read. */
 		int r = poll(&p, 1, 100);
 		if (r == 0 || (r < 0 && errno == EINTR)) {
 			pid_t w = waitpid(child, &st, WNOHANG);
@@ -188,8 +189,11 @@ static int run_filtered(char **argv)
 	int p[2];
 	char spec[32];
 
-	if (pipe2(p, O_CLOEXEC)) {
-		fprintf(stderr, "mpkit run: pipe: %s\n", strerror(errno));
+	/* A socket, not a pipe: a report written after mpkit stopped reading
+	 * (by a child PROG left behind) fails with EPIPE and goes to stderr,
+	 * where a pipe would kill its writer with SIGPIPE. */
+	if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, p)) {
+		fprintf(stderr, "mpkit run: socketpair: %s\n", strerror(errno));
 		return CLI_EXEC_FAILED;
 	}
 	fflush(NULL);

@@ -12,6 +12,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <string.h>
+#include <sys/socket.h>
 #include <unistd.h>
 
 #include "../shared/env.h"
@@ -38,7 +39,11 @@ void mpk__report_setup(void)
 static int put_all(int fd, const char *s, size_t n)
 {
 	while (n) {
-		ssize_t k = write(fd, s, n);
+		/* A socket whose reader is gone (mpkit run's, once the program
+		 * it ran exited, for a child left behind): EPIPE, not SIGPIPE. */
+		ssize_t k = send(fd, s, n, MSG_NOSIGNAL);
+		if (k < 0 && errno == ENOTSOCK)
+			k = write(fd, s, n);
 		if (k < 0 && errno == EINTR)
 			continue;
 		if (k <= 0)
@@ -100,8 +105,9 @@ MPK_EXPORT int mpk_report_write(const char *text, size_t len)
 		return 0;
 	}
 	int fd = spec >= MPK_REPORT_FD ? spec - MPK_REPORT_FD : spec == MPK_REPORT_PATH ? path_open() : -1;
-	/* A descriptor the program closed: stderr rather than nothing. */
-	if (fd < 0 || (put_all(fd, text, len) < 0 && errno == EBADF))
+	/* A descriptor the program closed, a reader gone: stderr rather
+	 * than nothing. */
+	if (fd < 0 || (put_all(fd, text, len) < 0 && (errno == EBADF || errno == EPIPE)))
 		(void)put_all(STDERR_FILENO, text, len);
 	return 0;
 }
