@@ -14,12 +14,14 @@
  *   wild-free     free() of a pointer to the stack
  *   uaf-small     a write to a 40-byte block after its free
  *   uaf-big       a write to a 200 KB block after its free
+ *   late          exit 0, leaving a child that makes a double free 1 s later
  *   stats         live blocks of 1 MB, freed, then exit 0
  * Misuse that is not caught ends with "not caught" on stderr, exit 3.
  */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 __attribute__((noinline)) static void release(char *p)
 {
@@ -85,6 +87,13 @@ int main(int argc, char **argv)
 		release(b);
 		overflow(b, 100 - 4096);
 		free(make(200 * 1024));
+	} else if (!strcmp(what, "late")) {
+		if (fork() == 0) {
+			sleep(1);
+			release(p);
+			release(p);
+		}
+		return 0;
 	} else if (!strcmp(what, "stats")) {
 		char *m[8];
 		for (int i = 0; i < 8; i++)
