@@ -106,10 +106,10 @@ ARCH_SRC := src/arch/none/cpu.c
 endif
 # Code and formats the library shares with the tools (libc only).
 SHARED_SRC := src/shared/procmaps.c src/shared/scan.c src/shared/scan_class.c src/shared/scan_expr.c src/shared/insn.c src/shared/insn_0f.c \
-              src/shared/mapcheck.c src/shared/unwind.c src/shared/env.c
+              src/shared/mapcheck.c src/shared/unwind.c src/shared/env.c src/shared/trace.c
 CORE_SRC := $(addprefix src/core/,init.c os.c os_signal.c domain.c region.c window.c secretmem.c \
             memory.c owned.c code_region.c rights.c soft.c broadcast.c thread.c thread_start.c fork.c \
-            fault.c hooks.c backtrace.c registry.c audit.c ialloc.c sort.c)
+            fault.c hooks.c backtrace.c report.c registry.c audit.c ialloc.c sort.c)
 HEAP_SRC := $(addprefix src/heap/,meta.c map.c run.c big.c heap.c calls.c misuse.c cache.c fork.c vault.c vlist.c)
 LOCKDOWN_SRC := $(addprefix src/lockdown/,lockdown.c lockdown_bpf.c landlock.c)
 FEATURE_SRC := src/features/code.c src/features/watch.c
@@ -254,7 +254,7 @@ SO_RPATH = -Wl,-rpath,$(abspath $(B))
 # the installed layout).
 CLI_LIB_SRC := src/shared/scan.c src/shared/scan_class.c src/shared/scan_expr.c src/shared/insn.c src/shared/insn_0f.c src/shared/env.c
 CLI_OBJ := $(addprefix $(B)/obj/tools/,mpkit.o cli.o info.o scan.o maps.o maps_check.o run.o watch.o watch_spec.o \
-             watch_trace.o bench.o) $(CLI_LIB_SRC:%.c=$(B)/obj/%.o) $(SHARED_OBJ) $(B)/obj/src/shared/json.o
+             watch_trace.o bench.o symbolize.o) $(CLI_LIB_SRC:%.c=$(B)/obj/%.o) $(SHARED_OBJ) $(B)/obj/src/shared/json.o
 $(B)/mpkit: $(CLI_OBJ) $(B)/obj/tools/paths.o $(B)/libmpkit.so
 	$(CC) $(ALL_LDFLAGS) $^ $(SO_RPATH) -o $@
 
@@ -372,11 +372,14 @@ $(B)/libmpkit-watch.so: $(HELPER_OBJ) $(HELPER_LIB) tools/watch_preload.map
 # scan that knows mpkit's own WRPKRU sites); it exports only the C
 # library's allocation calls.  It goes into programs built without
 # sanitizers, so it is built without them.
-MALLOC_SRC := src/malloc/malloc.c src/malloc/boot.c
+# Its reports' backtraces come from copies of its own of src/shared/ code
+# (the static object has the library's).
+MALLOC_SRC := src/malloc/malloc.c src/malloc/boot.c src/malloc/debug.c
 MALLOC_DROPIN_OBJ := $(MALLOC_SRC:%.c=$(B)/preload/%.o)
+MALLOC_SHARED_OBJ := $(B)/preload/src/shared/trace.o $(B)/preload/src/shared/unwind.o
 MALLOC_LINK = -shared -Wl,--version-script=src/malloc/malloc.map -Wl,-z,defs -Wl,-z,now \
-	$(PRELOAD_LDFLAGS) $(MALLOC_DROPIN_OBJ) $(HELPER_LIB)
-$(B)/libmpkit-malloc.so: $(MALLOC_DROPIN_OBJ) $(HELPER_LIB) src/malloc/malloc.map
+	$(PRELOAD_LDFLAGS) $(MALLOC_DROPIN_OBJ) $(MALLOC_SHARED_OBJ) $(HELPER_LIB)
+$(B)/libmpkit-malloc.so: $(MALLOC_DROPIN_OBJ) $(MALLOC_SHARED_OBJ) $(HELPER_LIB) src/malloc/malloc.map
 	$(CC) $(MALLOC_LINK) -Wl,-rpath,$(abspath $(dir $(HELPER_LIB))) -o $@
 # For a static program (the VM's stress test), one object with the
 # library's objects in it, linked with -r so that --wrap applies to
@@ -404,7 +407,8 @@ $(B)/mpkit-bench-code: $(B)/obj/bench/code.o $(B)/obj/bench/options.o $(B)/libmp
 # the shared library for `mpkit scan` to read.
 TEST_FILES := $(B)/tests/ex-jit $(B)/tests/libmpkit-watch.so $(B)/tests/watch-target \
 	      $(B)/tests/watch-plain $(B)/tests/watch-plain-stripped \
-	      $(B)/tests/libmpkit-malloc.so $(B)/tests/malloc-edge $(B)/tests/malloc-stress \
+	      $(B)/tests/libmpkit-malloc.so $(B)/tests/malloc-edge $(B)/tests/malloc-stress $(B)/tests/malloc-misuse \
+	      $(B)/tests/malloc-misuse-static \
 	      $(B)/tests/malloc-calloc \
 	      $(B)/tests/malloc-stress-static $(B)/tests/bench-noise.so \
 	      $(B)/tests/t_scan_lockdown_static $(B)/tests/scan-libmpkit.so $(B)/tests/scan-cc/built
@@ -421,6 +425,14 @@ $(B)/tests/libmpkit-malloc.so: $(B)/libmpkit-malloc.so
 $(B)/tests/malloc-%: tests/helpers/malloc_%.c
 	@mkdir -p $(@D)
 	$(CC) $(PRELOAD_CFLAGS) $< -ldl -o $@
+# Its frames' lines are what t_run_report checks: -g whatever CFLAGS say.
+$(B)/tests/malloc-misuse: tests/helpers/malloc_misuse.c
+	@mkdir -p $(@D)
+	$(CC) $(PRELOAD_CFLAGS) -g $< -o $@
+# A static program with the C library's malloc, which mpkit run refuses.
+$(B)/tests/malloc-misuse-static: tests/helpers/malloc_misuse.c
+	@mkdir -p $(@D)
+	$(CC) $(PRELOAD_CFLAGS) -static $< -o $@
 # t_cli_bench_malloc's stand-in for the drop-in: it prints a line more.
 $(B)/tests/bench-noise.so: tests/helpers/bench_noise.c
 	@mkdir -p $(@D)

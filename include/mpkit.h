@@ -123,10 +123,12 @@ extern "C" {
 #define MPK__ACCESS_R(n) __attribute__((__access__(__read_only__, n)))
 #define MPK__ACCESS_W(n) __attribute__((__access__(__write_only__, n)))
 #define MPK__ACCESS_WS(n, size) __attribute__((__access__(__write_only__, n, size)))
+#define MPK__ACCESS_RS(n, size) __attribute__((__access__(__read_only__, n, size)))
 #else
 #define MPK__ACCESS_R(n)
 #define MPK__ACCESS_W(n)
 #define MPK__ACCESS_WS(n, size)
+#define MPK__ACCESS_RS(n, size)
 #endif
 /*
  * MPK__NOTHROW: no mpkit call throws or lets an exception through, so
@@ -535,7 +537,10 @@ struct mpk_fault {
 	mpk_domain *domain;      /* the domain whose memory was touched */
 	const char *domain_name;
 	void *addr;              /* the faulting address */
-	size_t offset;           /* from the start of the region */
+	size_t offset;           /* from the start of the region; region_len or
+				  * more: in the guard page after it (an
+				  * overflow), and addr below region: in the
+				  * one before it */
 	void *region;            /* start of the region */
 	size_t region_len;       /* its length in bytes */
 	int write;               /* 1 write, 0 read */
@@ -578,6 +583,37 @@ int mpk_fault_handler_remove(void) MPK__NOTHROW;
  * size not 0. */
 size_t mpk_fault_format(const struct mpk_fault *fault, char *buf, size_t size) MPK__NOTHROW
 	MPK__NONNULL(1) MPK__ACCESS_R(1) MPK__ACCESS_WS(2, 3);
+
+/* ---- where reports go -------------------------------------------------
+ *
+ * Fault and misuse reports (the handlers' default action) are written
+ * whole, one write() per report, to stderr, or where MPKIT_REPORT says:
+ * "fd:N" (an open file descriptor) or a file's path, appended to and
+ * opened at the first report, with %p replaced by the process id.  A bad
+ * value makes mpk_init() fail (EINVAL), as for every MPKIT_* variable; a
+ * setuid or setgid program ignores it.  The frames of a report's backtrace
+ * are module+offset lines that `mpkit symbolize` (and `mpkit run`) turn
+ * into functions and FILE:LINE.
+ */
+
+/* Receives each report, whole: len bytes of text (several lines, each
+ * ending in a newline; not NUL-terminated).  Called where the report is
+ * made, which for a fault is the SIGSEGV handler: it must be
+ * async-signal-safe (write(), no malloc, no stdio, no locks the
+ * interrupted code may hold), and it must return: the process is aborted
+ * after it. */
+typedef void (*mpk_report_fn)(const char *text, size_t len, void *arg);
+
+/* Send reports to fn(text, len, arg) instead of MPKIT_REPORT or stderr;
+ * fn NULL sends them back there.  Errors: EINVAL (arg without fn), or
+ * what mpk_init() reports. */
+int mpk_report_sink(mpk_report_fn fn, void *arg);
+
+/* Write len bytes of text where reports go (the sink, MPKIT_REPORT or
+ * stderr), as part of a report of one's own, e.g. from a fault callback
+ * before it returns MPK_FAULT_ABORT.  Async-signal-safe.  Returns 0;
+ * EINVAL for text NULL with len not 0. */
+int mpk_report_write(const char *text, size_t len) MPK__ACCESS_RS(1, 2);
 
 /* ---- code: JIT (W^X) and execute-only memory ---------------------------
  *
@@ -856,7 +892,8 @@ struct mpk_heap_stats {
 	int meta_closed; /* the metadata is closed between calls */
 	size_t meta_opens; /* times calls on this heap opened the closed metadata
 			    * (2 WRPKRU each on hw; this call counts too) */
-	uint64_t mpk__reserved[3]; /* for members to come; zero */
+	size_t mapped_peak; /* the most mapped has been since the heap was made */
+	uint64_t mpk__reserved[2]; /* for members to come; zero */
 };
 /* Fill *stats.  Errors: EINVAL (bad heap, stats NULL). */
 int mpk_heap_stats_get(mpk_heap *h, struct mpk_heap_stats *stats) MPK__NOTHROW

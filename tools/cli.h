@@ -4,6 +4,7 @@
 #define MPK_CLI_H
 
 #include <getopt.h>
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdio.h>
 
@@ -21,7 +22,7 @@ struct cli_command {
 	const char *help;     /* the rest of `mpkit help NAME` */
 };
 
-extern const struct cli_command cli_info, cli_maps, cli_scan, cli_watch, cli_run, cli_bench;
+extern const struct cli_command cli_info, cli_maps, cli_scan, cli_watch, cli_run, cli_bench, cli_symbolize;
 
 /* `usage: mpkit NAME SYNOPSIS` and the help text, on f. */
 void cli_usage(const struct cli_command *c, FILE *f);
@@ -61,6 +62,14 @@ const char *cli_helper_dir(char *buf, size_t size);
 /* The path of the helper name (a benchmark, libmpkit-watch.so) in the
  * helpers' directory, in path: 0, or -1 with a message on stderr. */
 int cli_helper(const char *cmd, const char *name, char *path, size_t size);
+
+/* One line of report text (no newline) to out, a backtrace frame as its
+ * function and FILE:LINE where the module's debug information has them
+ * (symbolize.c); *fault_trace carries, from line to line, whether the
+ * frames that follow start at a faulting instruction (false at first). */
+void cli_symbolize_line(FILE *out, const char *line, bool *fault_trace);
+/* After the last line: a note on stderr if addr2line could not run. */
+void cli_symbolize_end(void);
 
 /* A helper command's own failures (as env(1) and timeout(1) count): it
  * could not set up, PROG could not run, PROG was not found. */

@@ -21,7 +21,7 @@ static const struct cli_command cli_help_cmd = {
 
 /* In the order `mpkit --help` lists them. */
 static const struct cli_command *const commands[] = {
-	&cli_info, &cli_maps, &cli_scan, &cli_watch, &cli_run, &cli_bench, &cli_help_cmd,
+	&cli_info, &cli_maps, &cli_scan, &cli_watch, &cli_run, &cli_symbolize, &cli_bench, &cli_help_cmd,
 };
 
 static const struct cli_command *find(const char *name)
@@ -46,7 +46,8 @@ static void usage(FILE *f)
 		   "  MPKIT_KEYS=N                 most hardware keys mpkit takes (1-15)\n"
 		   "  MPKIT_HEAP_META=open|closed|auto  heap metadata closed between calls\n"
 		   "  MPKIT_WATCH, MPKIT_WATCH_OUT, MPKIT_WATCH_LIB: mpkit help watch\n"
-		   "  MPKIT_MALLOC_STATS, MPKIT_MALLOC_LIB: mpkit help run\n"
+		   "  MPKIT_REPORT=fd:N|PATH        where reports go (default stderr; %%p: pid)\n"
+		   "  MPKIT_MALLOC_STATS, MPKIT_MALLOC_DEBUG, MPKIT_MALLOC_LIB: mpkit help run\n"
 		   "options take their value as --opt VALUE or --opt=VALUE.\n"
 		   "helpers: %s/ (libmpkit-malloc.so for LD_PRELOAD, libmpkit-watch.so, benchmarks)\n"
 		   "documents: %s/ (guide.md first)\n",

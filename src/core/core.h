@@ -16,6 +16,7 @@
 #include "mpkit.h"
 #include "../arch/arch.h"
 #include "os.h"
+#include "../shared/trace.h"
 
 #define MPK_EXPORT __attribute__((visibility("default")))
 #define likely(x) __builtin_expect(!!(x), 1)
@@ -206,9 +207,16 @@ int mpk__free_owned(mpk_domain *d, void *addr);
 /* owned.c: resize an owned region (mremap, moving it if need be; its key and
  * protection go with it): the new start, or NULL/errno, nothing changed. */
 void *mpk__remap_owned(mpk_domain *d, void *addr, size_t new_len);
-/* backtrace.c: the report's backtrace on fd, async-signal-safe: names,
- * module+offset per frame, and the addr2line commands. */
-void mpk__backtrace_print(int fd);
+/* backtrace.c: the report's backtrace into t, async-signal-safe
+ * (src/shared/trace.h): from ip (a fault's instruction) when not 0, else
+ * from the first frame outside mpkit. */
+void mpk__backtrace_print(struct mpk__text *t, uintptr_t ip);
+/* report.c: MPKIT_REPORT read (init).  A report is built in the text
+ * _open() gives (small, the caller's, when another report is under way)
+ * and goes where reports go, whole, with _close(); async-signal-safe. */
+void mpk__report_setup(void);
+struct mpk__text *mpk__report_open(struct mpk__text *small);
+void mpk__report_close(struct mpk__text *t);
 
 /*
  * window.c: map len bytes (a multiple of the page size) of fresh zeroed

@@ -14,6 +14,7 @@
 
 #include "internal.h"
 #include "os.h"
+#include "window.h"
 #include "../shared/unwind.h"
 
 #ifndef SEGV_PKUERR
@@ -82,13 +83,26 @@ MPK_EXPORT size_t mpk_fault_format(const struct mpk_fault *f, char *buf, size_t 
 	put(&o, f->domain_name ? f->domain_name : "?");
 	put(&o, "\" at ");
 	put_num(&o, (uintptr_t)f->addr, 16);
-	put(&o, " (offset ");
-	put_num(&o, f->offset, 16);
-	put(&o, " in region ");
+	if (f->region && (uintptr_t)f->addr < (uintptr_t)f->region) {
+		put(&o, " (");
+		put_num(&o, (uintptr_t)f->region - (uintptr_t)f->addr, 10);
+		put(&o, " bytes before region ");
+	} else if (f->region && f->offset >= f->region_len) {
+		put(&o, " (");
+		put_num(&o, f->offset - f->region_len, 10);
+		put(&o, " bytes past the end of region ");
+	} else {
+		put(&o, " (offset ");
+		put_num(&o, f->offset, 16);
+		put(&o, " in region ");
+	}
 	put_num(&o, (uintptr_t)f->region, 16);
 	put(&o, ", ");
 	put_num(&o, f->region_len, 10);
-	put(&o, " bytes)\nmpkit:   thread ");
+	put(&o, " bytes");
+	if (f->region && (f->offset >= f->region_len || (uintptr_t)f->addr < (uintptr_t)f->region))
+		put(&o, ", in its guard page: an overflow of a block of its own?");
+	put(&o, ")\nmpkit:   thread ");
 	put_num(&o, (unsigned long long)f->tid, 10);
 	put(&o, " holds ");
 	put(&o, rights_name(f->rights));
@@ -106,14 +120,15 @@ MPK_EXPORT size_t mpk_fault_format(const struct mpk_fault *f, char *buf, size_t 
 	return o.len;
 }
 
-static void report(const struct mpk_fault *f)
+static void report(const struct mpk_fault *f, void *uc)
 {
-	char buf[512];
-	size_t n = mpk_fault_format(f, buf, sizeof(buf));
+	char small[1024];
+	struct mpk__text fallback = { small, sizeof(small), 0 }, *t = mpk__report_open(&fallback);
+	size_t n = mpk_fault_format(f, t->buf + t->len, t->size - t->len);
 
-	if (write(STDERR_FILENO, buf, n < sizeof(buf) ? n : sizeof(buf) - 1) < 0)
-		return;
-	mpk__backtrace_print(STDERR_FILENO);
+	t->len += n < t->size - t->len ? n : t->size - t->len - 1;
+	mpk__backtrace_print(t, (uintptr_t)mpk_arch_frame_ip(uc));
+	mpk__report_close(t);
 }
 
 /* ---- the handler ---- */
@@ -136,6 +151,21 @@ static void chain(int sig, siginfo_t *si, void *uc)
 		raise(SIGSEGV);
 }
 
+/* A window's guard page (reserved, inside no region) is hit by running
+ * off the end of the region before it (a heap block's of its own: the
+ * block ends flush against it, or nearly), or before the start of the
+ * one after it: that region (of two, the nearer), or NULL. */
+static struct mpk_region *guarded(const void *addr)
+{
+	uintptr_t a = (uintptr_t)addr, page = mpk_os_page_size(), at = a & ~(page - 1);
+
+	if (!mpk__in_window(a))
+		return NULL;
+	struct mpk_region *before = mpk__region_lookup((void *)(at - 1));
+	struct mpk_region *after = mpk__region_lookup((void *)(at + page));
+	return before && (!after || a - at < page / 2) ? before : after;
+}
+
 static bool describe(siginfo_t *si, void *uc, struct mpk_fault *f)
 {
 	struct mpk_region *r;
@@ -146,6 +176,8 @@ static bool describe(siginfo_t *si, void *uc, struct mpk_fault *f)
 	if (si->si_code != SEGV_PKUERR && si->si_code != SEGV_ACCERR)
 		return false;
 	r = mpk__region_lookup(si->si_addr);
+	if (!r && si->si_code == SEGV_ACCERR)
+		r = guarded(si->si_addr);
 	d = r ? __atomic_load_n(&r->domain, __ATOMIC_ACQUIRE) : NULL;
 	if (!d && si->si_code == SEGV_PKUERR)
 		d = mpk__domain_by_key(si->si_pkey);
@@ -203,7 +235,7 @@ static void on_segv(int sig, siginfo_t *si, void *uc)
 			return;
 		}
 	}
-	report(&f);
+	report(&f, uc);
 	abort();
 }
 

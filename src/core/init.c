@@ -51,7 +51,7 @@ static bool kernel_has_pkeys(void)
 }
 
 /* Why initialisation failed, one line (see env.c); "" when it did not. */
-static char init_msg[200];
+static char init_msg[256];
 
 static void do_init(void)
 {
@@ -59,6 +59,7 @@ static void do_init(void)
 	int budget = mpk__env_parse(MPK_ENV_KEYS, mpk_g.budget);
 	int meta = mpk__env_parse(MPK_ENV_HEAP_META, 0);
 	int secret = mpk__env_parse(MPK_ENV_SECRETMEM, 0);
+	int report = mpk__env_parse(MPK_ENV_REPORT, 0);
 	bool hw = kernel_has_pkeys();
 
 	/* First of all mpkit's fork handlers: layers above register theirs
@@ -69,11 +70,12 @@ static void do_init(void)
 	 * report's signal handler. */
 	mpk__bt_prime();
 
-	if (want < 0 || budget < 0 || meta < 0 || secret < 0) {
+	if (want < 0 || budget < 0 || meta < 0 || secret < 0 || report < 0) {
 		mpk__env_describe(want < 0	 ? MPK_ENV_BACKEND
 				  : budget < 0 ? MPK_ENV_KEYS
 				  : meta < 0   ? MPK_ENV_HEAP_META
-					       : MPK_ENV_SECRETMEM,
+				  : secret < 0 ? MPK_ENV_SECRETMEM
+					       : MPK_ENV_REPORT,
 				  init_msg, sizeof(init_msg));
 		mpk_g.init_errno = EINVAL;
 		return;
@@ -88,6 +90,7 @@ static void do_init(void)
 		mpk_g.init_errno = ENOTSUP;
 		return;
 	}
+	mpk__report_setup();
 	mpk_g.budget = budget;
 	mpk_g.forced = want != 0;
 	mpk_g.backend = want ? want : hw ? MPK_BACKEND_HW : MPK_BACKEND_SOFT;

@@ -217,7 +217,7 @@ void *mpk__big_alloc(struct arena *a, size_t size, size_t align, struct big *out
 		errno = err;
 		return NULL;
 	}
-	a->mapped += nb.reglen;
+	mpk__arena_mapped(a, nb.reglen, 0);
 	*out = nb;
 	return (void *)nb.p;
 }
@@ -236,7 +236,7 @@ void mpk__big_free(struct arena *a, const struct big *b)
 {
 	struct heap *h = a->heap;
 
-	a->mapped -= b->reglen;
+	mpk__arena_mapped(a, 0, b->reglen);
 	if ((h->flags & (HEAP_SECRET | HEAP_GUARDS)) || b->reglen > KEEP_MAX) {
 		mpk__big_unmap(h, b);
 		return;
@@ -306,7 +306,7 @@ uintptr_t mpk__big_resize(struct arena *a, uintptr_t p, size_t size)
 		return 0;
 	}
 	mpk__san_poison(r, len); /* the caller opens the block */
-	a->mapped += len - nb.reglen;
+	mpk__arena_mapped(a, len, nb.reglen);
 	a->bytes += len - nb.reglen;
 	nb.p = r + off;
 	nb.map = nb.region = r;

@@ -571,6 +571,7 @@ MPK_EXPORT int mpk_heap_stats_get(mpk_heap *hp, struct mpk_heap_stats *st)
 	st->flags = h->flags;
 	st->meta_closed = mpk__meta_closed();
 	st->meta_opens = __atomic_load_n(&h->meta_opens, __ATOMIC_RELAXED);
+	st->mapped_peak = __atomic_load_n(&h->mapped_peak, __ATOMIC_RELAXED);
 	mpk__meta_close(&s);
 	return 0;
 }

@@ -119,6 +119,7 @@ struct heap {
 	uint64_t tok;               /* their mark (mpk__hdr_mark()) */
 	uint32_t uid;               /* never 0, never reused: tags its chunks */
 	size_t meta_opens;          /* atomic: closed metadata opened, for stats */
+	size_t mapped, mapped_peak; /* atomic: all arenas' mapped, its most (stats) */
 	struct heap *prev, *next;   /* the registry; under heaps lock */
 	unsigned lock_gen;          /* vault: mpk__fork_gen its runs are locked in */
 	bool unmade;                /* vault: its first secret failed, it goes */
@@ -126,6 +127,20 @@ struct heap {
 	unsigned narenas;           /* big blocks all go to arena 0 */
 	struct arena arenas[ARENAS_MAX];
 };
+
+/* a->mapped grows by add and shrinks by sub (arena lock held); the heap's
+ * total and its peak follow, for mpk_heap_stats_get(). */
+static inline void mpk__arena_mapped(struct arena *a, size_t add, size_t sub)
+{
+	struct heap *h = a->heap;
+
+	a->mapped += add - sub;
+	size_t now = __atomic_add_fetch(&h->mapped, add - sub, __ATOMIC_RELAXED);
+	size_t peak = __atomic_load_n(&h->mapped_peak, __ATOMIC_RELAXED);
+	while (now > peak && !__atomic_compare_exchange_n(&h->mapped_peak, &peak, now, true, __ATOMIC_RELAXED,
+							  __ATOMIC_RELAXED))
+		;
+}
 
 /* A block with its own region (big, or guarded).  In the global table,
  * keyed by user pointer; a freed entry stays as a tombstone naming p. */

@@ -71,14 +71,13 @@ MPK_EXPORT size_t mpk_misuse_format(const struct mpk_misuse *m, char *buf, size_
 
 static void report(const struct mpk_misuse *m)
 {
-	char buf[768];
-	size_t n = mpk_misuse_format(m, buf, sizeof(buf));
+	char small[1024];
+	struct mpk__text fallback = { small, sizeof(small), 0 }, *t = mpk__report_open(&fallback);
+	size_t n = mpk_misuse_format(m, t->buf + t->len, t->size - t->len);
 
-	if (n >= sizeof(buf))
-		n = sizeof(buf) - 1;
-	if (write(STDERR_FILENO, buf, n) < 0)
-		return;
-	mpk__backtrace_print(STDERR_FILENO);
+	t->len += n < t->size - t->len ? n : t->size - t->len - 1;
+	mpk__backtrace_print(t, 0);
+	mpk__report_close(t);
 }
 
 void mpk__misuse(struct mpk_misuse *m)

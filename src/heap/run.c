@@ -143,7 +143,7 @@ static struct chunk *chunk_new(struct arena *a)
 	if (a->chunks)
 		a->chunks->prev = c;
 	a->chunks = c;
-	a->mapped += CHUNK_SIZE;
+	mpk__arena_mapped(a, CHUNK_SIZE, 0);
 	struct run *r = &c->runs[0];
 	for (unsigned i = 0; i < c->npages; i++)
 		c->runs[i].chunk = c;
@@ -180,7 +180,7 @@ static void chunk_release(struct arena *a, struct chunk *c)
 		a->chunks = c->next;
 	if (c->next)
 		c->next->prev = c->prev;
-	a->mapped -= CHUNK_SIZE;
+	mpk__arena_mapped(a, 0, CHUNK_SIZE);
 	pthread_mutex_lock(&mpk__meta_lock);
 	mpk__map_del(c);
 	mpk__meta_free(c, sizeof(*c));

@@ -15,8 +15,12 @@
  * allocator (boot.c); free() and realloc() tell the two apart by address.
  * libmpkit-malloc.so links libmpkit.so, so a program that links mpkit
  * too has one mpkit, which holds the "malloc" domain beside its own.
- * MPKIT_MALLOC_STATS=1 prints the calls and the metadata opens at exit;
- * MPKIT_MALLOC_WIPE=1 zeroes every block as it is freed (MPK_HEAP_WIPE).
+ * MPKIT_MALLOC_STATS=1 prints the calls, the metadata opens and the bytes
+ * (live and mapped at exit, mapped at the peak); MPKIT_MALLOC_DEBUG=1
+ * keeps each block's allocation and free stacks for misuse reports
+ * (debug.c); MPKIT_MALLOC_WIPE=1 zeroes every block as it is freed
+ * (MPK_HEAP_WIPE).  A misuse report names the call the program made (free(),
+ * not mpk_heap_free) and starts at its frame.
  */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -24,12 +28,15 @@
 #include <stdint.h>
 #include <stdio.h>
 #include <malloc.h>
+#include <sched.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
 #include "mpkit.h"
 #include "malloc.h"
+#include "../shared/trace.h"
+#include "../shared/unwind.h"
 
 #define likely(x) __builtin_expect(!!(x), 1)
 #define unlikely(x) __builtin_expect(!!(x), 0)
@@ -46,7 +53,10 @@ static bool constructed;
 static bool stats;
 static int stats_fd = -1;
 static uint64_t calls;
+static bool debug;
 static __thread unsigned inside __attribute__((tls_model("initial-exec")));
+/* The entry point the program called, for a misuse report. */
+static __thread const char *entry __attribute__((tls_model("initial-exec")));
 
 _Noreturn void mpk__malloc_die(const char *why)
 {
@@ -61,6 +71,31 @@ _Noreturn void mpk__malloc_die(const char *why)
 static void boot_child(void)
 {
 	mpk__boot_unlock();
+}
+
+/* The heap's misuse handler: the report with the program's call in it,
+ * from the program's frame, the block's stacks under --debug, then
+ * abort() as the default handler would. */
+static void misuse(const struct mpk_misuse *m, void *arg)
+{
+	static char buf[16384];
+	static int busy;
+	struct mpk_misuse named = *m;
+	struct mpk__text t = { buf, sizeof(buf), 0 };
+	void *frames[48];
+
+	(void)arg;
+	while (__atomic_exchange_n(&busy, 1, __ATOMIC_ACQUIRE))
+		sched_yield(); /* another thread's report: it aborts the process */
+	if (entry)
+		named.call = entry;
+	size_t n = mpk_misuse_format(&named, buf, sizeof(buf));
+	t.len = n < sizeof(buf) ? n : sizeof(buf) - 1;
+	mpk__trace_format(&t, frames, mpk__bt(frames, 48), 0, NULL);
+	if (debug)
+		mpk__dbg_describe(&t, m->addr);
+	(void)mpk_report_write(buf, t.len);
+	abort();
 }
 
 /* Make the heap, once; NULL while another call (maybe this thread's own,
@@ -105,6 +140,14 @@ static __attribute__((noinline)) mpk_heap *start(void)
 	}
 	const char *s = getenv("MPKIT_MALLOC_STATS");
 	stats = s && *s && strcmp(s, "0");
+	s = getenv("MPKIT_MALLOC_DEBUG");
+	debug = s && *s && strcmp(s, "0") && !mpk__dbg_init();
+	(void)mpk_misuse_handler_set(misuse, NULL);
+	/* A stray access to the heap's memory, or past a block of its own
+	 * into its guard page, gets a report rather than a bare SIGSEGV;
+	 * other faults go to the default action, or to the handler the
+	 * program installs later. */
+	(void)mpk_fault_handler_install(NULL, NULL);
 	/* A copy of stderr for the report at exit: coreutils (gnulib's
 	 * close_stdout) close stderr before the destructors run. */
 	if (stats)
@@ -154,10 +197,29 @@ static __attribute__((destructor)) void report(void)
 		size_t opens = st.meta_opens ? st.meta_opens - 1 : 0; /* not this call's */
 		dprintf(stats_fd,
 			"libmpkit-malloc: %s[%d]: backend %s, metadata %s, %llu calls, %zu metadata opens, "
-			"%.4f opens per call, %zu blocks live\n",
+			"%.4f opens per call, %zu blocks live\n"
+			"libmpkit-malloc: %s[%d]: bytes: %zu live at exit, %zu mapped at exit, %zu mapped at "
+			"the peak\n",
 			program_invocation_short_name, (int)getpid(), mpk_backend_name(mpk_backend()), st.meta_closed ? "closed" : "open",
-			(unsigned long long)n, opens, n ? (double)opens / (double)n : 0.0, st.blocks);
+			(unsigned long long)n, opens, n ? (double)opens / (double)n : 0.0, st.blocks,
+			program_invocation_short_name, (int)getpid(), st.bytes, st.mapped, st.mapped_peak);
 	}
+	inside--;
+}
+
+/* --debug: record p's allocation stack (the unwinder may allocate: the
+ * internal allocator serves it). */
+static __attribute__((noinline)) void traced_alloc(void *p)
+{
+	inside++;
+	mpk__dbg_alloc(p);
+	inside--;
+}
+
+static __attribute__((noinline)) void traced_free(void *p)
+{
+	inside++;
+	mpk__dbg_free(p);
 	inside--;
 }
 
@@ -170,7 +232,12 @@ EXPORT void *malloc(size_t size)
 {
 	mpk_heap *h = use_heap();
 
-	return h ? IN_HEAP(mpk_heap_malloc(h, size)) : mpk__boot_alloc(size, 16);
+	if (!h)
+		return mpk__boot_alloc(size, 16);
+	void *p = IN_HEAP(mpk_heap_malloc(h, size));
+	if (unlikely(debug))
+		traced_alloc(p);
+	return p;
 }
 
 EXPORT void free(void *p)
@@ -185,8 +252,12 @@ EXPORT void free(void *p)
 		mpk_heap *h = __atomic_load_n(&heap, __ATOMIC_ACQUIRE);
 		if (!h)
 			mpk__malloc_die("free(): a pointer from no allocator");
+		if (unlikely(debug))
+			traced_free(p);
 		inside++;
+		entry = "free()";
 		(void)mpk_heap_free(h, p); /* misuse: the handler reports and aborts */
+		entry = NULL;
 		inside--;
 	}
 	errno = err;
@@ -201,8 +272,12 @@ EXPORT void *calloc(size_t n, size_t size)
 		return NULL;
 	}
 	mpk_heap *h = use_heap();
-	if (h)
-		return IN_HEAP(mpk_heap_calloc(h, n, size));
+	if (h) {
+		void *p = IN_HEAP(mpk_heap_calloc(h, n, size));
+		if (unlikely(debug))
+			traced_alloc(p);
+		return p;
+	}
 	void *p = mpk__boot_alloc(len, 16);
 	if (p)
 		memset(p, 0, len);
@@ -221,13 +296,22 @@ EXPORT void *realloc(void *p, size_t size)
 		mpk_heap *h = __atomic_load_n(&heap, __ATOMIC_ACQUIRE);
 		if (!h)
 			mpk__malloc_die("realloc(): a pointer from no allocator");
-		return IN_HEAP(mpk_heap_realloc(h, p, size));
+		if (unlikely(debug))
+			traced_free(p);
+		entry = "realloc()";
+		void *q = IN_HEAP(mpk_heap_realloc(h, p, size));
+		entry = NULL;
+		if (unlikely(debug))
+			traced_alloc(q ? q : p); /* failed: p is still live */
+		return q;
 	}
 	mpk_heap *h = use_heap();
 	if (!h)
 		return mpk__boot_realloc(p, size);
 	/* A block from before the heap: it moves there. */
 	void *q = IN_HEAP(mpk_heap_malloc(h, size));
+	if (unlikely(debug))
+		traced_alloc(q);
 	if (q) {
 		size_t have = mpk__boot_usable(p);
 		memcpy(q, p, size < have ? size : have);
@@ -252,9 +336,12 @@ static void *aligned(size_t align, size_t size)
 {
 	mpk_heap *h = use_heap();
 
-	if (h && align <= HEAP_ALIGN_MAX)
-		return IN_HEAP(align <= 16 ? mpk_heap_malloc(h, size) : mpk_heap_aligned_alloc(h, align, size));
-	return mpk__boot_alloc(size, align);
+	if (!h || align > HEAP_ALIGN_MAX)
+		return mpk__boot_alloc(size, align);
+	void *p = IN_HEAP(align <= 16 ? mpk_heap_malloc(h, size) : mpk_heap_aligned_alloc(h, align, size));
+	if (unlikely(debug))
+		traced_alloc(p);
+	return p;
 }
 
 /* glibc's memalign(): a small alignment is malloc's, one that is not a
@@ -322,5 +409,8 @@ EXPORT size_t malloc_usable_size(void *p)
 	mpk_heap *h = __atomic_load_n(&heap, __ATOMIC_ACQUIRE);
 	if (!h)
 		mpk__malloc_die("malloc_usable_size(): a pointer from no allocator");
-	return IN_HEAP(mpk_heap_usable_size(h, p));
+	entry = "malloc_usable_size()";
+	size_t n = IN_HEAP(mpk_heap_usable_size(h, p));
+	entry = NULL;
+	return n;
 }

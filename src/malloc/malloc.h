@@ -16,6 +16,15 @@ extern bool mpk__boot_wipe; /* MPKIT_MALLOC_WIPE: free zeroes a block */
 void mpk__boot_lock(void);
 void mpk__boot_unlock(void);
 
+/* debug.c: allocation and free stacks per block (MPKIT_MALLOC_DEBUG):
+ * _init() makes the table (-1: it cannot), _alloc()/_free() record the
+ * calling stack for p, _describe() writes both into a report. */
+struct mpk__text;
+int mpk__dbg_init(void);
+void mpk__dbg_alloc(void *p);
+void mpk__dbg_free(void *p);
+void mpk__dbg_describe(struct mpk__text *t, const void *p);
+
 /* malloc.c: a message on stderr, then abort(). */
 _Noreturn void mpk__malloc_die(const char *why);
 

@@ -26,6 +26,9 @@ static const struct {
 	[MPK_ENV_KEYS] = { "MPKIT_KEYS", "a number of hardware keys from 1 to 15 (default 15)" },
 	[MPK_ENV_HEAP_META] = { "MPKIT_HEAP_META", "open, closed or auto (the default)" },
 	[MPK_ENV_SECRETMEM] = { "MPKIT_SECRETMEM", "auto (the default), require or off" },
+	[MPK_ENV_REPORT] = { "MPKIT_REPORT",
+			     "fd:N (an open file descriptor) or a file's path, %p for the process id "
+			     "(default: stderr)" },
 };
 
 const char *mpk__env_name(enum mpk_env_var v)
@@ -50,6 +53,27 @@ static int keyword(const char *s, const char *const *words, int n)
 		if (!strcmp(s, words[i]))
 			return i;
 	return -1;
+}
+
+/* MPKIT_REPORT: "fd:N", or a path that holds at most one %p and no
+ * other %, short enough with the pid in it. */
+static int report_spec(const char *s)
+{
+	if (!s)
+		return MPK_REPORT_STDERR;
+	if (!strncmp(s, "fd:", 3)) {
+		char *end;
+		int saved = errno;
+		errno = 0;
+		long n = strtol(s + 3, &end, 10);
+		bool ok = !errno && !*end && end != s + 3 && s[3] >= '0' && s[3] <= '9' && n <= 1 << 20;
+		errno = saved;
+		return ok ? MPK_REPORT_FD + (int)n : -1;
+	}
+	const char *pct = strchr(s, '%');
+	if (pct && (pct[1] != 'p' || strchr(pct + 2, '%')))
+		return -1;
+	return strlen(s) + (pct ? 10 : 0) < MPK_REPORT_PATH_MAX ? MPK_REPORT_PATH : -1;
 }
 
 int mpk__env_parse(enum mpk_env_var v, int dflt)
@@ -85,6 +109,8 @@ int mpk__env_parse(enum mpk_env_var v, int dflt)
 		static const char *const modes[] = { "auto", "require", "off" };
 		return s ? keyword(s, modes, 3) : MPK_SECRETMEM_AUTO;
 	}
+	case MPK_ENV_REPORT:
+		return report_spec(s);
 	case MPK_ENV_COUNT:
 		break;
 	}

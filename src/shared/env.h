@@ -9,11 +9,15 @@ enum mpk_env_var {
 	MPK_ENV_KEYS,      /* MPKIT_KEYS */
 	MPK_ENV_HEAP_META, /* MPKIT_HEAP_META */
 	MPK_ENV_SECRETMEM, /* MPKIT_SECRETMEM */
+	MPK_ENV_REPORT,    /* MPKIT_REPORT */
 	MPK_ENV_COUNT
 };
 
 enum { MPK_META_AUTO, MPK_META_OPEN, MPK_META_CLOSED };
 enum { MPK_SECRETMEM_AUTO, MPK_SECRETMEM_REQUIRE, MPK_SECRETMEM_OFF };
+enum { MPK_REPORT_STDERR, MPK_REPORT_PATH, MPK_REPORT_FD };
+/* The longest MPKIT_REPORT path, %p expanded. */
+#define MPK_REPORT_PATH_MAX 256
 
 /* The variable's name, and what values it takes (for messages). */
 const char *mpk__env_name(enum mpk_env_var v);
@@ -24,7 +28,9 @@ const char *mpk__env_allowed(enum mpk_env_var v);
 const char *mpk__env_value(enum mpk_env_var v);
 
 /* The value parsed: BACKEND 0 (auto) or MPK_BACKEND_*; KEYS the budget, or
- * dflt when unset; HEAP_META MPK_META_*; SECRETMEM MPK_SECRETMEM_*.  -1 when the value is bad. */
+ * dflt when unset; HEAP_META MPK_META_*; SECRETMEM MPK_SECRETMEM_*; REPORT
+ * MPK_REPORT_FD + N for "fd:N", MPK_REPORT_PATH for a path, MPK_REPORT_STDERR
+ * when unset.  -1 when the value is bad. */
 int mpk__env_parse(enum mpk_env_var v, int dflt);
 
 /* Format "mpkit: NAME=\"VALUE\" is not valid: ALLOWED" into buf (size at

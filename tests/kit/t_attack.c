@@ -79,7 +79,7 @@ void t_attack_reported(void (*fn)(void *), void *arg, const char *what, const vo
 	CHECK_HAS(c.err, want);
 	CHECK_HAS(c.err, "mpkit:   backtrace:\n");
 	/* the frames reach the caller: this test's binary */
-	snprintf(want, sizeof(want), "%s(", program_invocation_short_name);
+	snprintf(want, sizeof(want), "/%s+0x", program_invocation_short_name);
 	CHECK_HAS(c.err, want);
 	t_child_free(&c);
 }
