@@ -607,13 +607,13 @@ typedef void (*mpk_report_fn)(const char *text, size_t len, void *arg);
 /* Send reports to fn(text, len, arg) instead of MPKIT_REPORT or stderr;
  * fn NULL sends them back there.  Errors: EINVAL (arg without fn), or
  * what mpk_init() reports. */
-int mpk_report_sink(mpk_report_fn fn, void *arg);
+int mpk_report_sink(mpk_report_fn fn, void *arg) MPK__NOTHROW;
 
 /* Write len bytes of text where reports go (the sink, MPKIT_REPORT or
  * stderr), as part of a report of one's own, e.g. from a fault callback
  * before it returns MPK_FAULT_ABORT.  Async-signal-safe.  Returns 0;
  * EINVAL for text NULL with len not 0. */
-int mpk_report_write(const char *text, size_t len) MPK__ACCESS_RS(1, 2);
+int mpk_report_write(const char *text, size_t len) MPK__NOTHROW MPK__ACCESS_RS(1, 2);
 
 /* ---- code: JIT (W^X) and execute-only memory ---------------------------
  *
