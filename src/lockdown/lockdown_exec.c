@@ -105,15 +105,21 @@ static bool file_writable(const struct mpk_procmaps_vma *v, unsigned flags)
 /* Every page of a private file mapping made an anonymous copy: a write
  * fault on each (a locked add of 0 changes no byte), the protection back
  * after.  A whole page past the file's end cannot be copied (SIGBUS), and
- * the file growing would fill it: refused. */
+ * the file growing would fill it: refused, as is a file whose size cannot
+ * be known (another file at its path now). */
 static int copy_out(const struct mpk_procmaps_vma *v)
 {
 	size_t page = mpk_os_page_size(), len = v->hi - v->lo;
 	int prot = (v->perms[0] == 'r' ? PROT_READ : 0) | PROT_EXEC;
 	struct stat st;
 
-	if (stat(v->path, &st) || st.st_ino != v->inode ||
-	    (uint64_t)st.st_size < v->offset + len - (page - 1)) {
+	if (stat(v->path, &st) || st.st_ino != v->inode) {
+		say("executable memory of a file replaced since it was mapped", v);
+		errno = EBUSY;
+		return -1;
+	}
+	if ((uint64_t)st.st_size < v->offset + len - (page - 1)) {
+		say("executable pages past the end of a file this process can write", v);
 		errno = EBUSY;
 		return -1;
 	}
@@ -163,11 +169,8 @@ static int one(struct mpk_exec_ranges *e, const struct mpk_procmaps_vma *v, unsi
 		errno = EBUSY;
 		return -1;
 	}
-	if (copy_out(v)) {
-		if (errno == EBUSY)
-			say("executable pages past the end of a file this process can write", v);
+	if (copy_out(v))
 		return -1;
-	}
 	return keep(e->copied, &e->ncopied, MPK_LOCK_MAX_COPIED, v->lo, v->hi);
 }
 
