@@ -4,29 +4,35 @@
  * child: SIGSYS): realloc() of large blocks (glibc moves and grows them
  * with mremap on anonymous memory), mremap growing and shrinking the
  * program's own rw- memory, madvise on it, shmat without SHM_EXEC, the
- * personality query and PER_LINUX; and code the program mapped from a
- * file it can write before lockdown (as ld.so maps a library from a
- * user's directory) runs as before, still named by its file in
- * /proc/self/maps (its pages copied out of the file, not moved).
+ * personality query and PER_LINUX; a library dlopen()ed before lockdown
+ * (libm: as root, whose every file is writable, its code is copied out of
+ * the file) is called after; and code the program mapped from a file it
+ * can write before lockdown (as ld.so maps a library from a user's
+ * directory) runs as before, still named by its file in /proc/self/maps,
+ * its pages anonymous (copied out of the file, not moved: smaps).
  */
 #include "t_newcode.h"
+#include <dlfcn.h>
 #include <sys/personality.h>
 #include <sys/shm.h>
 #include "../src/shared/procmaps.h"
 
 static char path[PATH_MAX];
 
-static bool named(uintptr_t a, const char *file)
+/* The mapping at a: named file (NULL: any name) and r-xp, and all its
+ * pages anonymous (copied out of the file). */
+static bool copied(uintptr_t a, const char *file)
 {
 	struct mpk_procmaps pm;
 	struct mpk_procmaps_vma v;
 	bool yes = false;
 
-	if (mpk_procmaps_open(&pm, NULL, NULL))
+	if (mpk_procmaps_open(&pm, NULL, "Anonymous"))
 		return false;
 	while (mpk_procmaps_next(&pm, &v) > 0)
 		if (a >= v.lo && a < v.hi)
-			yes = !strcmp(v.path, file) && !strcmp(v.perms, "r-xp");
+			yes = (!file || !strcmp(v.path, file)) && !strcmp(v.perms, "r-xp") &&
+			      v.field == (long long)((v.hi - v.lo) >> 10);
 	mpk_procmaps_close(&pm);
 	return yes;
 }
@@ -48,6 +54,10 @@ static void locked(void *arg)
 	void *text = mmap(NULL, 4096, PROT_READ | PROT_EXEC, MAP_PRIVATE, fd, 0);
 	REQUIRE(text != MAP_FAILED);
 	close(fd);
+	void *libm = dlopen("libm.so.6", RTLD_NOW);
+	if (!libm)
+		t_fail("dlopen(libm.so.6): %s", dlerror());
+	double (*cosine)(double) = libm ? (double (*)(double))dlsym(libm, "cos") : NULL;
 	unsigned char *big = malloc(mb);
 	REQUIRE(big);
 	for (size_t i = 0; i < mb; i += 4096)
@@ -87,8 +97,13 @@ static void locked(void *arg)
 	CHECK((personality(0xffffffff) & READ_IMPLIES_EXEC) == 0);
 	CHECK(personality(PER_LINUX) != -1);
 
+	if (cosine) {
+		CHECK(cosine(0.0) == 1.0);
+		if (geteuid() == 0) /* every file is root's to write */
+			CHECK(copied((uintptr_t)cosine, NULL));
+	}
 	CHECK(((int (*)(void))text)() == 1);
-	CHECK(named((uintptr_t)text, path));
+	CHECK(copied((uintptr_t)text, path)); /* the program's file */
 	t_exit_locked();
 }
 
