@@ -11,11 +11,11 @@
  *    deleted file, a shared executable mapping of a file the process can
  *    write: refused (EBUSY), each named on stderr;
  *  - a private executable mapping of a file the process can write (a
- *    descriptor open for writing; or, but under MPK_LOCK_NO_OPEN, a file
- *    it may open for writing or owns): every page is copied out of the
- *    page cache (a write fault on each), so that a later write to the
- *    file no longer reaches the code; the filter keeps MADV_DONTNEED and
- *    its kin, which would drop the copy, off these ranges;
+ *    descriptor open for writing; unless MPK_LOCK_NO_OPEN, a file it may
+ *    open for writing or owns): every page is copied out of the page
+ *    cache (a write fault on each), so that a later write to the file no
+ *    longer reaches the code; the filter keeps madvise() off these ranges
+ *    (MADV_DONTNEED would drop the copy);
  *  - every executable range, for the filter to deny mremap() there: a
  *    growing mapping takes in the file's next pages, and a moved one
  *    leaves the ranges known.
@@ -29,7 +29,6 @@
 #include <sys/mman.h>
 #include <sys/personality.h>
 #include <sys/stat.h>
-#include <sys/syscall.h>
 #include <unistd.h>
 
 #include "lockdown.h"
