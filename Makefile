@@ -407,7 +407,7 @@ $(B)/mpkit-bench-code: $(B)/obj/bench/code.o $(B)/obj/bench/options.o $(B)/libmp
 # the shared library for `mpkit scan` to read.
 TEST_FILES := $(B)/tests/ex-jit $(B)/tests/libmpkit-watch.so $(B)/tests/watch-target \
 	      $(B)/tests/watch-plain $(B)/tests/watch-plain-stripped \
-	      $(B)/tests/libmpkit-malloc.so $(B)/tests/malloc-edge $(B)/tests/malloc-stress $(B)/tests/malloc-misuse \
+	      $(B)/tests/libmpkit-malloc.so $(B)/tests/malloc-edge $(B)/tests/malloc-stress $(B)/tests/malloc-misuse $(B)/tests/malloc-args \
 	      $(B)/tests/malloc-misuse-static \
 	      $(B)/tests/malloc-calloc \
 	      $(B)/tests/malloc-stress-static $(B)/tests/bench-noise.so \
