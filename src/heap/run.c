@@ -11,7 +11,10 @@
  * quarter of the arena's memory, at least PURGE_CAP) the oldest go at once.
  * An idle chunk (nothing in use but empty slabs kept by bins) is unmapped
  * unless it is the one its arena keeps for the next growth.  Vault runs are
- * locked while in use, and unlocked and purged as soon as they are free.
+ * locked while in use, and unlocked and purged as soon as they are free; a
+ * vault chunk's live part shrinks when less than half of it is in use, and
+ * to a page when the chunk is idle (its empty slabs go too), so that what
+ * stays locked with no secret in it is a small cache (VAULT_KEEP).
  * Callers hold the arena's lock.
  *
  * The owner table maps a page to the first page of its run exactly for runs
@@ -367,6 +370,62 @@ void mpk__runs_moved(void)
 	__atomic_add_fetch(&mpk__runs_epoch, 1, __ATOMIC_RELEASE);
 }
 
+bool mpk__vault_spare_ok(struct arena *a, const struct run *r)
+{
+	size_t keep = VAULT_KEEP >> mpk__heap_page_shift, n = r->pages;
+
+	if ((size_t)r->page + r->pages > keep)
+		return false;
+	for (struct chunk *c = a->chunks; c && n <= keep; c = c->next)
+		n += c->spare_pages;
+	return n <= keep;
+}
+
+/* A vault chunk gone idle with empty slabs in bins: they go, and the
+ * chunk is one free run again, which this returns. */
+static struct run *vault_clear(struct arena *a, struct chunk *c)
+{
+	size_t page = mpk__page();
+
+	for (unsigned pg = 0; pg < c->npages; pg += c->runs[pg].pages) {
+		struct run *r = &c->runs[pg];
+		if (r->kind == RUN_FREE) {
+			free_remove(a, r);
+		} else { /* empty: its blocks were wiped as they were freed */
+			void *at = (void *)run_addr(c, r);
+			a->bins[r->cls].spare = NULL;
+			r->spare = 0;
+			mpk_os_munlock(at, r->pages * page);
+			mpk_os_madvise(at, r->pages * page, MADV_DONTNEED);
+		}
+		r->kind = RUN_NONE;
+	}
+	c->spare_pages = 0;
+	c->nfree = c->npages;
+	struct run *r = &c->runs[0];
+	r->page = 0;
+	r->pages = c->npages;
+	r->clean = 1;
+	free_insert(a, c, r);
+	return r;
+}
+
+/* Free run r of vault chunk c was inserted: where it is the chunk's tail,
+ * the live part shrinks to a page if the chunk is idle, to VAULT_KEEP if
+ * nothing past it is in use, else to the pages in use if that is less
+ * than half (growth doubles: no shrink and grow again at every step).
+ * memfd_secret is charged to RLIMIT_MEMLOCK while mapped, in use or not. */
+static void vault_shrink(struct heap *h, struct chunk *c, const struct run *r, bool idle)
+{
+	unsigned keep = (unsigned)(VAULT_KEEP >> mpk__heap_page_shift);
+	unsigned to = idle ? 1 : r->page <= keep ? keep : r->page * 2u < c->live ? r->page : c->live;
+
+	if (r->page + r->pages != c->npages || to >= c->live)
+		return;
+	mpk__owned_shrink(h->domain, (void *)c->base, (size_t)to << mpk__heap_page_shift);
+	c->live = (uint16_t)to; /* if it could not, the next growth finds out */
+}
+
 void mpk__run_free(struct arena *a, struct chunk *c, struct run *r)
 {
 	size_t page = mpk__page();
@@ -404,13 +463,18 @@ void mpk__run_free(struct arena *a, struct chunk *c, struct run *r)
 		}
 	}
 	free_insert(a, c, r);
-	if (mpk__chunk_idle(c)) {
+	bool idle = mpk__chunk_idle(c);
+	if (idle) {
 		if (a->empty_chunks) {
 			chunk_release(a, c); /* one idle chunk is enough */
 			return;
 		}
 		a->empty_chunks++;
+		if ((a->heap->flags & HEAP_SECRET) && c->spare_pages)
+			r = vault_clear(a, c);
 	}
+	if (a->heap->flags & HEAP_SECRET)
+		vault_shrink(a->heap, c, r, idle);
 	decay(a, now);
 }
 
