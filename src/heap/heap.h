@@ -69,6 +69,7 @@ struct chunk {
 	uint16_t spare_pages;                /* in empty slabs kept by bins */
 	uint16_t live;                       /* pages with the domain's protection
 					      * (a vault's grows: run.c) */
+	bool secret;                         /* memfd_secret: charged whole while mapped */
 	uintptr_t base;
 	struct heap *heap;
 	struct arena *arena;
@@ -332,9 +333,10 @@ void mpk__runs_moved(void);
 bool mpk__run_grow(struct arena *a, struct chunk *c, struct run *r, size_t pages);
 void mpk__chunks_release(struct arena *a); /* all of them, on destroy */
 /* What a vault keeps locked with no secret in it: empty slabs in its bins
- * up to VAULT_KEEP in all, and per thread one emptied run of its list's;
- * both only in a chunk's first VAULT_KEEP bytes, so that a memfd_secret
- * chunk's mapping can shrink to them (see docs/heaps.md). */
+ * up to VAULT_KEEP in all, none that would hold up a shrink of its chunk,
+ * and per thread one emptied run of its list's, in a memfd_secret chunk
+ * only in its first VAULT_KEEP bytes, to which its mapping can shrink
+ * (run.c, vlist.c, docs/heaps.md). */
 #define VAULT_KEEP ((size_t)64 << 10)
 bool mpk__vault_spare_ok(struct arena *a, const struct run *r);
 /* Lock vault pages in memory: 0, or -1 with the errno of mlock(). */

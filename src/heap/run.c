@@ -123,6 +123,7 @@ static struct chunk *chunk_new(struct arena *a)
 		err = errno;
 		goto unmap;
 	}
+	bool secret = (a->heap->flags & HEAP_SECRET) && mpk__secret_at(base);
 	pthread_mutex_lock(&mpk__meta_lock);
 	c = mpk__meta_alloc(sizeof(*c));
 	if (c) {
@@ -132,6 +133,7 @@ static struct chunk *chunk_new(struct arena *a)
 		c->arena = a;
 		c->npages = (uint16_t)(CHUNK_SIZE / page);
 		c->live = (uint16_t)(live / page);
+		c->secret = secret;
 		if (mpk__map_add(c)) {
 			mpk__meta_free(c, sizeof(*c));
 			c = NULL;
@@ -370,24 +372,52 @@ void mpk__runs_moved(void)
 	__atomic_add_fetch(&mpk__runs_epoch, 1, __ATOMIC_RELEASE);
 }
 
+/* What a vault chunk's live part shrinks to when nothing from page end
+ * on is in use (c->live or more: it does not): a page if the chunk is
+ * idle, VAULT_KEEP if end is within it, else end if that is less than
+ * half (growth doubles: no shrink and grow again at each step). */
+static unsigned shrink_to(const struct chunk *c, unsigned end, bool idle)
+{
+	unsigned keep = (unsigned)(VAULT_KEEP >> mpk__heap_page_shift);
+
+	return idle ? 1 : end <= keep ? keep : end * 2u < c->live ? end : c->live;
+}
+
+/* The end of the last run before page pg of c that holds blocks: free
+ * runs and empty slabs in between are passed over. */
+static unsigned used_below(const struct chunk *c, unsigned pg)
+{
+	while (pg) {
+		const struct run *p = &c->runs[c->owner[pg - 1]];
+		if (p->kind != RUN_FREE && !(p->kind == RUN_SLAB && p->spare))
+			break;
+		pg = p->page;
+	}
+	return pg;
+}
+
 bool mpk__vault_spare_ok(struct arena *a, const struct run *r)
 {
 	size_t keep = VAULT_KEEP >> mpk__heap_page_shift, n = r->pages;
+	const struct chunk *rc = r->chunk;
 
-	if ((size_t)r->page + r->pages > keep)
+	/* Nor one that would hold up a shrink: the last run in use, with
+	 * only free and empty ones below it down to one that is not. */
+	if (used_below(rc, rc->npages) == r->page + r->pages &&
+	    shrink_to(rc, used_below(rc, r->page), false) < rc->live)
 		return false;
 	for (struct chunk *c = a->chunks; c && n <= keep; c = c->next)
 		n += c->spare_pages;
 	return n <= keep;
 }
 
-/* A vault chunk gone idle with empty slabs in bins: they go, and the
- * chunk is one free run again, which this returns. */
-static struct run *vault_clear(struct arena *a, struct chunk *c)
+/* Pages from page from of vault chunk c on hold no block: its empty slabs
+ * there go, and they become one free run. */
+static void vault_clear(struct arena *a, struct chunk *c, unsigned from)
 {
 	size_t page = mpk__page();
 
-	for (unsigned pg = 0; pg < c->npages; pg += c->runs[pg].pages) {
+	for (unsigned pg = from; pg < c->npages; pg += c->runs[pg].pages) {
 		struct run *r = &c->runs[pg];
 		if (r->kind == RUN_FREE) {
 			free_remove(a, r);
@@ -395,34 +425,34 @@ static struct run *vault_clear(struct arena *a, struct chunk *c)
 			void *at = (void *)run_addr(c, r);
 			a->bins[r->cls].spare = NULL;
 			r->spare = 0;
+			c->spare_pages = (uint16_t)(c->spare_pages - r->pages);
+			c->nfree = (uint16_t)(c->nfree + r->pages);
 			mpk_os_munlock(at, r->pages * page);
 			mpk_os_madvise(at, r->pages * page, MADV_DONTNEED);
 		}
 		r->kind = RUN_NONE;
 	}
-	c->spare_pages = 0;
-	c->nfree = c->npages;
-	struct run *r = &c->runs[0];
-	r->page = 0;
-	r->pages = c->npages;
+	struct run *r = &c->runs[from];
+	r->page = (uint16_t)from;
+	r->pages = (uint16_t)(c->npages - from);
 	r->clean = 1;
 	free_insert(a, c, r);
-	return r;
 }
 
-/* Free run r of vault chunk c was inserted: where it is the chunk's tail,
- * the live part shrinks to a page if the chunk is idle, to VAULT_KEEP if
- * nothing past it is in use, else to the pages in use if that is less
- * than half (growth doubles: no shrink and grow again at every step).
+/* A run of vault chunk c went (c kept): an idle chunk's empty slabs go,
+ * and its live part shrinks to a page; else, where nothing past page end
+ * is in use but empty slabs, they go if the live part can then shrink.
  * memfd_secret is charged to RLIMIT_MEMLOCK while mapped, in use or not. */
-static void vault_shrink(struct heap *h, struct chunk *c, const struct run *r, bool idle)
+static void vault_trim(struct arena *a, struct chunk *c, bool idle)
 {
-	unsigned keep = (unsigned)(VAULT_KEEP >> mpk__heap_page_shift);
-	unsigned to = idle ? 1 : r->page <= keep ? keep : r->page * 2u < c->live ? r->page : c->live;
+	unsigned end = idle ? 0 : used_below(c, c->npages);
+	unsigned to = shrink_to(c, end, idle);
 
-	if (r->page + r->pages != c->npages || to >= c->live)
+	if ((idle && c->spare_pages) || to < c->live)
+		vault_clear(a, c, end);
+	if (to >= c->live)
 		return;
-	mpk__owned_shrink(h->domain, (void *)c->base, (size_t)to << mpk__heap_page_shift);
+	mpk__owned_shrink(a->heap->domain, (void *)c->base, (size_t)to << mpk__heap_page_shift);
 	c->live = (uint16_t)to; /* if it could not, the next growth finds out */
 }
 
@@ -470,11 +500,9 @@ void mpk__run_free(struct arena *a, struct chunk *c, struct run *r)
 			return;
 		}
 		a->empty_chunks++;
-		if ((a->heap->flags & HEAP_SECRET) && c->spare_pages)
-			r = vault_clear(a, c);
 	}
 	if (a->heap->flags & HEAP_SECRET)
-		vault_shrink(a->heap, c, r, idle);
+		vault_trim(a, c, idle);
 	decay(a, now);
 }
 

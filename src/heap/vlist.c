@@ -12,8 +12,9 @@
  * Listed blocks stay locked in memory with their runs, and are zero.  A
  * free that leaves its run with no secret of the user's gives it back,
  * with the thread's listed blocks in it: lists keep runs that hold
- * secrets, and one emptied run a thread (its latest, in a chunk's first
- * VAULT_KEEP bytes), where an alloc+free pair goes on without a lock.
+ * secrets, and one emptied run a thread (its latest; in a memfd_secret
+ * chunk, only in its first VAULT_KEEP bytes), where an alloc+free pair
+ * goes on without a lock.
  */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -118,7 +119,8 @@ static bool keep_run(struct tcache *tc, struct chunk *c, struct run *r, unsigned
 
 	if (lo == tc->vl_keep && cls == tc->vl_keep_cls)
 		return true;
-	if ((size_t)r->page + r->pages > VAULT_KEEP >> mpk__heap_page_shift) {
+	/* memfd_secret is charged as far as the chunk's mapping goes. */
+	if (c->secret && (size_t)r->page + r->pages > VAULT_KEEP >> mpk__heap_page_shift) {
 		drop_range(tc, cls, lo, hi);
 		return false;
 	}
