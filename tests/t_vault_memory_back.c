@@ -9,9 +9,11 @@
  * secret keeps its bytes while the vault shrinks around it; afterwards
  * secrets still come, open, hold what is written, and fault when closed.
  * Both backends, with memfd_secret where the kernel has it and with
- * MPKIT_SECRETMEM=off.
+ * MPKIT_SECRETMEM=off, and after mpk_lockdown() (its filter lets the
+ * vault shrink).
  */
 #include "t_heap.h"
+#include "t_kernel.h"
 
 #define KiB 1024
 /* The documented cache, one thread: with memfd_secret, 64 KiB of a
@@ -72,12 +74,22 @@ static void drop(int i)
 	s[i] = NULL;
 }
 
+static bool locked_down;
+
 static void workload(void)
 {
 	long base = held_kib(), peak = 0;
 	mpk_domain *d = mpk_domain_create("vault-back", MPK_NONE, 0);
 
 	REQUIRE(d);
+	if (locked_down) {
+		/* A chunk made before, and the filter (kill mode): the vault
+		 * shrinks without a call it denies. */
+		unsigned char *first = mpk_secret_alloc(d, 5000);
+		REQUIRE(first && mpk_secret_free(first) == 0);
+		t_segv_recorder_install(); /* for t_read_in_child() after it */
+		REQUIRE(mpk_lockdown(0) == 0);
+	}
 	REQUIRE(mpk_set(d, MPK_RW) == 0);
 	for (int op = 0; op < OPS; op++) {
 		int i = (int)(next() % LIVE);
@@ -93,8 +105,9 @@ static void workload(void)
 		drop(i);
 	REQUIRE(mpk_set(d, MPK_NONE) == 0);
 	long after = held_kib() - base;
-	printf("%s: held %ld KiB at the peak, %ld KiB after all were freed\n",
-	       getenv("MPKIT_SECRETMEM") ? "MPKIT_SECRETMEM=off" : "default", peak - base, after);
+	printf("%s%s: held %ld KiB at the peak, %ld KiB after all were freed\n",
+	       getenv("MPKIT_SECRETMEM") ? "MPKIT_SECRETMEM=off" : "default",
+	       locked_down ? ", locked down" : "", peak - base, after);
 	long keep = saw_secret ? KEEP_SECRET_KIB : KEEP_LOCKED_KIB;
 	CHECK(peak - base > 1024); /* the workload did take memory */
 	CHECK(after >= 0 && after <= keep);
@@ -121,7 +134,8 @@ static void workload(void)
 }
 
 /* memfd_secret where the kernel has it, and ordinary memory (the same
- * where it does not: run once). */
+ * where it does not: run once); the default again after mpk_lockdown(),
+ * where the system has it. */
 static void scenario(void)
 {
 	struct mpk_info in;
@@ -133,6 +147,10 @@ static void scenario(void)
 	t_setenv("MPKIT_SECRETMEM", "off");
 	t_in_child(workload, "ordinary vault memory");
 	unsetenv("MPKIT_SECRETMEM");
+	locked_down = !t_lockdown_absent(0);
+	if (locked_down)
+		t_in_child(workload, "vault memory after mpk_lockdown()");
+	locked_down = false;
 }
 
 int main(void)
