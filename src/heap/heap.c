@@ -221,7 +221,10 @@ static void slab_free(struct arena *a, struct run *r, unsigned i)
 	struct chunk *c = r->chunk;
 	/* Keep it, unless that keeps a second idle chunk mapped. */
 	bool idles = c->nfree + c->spare_pages + r->pages == c->npages;
-	if (!bin->spare && (!idles || !a->empty_chunks)) {
+	bool keep = !bin->spare && (!idles || !a->empty_chunks);
+	if (keep && (a->heap->flags & HEAP_SECRET))
+		keep = !idles && mpk__vault_spare_ok(a, r); /* locked for nothing */
+	if (keep) {
 		bin->spare = r;
 		r->spare = 1;
 		c->spare_pages = (uint16_t)(c->spare_pages + r->pages);

@@ -69,6 +69,7 @@ struct chunk {
 	uint16_t spare_pages;                /* in empty slabs kept by bins */
 	uint16_t live;                       /* pages with the domain's protection
 					      * (a vault's grows: run.c) */
+	bool secret;                         /* memfd_secret: charged whole while mapped */
 	uintptr_t base;
 	struct heap *heap;
 	struct arena *arena;
@@ -348,6 +349,13 @@ void mpk__runs_moved(void);
 /* Grow r to pages in place, from the free run after it: whether it did. */
 bool mpk__run_grow(struct arena *a, struct chunk *c, struct run *r, size_t pages);
 void mpk__chunks_release(struct arena *a); /* all of them, on destroy */
+/* What a vault keeps locked with no secret in it: empty slabs in its bins
+ * up to VAULT_KEEP in all, none that would hold up a shrink of its chunk,
+ * and per thread one emptied run of its list's, in a memfd_secret chunk
+ * only in its first VAULT_KEEP bytes, to which its mapping can shrink
+ * (run.c, vlist.c, docs/heaps.md). */
+#define VAULT_KEEP ((size_t)64 << 10)
+bool mpk__vault_spare_ok(struct arena *a, const struct run *r);
 /* Lock vault pages in memory: 0, or -1 with the errno of mlock(). */
 int mpk__heap_lock_pages(struct heap *h, void *addr, size_t len);
 /* Nothing in use but empty slabs kept by bins: the chunk could go. */
@@ -514,6 +522,10 @@ struct tcache {
 	unsigned gen;               /* vault: mpk__fork_gen its listed blocks are locked in */
 	bool wipe;                  /* MPK_HEAP_WIPE: free zeroes the block */
 	struct arena *arena;        /* refills come from there */
+	/* Vault: the one run emptied of secrets whose blocks the list keeps
+	 * (vlist.c): its start and end, its class. */
+	uintptr_t vl_keep, vl_keep_end;
+	unsigned vl_keep_cls;
 	uint8_t n[NTC];                /* small classes, then page runs */
 	uintptr_t slot[NTC][TC_MAX];   /* user pointer ^ mkey */
 };

@@ -11,7 +11,10 @@
  * quarter of the arena's memory, at least PURGE_CAP) the oldest go at once.
  * An idle chunk (nothing in use but empty slabs kept by bins) is unmapped
  * unless it is the one its arena keeps for the next growth.  Vault runs are
- * locked while in use, and unlocked and purged as soon as they are free.
+ * locked while in use, and unlocked and purged as soon as they are free; a
+ * vault chunk's live part shrinks when less than half of it is in use, and
+ * to a page when the chunk is idle (its empty slabs go too), so that what
+ * stays locked with no secret in it is a small cache (VAULT_KEEP).
  * Callers hold the arena's lock.
  *
  * The owner table maps a page to the first page of its run exactly for runs
@@ -120,6 +123,7 @@ static struct chunk *chunk_new(struct arena *a)
 		err = errno;
 		goto unmap;
 	}
+	bool secret = (a->heap->flags & HEAP_SECRET) && mpk__secret_at(base);
 	pthread_mutex_lock(&mpk__meta_lock);
 	c = mpk__meta_alloc(sizeof(*c));
 	if (c) {
@@ -129,6 +133,7 @@ static struct chunk *chunk_new(struct arena *a)
 		c->arena = a;
 		c->npages = (uint16_t)(CHUNK_SIZE / page);
 		c->live = (uint16_t)(live / page);
+		c->secret = secret;
 		if (mpk__map_add(c)) {
 			mpk__meta_free(c, sizeof(*c));
 			c = NULL;
@@ -367,6 +372,90 @@ void mpk__runs_moved(void)
 	__atomic_add_fetch(&mpk__runs_epoch, 1, __ATOMIC_RELEASE);
 }
 
+/* What a vault chunk's live part shrinks to when nothing from page end
+ * on is in use (c->live or more: it does not): a page if the chunk is
+ * idle, VAULT_KEEP if end is within it, else end if that is less than
+ * half (growth doubles: no shrink and grow again at each step). */
+static unsigned shrink_to(const struct chunk *c, unsigned end, bool idle)
+{
+	unsigned keep = (unsigned)(VAULT_KEEP >> mpk__heap_page_shift);
+
+	return idle ? 1 : end <= keep ? keep : end * 2u < c->live ? end : c->live;
+}
+
+/* The end of the last run before page pg of c that holds blocks: free
+ * runs and empty slabs in between are passed over. */
+static unsigned used_below(const struct chunk *c, unsigned pg)
+{
+	while (pg) {
+		const struct run *p = &c->runs[c->owner[pg - 1]];
+		if (p->kind != RUN_FREE && !(p->kind == RUN_SLAB && p->spare))
+			break;
+		pg = p->page;
+	}
+	return pg;
+}
+
+bool mpk__vault_spare_ok(struct arena *a, const struct run *r)
+{
+	size_t keep = VAULT_KEEP >> mpk__heap_page_shift, n = r->pages;
+	const struct chunk *rc = r->chunk;
+
+	/* Nor one that would hold up a shrink: the last run in use, with
+	 * only free and empty ones below it down to one that is not. */
+	if (used_below(rc, rc->npages) == r->page + r->pages &&
+	    shrink_to(rc, used_below(rc, r->page), false) < rc->live)
+		return false;
+	for (struct chunk *c = a->chunks; c && n <= keep; c = c->next)
+		n += c->spare_pages;
+	return n <= keep;
+}
+
+/* Pages from page from of vault chunk c on hold no block: its empty slabs
+ * there go, and they become one free run. */
+static void vault_clear(struct arena *a, struct chunk *c, unsigned from)
+{
+	size_t page = mpk__page();
+
+	for (unsigned pg = from; pg < c->npages; pg += c->runs[pg].pages) {
+		struct run *r = &c->runs[pg];
+		if (r->kind == RUN_FREE) {
+			free_remove(a, r);
+		} else { /* empty: its blocks were wiped as they were freed */
+			void *at = (void *)run_addr(c, r);
+			a->bins[r->cls].spare = NULL;
+			r->spare = 0;
+			c->spare_pages = (uint16_t)(c->spare_pages - r->pages);
+			c->nfree = (uint16_t)(c->nfree + r->pages);
+			mpk_os_munlock(at, r->pages * page);
+			mpk_os_madvise(at, r->pages * page, MADV_DONTNEED);
+		}
+		r->kind = RUN_NONE;
+	}
+	struct run *r = &c->runs[from];
+	r->page = (uint16_t)from;
+	r->pages = (uint16_t)(c->npages - from);
+	r->clean = 1;
+	free_insert(a, c, r);
+}
+
+/* A run of vault chunk c went (c kept): an idle chunk's empty slabs go,
+ * and its live part shrinks to a page; else, where nothing past page end
+ * is in use but empty slabs, they go if the live part can then shrink.
+ * memfd_secret is charged to RLIMIT_MEMLOCK while mapped, in use or not. */
+static void vault_trim(struct arena *a, struct chunk *c, bool idle)
+{
+	unsigned end = idle ? 0 : used_below(c, c->npages);
+	unsigned to = shrink_to(c, end, idle);
+
+	if ((idle && c->spare_pages) || to < c->live)
+		vault_clear(a, c, end);
+	if (to >= c->live)
+		return;
+	mpk__owned_shrink(a->heap->domain, (void *)c->base, (size_t)to << mpk__heap_page_shift);
+	c->live = (uint16_t)to; /* if it could not, the next growth finds out */
+}
+
 void mpk__run_free(struct arena *a, struct chunk *c, struct run *r)
 {
 	size_t page = mpk__page();
@@ -404,13 +493,16 @@ void mpk__run_free(struct arena *a, struct chunk *c, struct run *r)
 		}
 	}
 	free_insert(a, c, r);
-	if (mpk__chunk_idle(c)) {
+	bool idle = mpk__chunk_idle(c);
+	if (idle) {
 		if (a->empty_chunks) {
 			chunk_release(a, c); /* one idle chunk is enough */
 			return;
 		}
 		a->empty_chunks++;
 	}
+	if (a->heap->flags & HEAP_SECRET)
+		vault_trim(a, c, idle);
 	decay(a, now);
 }
 

@@ -9,7 +9,12 @@
  * block is in use, and a listed block stays in use for its arena) and
  * liveness from the run's live bits, which every thread changes
  * atomically: a second free, from any thread, finds its bit clear.
- * Listed blocks stay locked in memory with their runs, and are zero.
+ * Listed blocks stay locked in memory with their runs, and are zero.  A
+ * free that leaves its run with no secret of the user's gives it back,
+ * with the thread's listed blocks in it: lists keep runs that hold
+ * secrets, and one emptied run a thread (its latest; in a memfd_secret
+ * chunk, only in its first VAULT_KEEP bytes), where an alloc+free pair
+ * goes on without a lock.
  */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -75,18 +80,73 @@ void *mpk__vl_alloc(struct mpk_domain *d, size_t len)
 	return (void *)p;
 }
 
+/* Whether slab run r holds no secret of the user's.  Word by word: a
+ * race with another thread's alloc or free makes it keep a run or give
+ * its listed blocks back early, nothing worse. */
+static bool run_unused(const struct run *r)
+{
+	for (unsigned k = 0; k < SLAB_BLOCKS_MAX / 64; k++)
+		if (__atomic_load_n(&r->live[k], __ATOMIC_RELAXED))
+			return false;
+	return true;
+}
+
+/* tc's listed blocks of class cls in [lo, hi) go back to the arena. */
+static void drop_range(struct tcache *tc, unsigned cls, uintptr_t lo, uintptr_t hi)
+{
+	uintptr_t out[VL_MAX];
+	unsigned n = tc->n[cls], kept = 0, k = 0;
+	struct mpk_misuse m;
+
+	for (unsigned j = 0; j < n; j++) {
+		uintptr_t a = tc->slot[cls][j] ^ tc->mkey;
+		if (a - lo < hi - lo && !(a & 15) && k < VL_MAX)
+			out[k++] = a;
+		else
+			tc->slot[cls][kept++] = tc->slot[cls][j];
+	}
+	tc->n[cls] = (uint8_t)kept;
+	for (unsigned j = 0; j < k; j++)
+		(void)mpk__heap_release(tc->heap, (void *)out[j], &m, "mpk_secret_free");
+}
+
+/* A free left slab run r (block class cls) with no secret: whether the
+ * thread's list may keep the freed block, the run's being its kept one
+ * now; if not, its listed blocks in r went back. */
+static bool keep_run(struct tcache *tc, struct chunk *c, struct run *r, unsigned cls)
+{
+	uintptr_t lo = run_addr(c, r), hi = lo + ((uintptr_t)r->pages << mpk__heap_page_shift);
+
+	if (lo == tc->vl_keep && cls == tc->vl_keep_cls)
+		return true;
+	/* memfd_secret is charged as far as the chunk's mapping goes. */
+	if (c->secret && (size_t)r->page + r->pages > VAULT_KEEP >> mpk__heap_page_shift) {
+		drop_range(tc, cls, lo, hi);
+		return false;
+	}
+	if (tc->vl_keep)
+		drop_range(tc, tc->vl_keep_cls, tc->vl_keep, tc->vl_keep_end);
+	tc->vl_keep = lo;
+	tc->vl_keep_end = hi;
+	tc->vl_keep_cls = cls;
+	return true;
+}
+
 int mpk__vl_free(struct heap *h, void *p, struct mpk_misuse *m)
 {
 	uintptr_t a = (uintptr_t)p;
-	uint64_t mask;
+	struct chunk *c = mpk__map_find(a);
+	struct run *r;
+	unsigned i;
 	size_t cap;
-	uint64_t *w = live_bit(h, a, &mask, &cap);
 
-	if (!w)
+	if (!c || c->heap != h || !(cap = mpk__slab_slot(c, a, &r, &i)))
 		return VL_SLOW; /* big and page-run blocks, and misuse */
+	uint64_t mask = 1ull << (i % 64), *w = &r->live[i / 64];
 	/* Cleared first: a free racing this one, or any later one, sees
 	 * the block is no longer the user's. */
-	if (!(__atomic_fetch_and(w, ~mask, __ATOMIC_ACQ_REL) & mask)) {
+	uint64_t old = __atomic_fetch_and(w, ~mask, __ATOMIC_ACQ_REL);
+	if (!(old & mask)) {
 		mpk__misuse_fill(m, MPK_MISUSE_DOUBLE_FREE, "mpk_secret_free", p, h);
 		return MPK_MISUSE_DOUBLE_FREE;
 	}
@@ -94,8 +154,11 @@ int mpk__vl_free(struct heap *h, void *p, struct mpk_misuse *m)
 	unsigned cls = mpk__class_of16[cap >> 4];
 	int rc;
 	unsigned lim = cap < VL_BYTES / VL_MAX ? VL_MAX : cap < VL_BYTES ? VL_BYTES / cap : 1;
-	if (!tc || tc->n[cls] >= lim) {
-		/* The list is full: back to the arena, wiped there. */
+	/* The block is in use until it goes back: r stays.  An emptied run
+	 * first, which may take listed blocks off. */
+	if (!tc || (!(old & ~mask) && run_unused(r) && !keep_run(tc, c, r, cls)) ||
+	    tc->n[cls] >= lim) {
+		/* Full, or not kept: back to the arena, wiped there. */
 		if ((rc = mpk__heap_release(h, p, m, "mpk_secret_free")))
 			__atomic_fetch_or(w, mask, __ATOMIC_RELAXED); /* still the user's */
 		return rc;
