@@ -111,10 +111,14 @@ int main(void)
 	t_cli_run(&r, NULL, (const char *[]){ "run", "--sealed", prog, "-e", "MPKIT_HEAP_META", NULL });
 	status("run --sealed PROG", &r, 0);
 	CHECK(!strcmp(r.out, "closed\n"));
+	/* a program of Debian's found on PATH (a drop-in built for another C
+	 * library cannot go into glibc's programs) */
+#ifdef __GLIBC__
 	if (system("command -v python3 >/dev/null 2>&1") == 0) {
 		t_cli_run(&r, NULL, (const char *[]){ "run", "python3", "-c", "print(6 * 7)", NULL });
 		status("run python3", &r, 0);
 		CHECK(!strcmp(r.out, "42\n"));
 	}
+#endif
 	return t_done();
 }

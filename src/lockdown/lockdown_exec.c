@@ -101,10 +101,21 @@ static bool file_writable(const struct mpk_procmaps_vma *v, unsigned flags)
 	return !stat(v->path, &st) && (st.st_ino != v->inode || st.st_uid == geteuid());
 }
 
+/* Each page's first byte stored back: a volatile store, which no compiler
+ * drops (clang made a locked add of 0 a load), and kept from TSan, which
+ * has no shadow for code pages. */
+__attribute__((no_sanitize("thread"))) static void touch_pages(uintptr_t lo, uintptr_t hi, size_t page)
+{
+	for (uintptr_t a = lo; a < hi; a += page) {
+		volatile unsigned char *b = (volatile unsigned char *)a;
+		*b = *b;
+	}
+}
+
 /* Every page of a private file mapping made an anonymous copy: a write
- * fault on each (a locked add of 0 changes no byte), the protection back
- * after.  A whole page past the file's end cannot be copied (SIGBUS), and
- * the file growing would fill it: refused, as is a file whose size cannot
+ * fault on each (its byte stored back), the protection back after.  A
+ * whole page past the file's end cannot be copied (SIGBUS), and the file
+ * growing would fill it: refused, as is a file whose size cannot
  * be known (another file at its path now). */
 static int copy_out(const struct mpk_procmaps_vma *v)
 {
@@ -124,8 +135,7 @@ static int copy_out(const struct mpk_procmaps_vma *v)
 	}
 	if (mpk_os_mprotect((void *)v->lo, len, PROT_READ | PROT_WRITE | PROT_EXEC))
 		return -1;
-	for (uintptr_t a = v->lo; a < v->hi; a += page)
-		__atomic_fetch_add((unsigned char *)a, 0, __ATOMIC_RELAXED);
+	touch_pages(v->lo, v->hi, page);
 	return mpk_os_mprotect((void *)v->lo, len, prot);
 }
 
