@@ -31,6 +31,7 @@
 
 #include <mpkit.h>
 
+#include "extlib.h"
 #include "options.h"
 #include "output.h"
 #include "timing.h"
@@ -67,20 +68,6 @@ static long iters(long n)
 enum { A_GLIBC, A_JEMALLOC, A_MIMALLOC, A_HEAP, A_GUARDED };
 
 static const char *const ext_lib[] = { NULL, "libjemalloc.so.2", "libmimalloc.so.2" };
-
-/* The library's path, or NULL if it is not installed. */
-static const char *ext_path(int kind, char *buf, size_t size)
-{
-	static const char *const dirs[] = { "/usr/lib/x86_64-linux-gnu", "/usr/lib/aarch64-linux-gnu",
-					    "/usr/lib64", "/usr/lib", "/usr/local/lib" };
-
-	for (size_t i = 0; i < sizeof(dirs) / sizeof(dirs[0]); i++) {
-		snprintf(buf, size, "%s/%s", dirs[i], ext_lib[kind]);
-		if (!access(buf, R_OK))
-			return buf;
-	}
-	return NULL;
-}
 
 struct alloc {
 	int kind;
@@ -599,7 +586,7 @@ static void variant(int kind, const char *meta, int heap_only, struct result *re
 	}
 	fflush(NULL);
 	char lib[256], fd[16], k[16], rn[16], sc[32];
-	if ((kind == A_JEMALLOC || kind == A_MIMALLOC) && !ext_path(kind, lib, sizeof(lib))) {
+	if ((kind == A_JEMALLOC || kind == A_MIMALLOC) && !bench_lib_path(ext_lib[kind], lib, sizeof(lib))) {
 		res->absent = res->ok = 1;
 		close(fds[0]);
 		close(fds[1]);

@@ -31,6 +31,7 @@
 
 #include <mpkit.h>
 
+#include "extlib.h"
 #include "options.h"
 #include "output.h"
 
@@ -170,20 +171,6 @@ static int child(int kind, int w)
 	return !bench_output_ok("mpkit-bench-rss");
 }
 
-/* The library's path, or NULL if it is not installed. */
-static const char *ext_path(int kind, char *buf, size_t size)
-{
-	static const char *const dirs[] = { "/usr/lib/x86_64-linux-gnu", "/usr/lib64", "/usr/lib",
-					    "/usr/local/lib" };
-
-	for (size_t i = 0; i < sizeof(dirs) / sizeof(dirs[0]); i++) {
-		snprintf(buf, size, "%s/%s", dirs[i], ext_lib[kind]);
-		if (!access(buf, R_OK))
-			return buf;
-	}
-	return NULL;
-}
-
 /* Run this program again as a child measuring kind on w: KiB, 0 when the
  * allocator is absent, -1 when the child failed. */
 static long variant(const char *self, int kind, int w)
@@ -192,7 +179,7 @@ static long variant(const char *self, int kind, int w)
 	const char *path = NULL;
 	int fds[2];
 
-	if (ext_lib[kind] && !(path = ext_path(kind, lib, sizeof(lib))))
+	if (ext_lib[kind] && !(path = bench_lib_path(ext_lib[kind], lib, sizeof(lib))))
 		return 0;
 	snprintf(ks, sizeof(ks), "%d", kind);
 	snprintf(ws, sizeof(ws), "%d", w);
