@@ -275,6 +275,10 @@ struct mpk__seal {
 	unsigned nranges;         /* atomic: read without the lock */
 	bool ro;                  /* sealed now: writes need mpk__seal_write() */
 	struct { uintptr_t lo, hi; } range[META_RANGES]; /* the area's regions */
+	/* Set once, before the first area (heap.c): a cache class's limit
+	 * raised past TC_MAX would spill a push into the next class's
+	 * stack, whose malloc would then hand out a smaller block. */
+	uint8_t tc_lim[NCLASSES + NLCLASSES];
 };
 #define SEAL_PAGE 4096 /* x86's; the object fills its pages alone */
 extern union mpk__seal_page {
@@ -590,7 +594,7 @@ struct tcache {
  * hint is good only until then): caches check their heap again. */
 extern uint64_t mpk__heap_epoch;
 extern __thread struct tcache *mpk__tc_last __attribute__((tls_model("initial-exec")));
-extern uint8_t mpk__tc_lim[NTC]; /* entries per class */
+#define mpk__tc_lim (mpk__seal_pg.s.tc_lim) /* entries per class (seal.c) */
 /* The calling thread's cache for h (metadata open, h checked), made if need
  * be; NULL if none can be had. */
 struct tcache *mpk__tc_attach(struct heap *h);
