@@ -21,87 +21,12 @@
  * elsewhere, every block of a sweep lies in the heap's domain.  Open (the
  * soft default) nothing is sealed: not tested.  Both backends.
  */
-#define _GNU_SOURCE
-#include <elf.h>
-#include <fcntl.h>
-#include <sys/stat.h>
-
 #include "t_attack.h"
 
 enum { BUF = 1 << 20, MAXW = 256 };
 
 static unsigned char buf[BUF] __attribute__((aligned(4096)));
 static unsigned char want[BUF];
-
-/* The heap layer's files, and its globals (heap.h). */
-static const char *const files[] = { "meta.c", "seal.c", "map.c",  "big.c",  "run.c",   "heap.c",
-				     "calls.c", "cache.c", "fork.c", "vault.c", "vlist.c", "misuse.c" };
-static const char *const globals[] = { "mpk__meta_dom",   "mpk__seal_pg",    "mpk__tag_root",
-				       "mpk__heap_epoch", "mpk__tc_lim",     "mpk__fork_gen",
-				       "mpk__heaps_lock", "mpk__meta_lock",  "mpk__runs_epoch" };
-
-struct obj {
-	uintptr_t at;
-	size_t size;
-};
-
-int main(void);
-
-static bool listed(const char *s, const char *const *l, size_t n)
-{
-	for (size_t i = 0; i < n; i++)
-		if (!strcmp(s, l[i]))
-			return true;
-	return false;
-}
-
-/* The heap layer's data objects, as an attacker reads them from the
- * executable's symbol table (PIE: placed by main's). */
-static int objects(struct obj *o, int max)
-{
-	int fd = open("/proc/self/exe", O_RDONLY | O_CLOEXEC), n = 0;
-	struct stat st;
-
-	REQUIRE(fd >= 0 && fstat(fd, &st) == 0);
-	unsigned char *f = mmap(NULL, (size_t)st.st_size, PROT_READ, MAP_PRIVATE, fd, 0);
-	REQUIRE(f != MAP_FAILED);
-	close(fd);
-	const Elf64_Ehdr *eh = (const Elf64_Ehdr *)f;
-	const Elf64_Shdr *sh = (const Elf64_Shdr *)(f + eh->e_shoff);
-	uintptr_t main_at = 0, main_val = 0;
-	for (int pass = 0; pass < 2; pass++)
-		for (unsigned i = 0; i < eh->e_shnum; i++) {
-			if (sh[i].sh_type != SHT_SYMTAB)
-				continue;
-			const Elf64_Sym *sym = (const Elf64_Sym *)(f + sh[i].sh_offset);
-			const char *str = (const char *)(f + sh[sh[i].sh_link].sh_offset);
-			bool ours = false; /* locals after a FILE symbol of the heap layer */
-			for (size_t k = 0; k < sh[i].sh_size / sizeof(*sym); k++) {
-				const char *s = str + sym[k].st_name;
-				int type = ELF64_ST_TYPE(sym[k].st_info);
-				if (type == STT_FILE) {
-					const char *base = strrchr(s, '/');
-					ours = listed(base ? base + 1 : s, files, sizeof(files) / sizeof(*files));
-					continue;
-				}
-				if (!pass && !strcmp(s, "main") && type == STT_FUNC) {
-					main_val = sym[k].st_value;
-					main_at = (uintptr_t)main;
-				}
-				if (!pass || type != STT_OBJECT || !sym[k].st_size || n == max)
-					continue;
-				bool local = ELF64_ST_BIND(sym[k].st_info) == STB_LOCAL;
-				if ((local && ours) || (!local && listed(s, globals, sizeof(globals) / sizeof(*globals)))) {
-					o[n].at = main_at - main_val + sym[k].st_value;
-					o[n++].size = sym[k].st_size;
-				}
-			}
-		}
-	munmap(f, (size_t)st.st_size);
-	if (!main_at)
-		t_skip("no symbol table (a stripped test)");
-	return n;
-}
 
 static bool in_meta(uintptr_t w, mpk_domain *m)
 {
@@ -118,8 +43,8 @@ struct wr {
 
 static int targets(struct wr *w, mpk_domain *m)
 {
-	static struct obj o[512];
-	int no = objects(o, 512), n = 0, run = 0;
+	static struct t_obj o[512];
+	int no = t_attack_heap_objects(o, 512), n = 0, run = 0;
 
 	for (int i = 0; i < no; i++) {
 		uintptr_t *p = (uintptr_t *)((o[i].at + 7) & ~(uintptr_t)7);
