@@ -16,7 +16,7 @@ SHARED_SRC := src/shared/procmaps.c src/shared/scan.c src/shared/scan_class.c sr
 CORE_SRC := $(addprefix src/core/,init.c os.c os_signal.c domain.c region.c window.c secretmem.c \
             memory.c owned.c code_region.c rights.c soft.c broadcast.c thread.c thread_start.c fork.c \
             fault.c hooks.c backtrace.c report.c registry.c audit.c ialloc.c sort.c)
-HEAP_SRC := $(addprefix src/heap/,meta.c map.c run.c big.c heap.c calls.c misuse.c cache.c fork.c vault.c vlist.c)
+HEAP_SRC := $(addprefix src/heap/,meta.c seal.c map.c run.c big.c heap.c calls.c misuse.c cache.c fork.c vault.c vlist.c)
 LOCKDOWN_SRC := $(addprefix src/lockdown/,lockdown.c lockdown_bpf.c landlock.c)
 FEATURE_SRC := src/features/code.c src/features/watch.c
 LIB_SRC := $(ARCH_SRC) $(SHARED_SRC) $(CORE_SRC) $(HEAP_SRC) $(LOCKDOWN_SRC) $(FEATURE_SRC)

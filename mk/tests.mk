@@ -63,7 +63,7 @@ TEST_FILES := $(B)/tests/ex-jit $(B)/tests/libmpkit-watch.so $(B)/tests/watch-ta
 	      $(B)/tests/watch-plain $(B)/tests/watch-plain-stripped \
 	      $(B)/tests/libmpkit-malloc.so $(B)/tests/malloc-edge $(B)/tests/malloc-stress $(B)/tests/malloc-misuse $(B)/tests/malloc-args \
 	      $(B)/tests/malloc-misuse-static \
-	      $(B)/tests/malloc-calloc \
+	      $(B)/tests/malloc-calloc $(B)/tests/malloc-boot \
 	      $(B)/tests/malloc-stress-static $(B)/tests/bench-noise.so \
 	      $(B)/tests/t_scan_lockdown_static $(B)/tests/scan-libmpkit.so $(B)/tests/scan-cc/built
 $(B)/tests/ex-jit: $(B)/examples/jit

@@ -44,6 +44,20 @@ void t_attack_reported(void (*fn)(void *), void *arg, const char *what, const vo
  */
 void t_attack_both_modes(void (*attack)(const char *meta));
 
+/* A data object of the program, placed. */
+struct t_obj {
+	uintptr_t at;
+	size_t size;
+};
+
+/*
+ * The heap layer's data objects as an attacker finds them in the test's
+ * symbol table (it links libmpkit.a): the local objects of src/heap/'s
+ * files and heap.h's globals by name.  Up to max into o; how many.
+ * Skips the test when it has no symbol table.
+ */
+int t_attack_heap_objects(struct t_obj *o, int max);
+
 /* Copy n bytes where sanitizers do not look: a heap header, a freed
  * block (the attack reads or writes them on purpose). */
 #if defined(__SANITIZE_ADDRESS__)

@@ -1,88 +1,136 @@
 /*
- * Attack: the heap metadata area's own state rewritten where it lives, in
- * libmpkit's .bss, outside the seal.  The attacker reads the library's
- * symbol table (here the test's own, which links libmpkit.a) for the
- * object `meta` (src/heap/meta.c), finds in it the bump pointer and its
- * end (the last pair of words naming the heap-meta domain's memory, after
- * the table of ranges) and the free lists before them (the layout read
- * from the source), and points them all at a global buffer.  The next
- * heap descriptor (and chunk descriptor) came from there: the attacker's
- * memory, where every later choice of the allocator is theirs.  Sealed,
- * the area now checks each run against the core's record of the
- * heap-meta domain and refuses the global: mpk_heap_create() fails with
- * ENOMEM, mallocs that need a new chunk too, and the buffer is neither
- * read as a link nor written.  Open (the soft default) nothing is sealed:
- * not tested.  Both backends.
+ * Attack: the heap allocator's own globals rewritten where they live, in
+ * libmpkit's writable data, by an attacker who reads the library's symbol
+ * table (here the test's own, which links libmpkit.a) and who may read
+ * and write any memory not sealed.  The heap layer's objects are the
+ * local ones of its files (src/heap/) and its globals (heap.h); in them
+ * the attacker takes every word that names the heap-meta domain's memory
+ * (bump pointer and end, free lists, registry, the address map's root,
+ * the big-block table: where the next descriptor comes from) or is the
+ * heap-meta domain's handle (the seal's switch), and every entry of the
+ * chunk tag table.  It points them at a buffer of its own (a bump and end
+ * pair at its second half, the rest at zeroed runs with NULL links) and
+ * the handle to NULL, as the old layout made possible: malloc then wrote
+ * the next heap descriptor into the buffer.
+ *
+ * Sealed, each such word lies in sealed memory: the write faults where it
+ * is made (each is tried alone in a child, which must die of SIGSEGV at
+ * that very address, or else survive it).  All the writes that did not
+ * fault are then made together, and the allocator must hand out nothing
+ * in the buffer nor write it: mpk_heap_create() fails or gives a handle
+ * elsewhere, every block of a sweep lies in the heap's domain.  Open (the
+ * soft default) nothing is sealed: not tested.  Both backends.
  */
-#define _GNU_SOURCE
-#include <elf.h>
-#include <fcntl.h>
-#include <sys/stat.h>
-
 #include "t_attack.h"
 
-enum { ORDERS = 11, BUF = 1 << 20 };
+enum { BUF = 1 << 20, MAXW = 256 };
 
 static unsigned char buf[BUF] __attribute__((aligned(4096)));
 static unsigned char want[BUF];
 
-int main(void);
-
-/* The address of every object symbol named name, as an attacker reads
- * them from the executable (PIE: placed by main's). */
-static int symbols(const char *name, uintptr_t *at, size_t *size, int max)
+static bool in_meta(uintptr_t w, mpk_domain *m)
 {
-	int fd = open("/proc/self/exe", O_RDONLY | O_CLOEXEC), n = 0;
-	struct stat st;
+	return w && mpk_domain_of((void *)w) == m;
+}
 
-	REQUIRE(fd >= 0 && fstat(fd, &st) == 0);
-	unsigned char *f = mmap(NULL, (size_t)st.st_size, PROT_READ, MAP_PRIVATE, fd, 0);
-	REQUIRE(f != MAP_FAILED);
-	close(fd);
-	const Elf64_Ehdr *eh = (const Elf64_Ehdr *)f;
-	const Elf64_Shdr *sh = (const Elf64_Shdr *)(f + eh->e_shoff);
-	uintptr_t main_at = 0, main_val = 0;
-	for (int pass = 0; pass < 2; pass++)
-		for (unsigned i = 0; i < eh->e_shnum; i++) {
-			if (sh[i].sh_type != SHT_SYMTAB)
-				continue;
-			const Elf64_Sym *sym = (const Elf64_Sym *)(f + sh[i].sh_offset);
-			const char *str = (const char *)(f + sh[sh[i].sh_link].sh_offset);
-			for (size_t k = 0; k < sh[i].sh_size / sizeof(*sym); k++) {
-				const char *s = str + sym[k].st_name;
-				if (!pass && !strcmp(s, "main") && ELF64_ST_TYPE(sym[k].st_info) == STT_FUNC) {
-					main_val = sym[k].st_value;
-					main_at = (uintptr_t)main;
-				} else if (pass && !strcmp(s, name) && n < max &&
-					   ELF64_ST_TYPE(sym[k].st_info) == STT_OBJECT) {
-					at[n] = main_at - main_val + sym[k].st_value;
-					size[n++] = sym[k].st_size;
-				}
+/* The words to write and what: a bump and end pair into the buffer's
+ * second half, the domain handle NULL, other pointers into the area and
+ * tag leaves at zeroed runs of the buffer (links and tags NULL). */
+struct wr {
+	uintptr_t *at;
+	uintptr_t val;
+};
+
+static int targets(struct wr *w, mpk_domain *m)
+{
+	static struct t_obj o[512];
+	int no = t_attack_heap_objects(o, 512), n = 0, run = 0;
+
+	for (int i = 0; i < no; i++) {
+		uintptr_t *p = (uintptr_t *)((o[i].at + 7) & ~(uintptr_t)7);
+		for (; (uintptr_t)(p + 1) <= o[i].at + o[i].size && n < MAXW - 1; p++) {
+			if (*p == (uintptr_t)m) {
+				w[n++] = (struct wr){ p, 0 };
+			} else if (in_meta(p[0], m) && (uintptr_t)(p + 2) <= o[i].at + o[i].size &&
+				   p[1] > p[0] && in_meta(p[1] - 1, m) && !in_meta(p[1], m)) {
+				/* the bump and its end: the last word of its region */
+				w[n++] = (struct wr){ p, (uintptr_t)buf + BUF / 2 };
+				w[n++] = (struct wr){ p + 1, (uintptr_t)buf + BUF };
+				p++;
+			} else if (in_meta(*p, m)) {
+				w[n++] = (struct wr){ p, (uintptr_t)buf + ((size_t)(run++ % 8) << 16) };
 			}
 		}
-	munmap(f, (size_t)st.st_size);
-	if (!main_at)
-		t_skip("no symbol table (a stripped test)");
+	}
+	/* The tag table's leaves (its root is a global named above): an
+	 * attacker sees the mappings its entries name. */
+	for (int i = 0; i < no; i++) {
+		uintptr_t *p = (uintptr_t *)o[i].at;
+		if (o[i].size != (sizeof(void *) << (48 - 20 - 14)))
+			continue;
+		for (size_t k = 0; k < o[i].size / sizeof(*p) && n < MAXW; k++)
+			if (p[k] && !in_meta(p[k], m))
+				w[n++] = (struct wr){ &p[k], (uintptr_t)buf + ((size_t)(run++ % 8) << 16) };
+	}
 	return n;
 }
 
-/* The bump pointer in the object at a of len bytes: the last pair of
- * words where the first names m's memory and the second is past it. */
-static uintptr_t *find_bump(uintptr_t a, size_t len, mpk_domain *m)
+static void write_one(void *arg)
 {
-	uintptr_t *w = (uintptr_t *)a, *found = NULL;
+	const struct wr *w = arg;
 
-	for (size_t i = 0; i + 1 < len / sizeof(*w); i++)
-		if (mpk_domain_of((void *)w[i]) == m && w[i + 1] > w[i] &&
-		    mpk_domain_of((void *)(w[i + 1] - 1)) == m)
-			found = &w[i];
-	return found;
+	*(volatile uintptr_t *)w->at = w->val;
+}
+
+static int misuses;
+static void on_misuse(const struct mpk_misuse *mi, void *arg)
+{
+	(void)mi;
+	(void)arg;
+	misuses++;
+}
+
+struct all {
+	const struct wr *w;
+	int n;
+	mpk_heap *h;
+	mpk_domain *d;
+	void *live;
+};
+
+/* Every write that did not fault, then the allocator at work: nothing
+ * in the buffer, nothing written there. */
+static void write_all(void *arg)
+{
+	const struct all *a = arg;
+
+	REQUIRE(mpk_misuse_handler_set(on_misuse, NULL) == 0);
+	memset(buf, 0x5a, sizeof(buf));
+	for (int r = 0; r < 8; r++)
+		memset(buf + ((size_t)r << 16), 0, 64);
+	memcpy(want, buf, sizeof(buf));
+	for (int i = 0; i < a->n; i++)
+		*(volatile uintptr_t *)a->w[i].at = a->w[i].val;
+
+	mpk_heap *h2 = mpk_heap_create(a->d, 0);
+	if (h2 && (unsigned char *)h2 >= buf && (unsigned char *)h2 < buf + BUF)
+		t_fail("the new heap's descriptor %p is in the attacker's buffer", (void *)h2);
+	void *blk[12];
+	for (int i = 0; i < 12; i++) {
+		blk[i] = mpk_heap_malloc(a->h, 120 << 10);
+		if (blk[i] && mpk_domain_of(blk[i]) != a->d)
+			t_fail("block %p outside the heap's domain", blk[i]);
+	}
+	CHECK(mpk_heap_free(a->h, a->live) == 0);
+	if (memcmp(buf, want, sizeof(buf)))
+		t_fail("the allocator wrote into the attacker's buffer");
+	struct t_span keep = { buf, BUF };
+	t_attack_sweep(a->h, &keep, 1);
 }
 
 static void attack(void)
 {
-	uintptr_t at[8];
-	size_t size[8];
+	static struct wr w[MAXW], left[MAXW];
 	t_setenv("MPKIT_HEAP_META", "closed");
 	mpk_domain *d = mpk_domain_create("attack-bss", MPK_RW, 0);
 	REQUIRE(d);
@@ -90,51 +138,31 @@ static void attack(void)
 	REQUIRE(h);
 	mpk_domain *m = mpk_domain_of(h);
 	REQUIRE(m && !strcmp(mpk_domain_name(m), "heap-meta"));
+	void *small = mpk_heap_malloc(h, 100), *big = mpk_heap_malloc(h, 300 << 10);
+	REQUIRE(small && big); /* a chunk tagged, a big-block table */
 
-	int n = symbols("meta", at, size, 8);
-	uintptr_t *bump = NULL;
-	for (int i = 0; i < n && !bump; i++)
-		bump = find_bump(at[i], size[i], m);
-	if (!bump)
-		t_fail("no bump pointer found in the %d objects named meta", n);
-	REQUIRE(bump);
-	uintptr_t *lists = bump - ORDERS;
-	uintptr_t saved[ORDERS + 2];
-	memcpy(saved, lists, sizeof(saved));
-
-	/* The free lists' heads and the bump into the buffer; each head
-	 * a run whose link is NULL. */
-	memset(buf, 0x5a, sizeof(buf));
-	for (int o = 0; o < ORDERS; o++) {
-		unsigned char *run = buf + (o < 8 ? (size_t)o << 16 : 0);
-		memset(run, 0, 8);
-		lists[o] = (uintptr_t)run;
+	int n = targets(w, m), nleft = 0, sealed = 0;
+	if (!n)
+		t_fail("no word of the heap layer's data names the heap-meta domain");
+	for (int i = 0; i < n; i++) {
+		struct t_child c = t_child(write_one, &w[i], T_CHILD_FAULT);
+		if (c.fault.faulted && c.fault.where == (void *)w[i].at)
+			sealed++;
+		else if (c.exit_code == 0)
+			left[nleft++] = w[i];
+		else
+			t_fail("the write at %p: exit %d, fault at %p", (void *)w[i].at, c.exit_code,
+			       c.fault.where);
+		t_child_free(&c);
 	}
-	bump[0] = (uintptr_t)buf + (BUF / 2);
-	bump[1] = (uintptr_t)buf + BUF;
-	memcpy(want, buf, sizeof(buf));
+	printf("%d words found, %d sealed (the write faulted), %d written\n", n, sealed, nleft);
+	struct all a = { left, nleft, h, d, big };
+	struct t_child c = t_child(write_all, &a, T_CHILD_CHECKS);
+	if (c.exit_code)
+		t_fail("with the %d writes that did not fault made: exit %d", nleft, c.exit_code);
+	t_child_free(&c);
 
-	errno = 0;
-	mpk_heap *h2 = mpk_heap_create(d, 0);
-	if (h2 && (unsigned char *)h2 >= buf && (unsigned char *)h2 < buf + BUF)
-		t_fail("the new heap's descriptor %p is in the attacker's buffer", (void *)h2);
-	CHECK(h2 == NULL && errno == ENOMEM);
-	/* Blocks that need chunks of their own: each fails or is the heap's. */
-	void *blk[12];
-	for (int i = 0; i < 12; i++) {
-		blk[i] = mpk_heap_malloc(h, 120 << 10);
-		if (blk[i] && mpk_domain_of(blk[i]) != d)
-			t_fail("block %p outside the heap's domain", blk[i]);
-	}
-	if (memcmp(buf, want, sizeof(buf)))
-		t_fail("the allocator wrote into the attacker's buffer");
-
-	memcpy(lists, saved, sizeof(saved)); /* the state as it was */
-	for (int i = 0; i < 12; i++)
-		CHECK(!blk[i] || mpk_heap_free(h, blk[i]) == 0);
-	if (h2 && ((unsigned char *)h2 < buf || (unsigned char *)h2 >= buf + BUF))
-		CHECK(mpk_heap_destroy(h2) == 0);
-	/* the heap goes on */
+	CHECK(mpk_heap_free(h, small) == 0 && mpk_heap_free(h, big) == 0);
 	t_attack_sweep(h, NULL, 0);
 	CHECK(mpk_heap_destroy(h) == 0 && mpk_domain_destroy(d) == 0);
 	t_setenv("MPKIT_HEAP_META", NULL);

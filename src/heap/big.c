@@ -16,26 +16,28 @@
 
 #include "heap.h"
 
-static struct big *tab; /* in the metadata area */
-static size_t cap, used, live;
+/* The table, its size, its entries and live ones: in the area's state
+ * (sealed with it).  Under the meta lock, the metadata open. */
+#define BIGS (*mpk__meta_st())
 
+/* The table went with the area's state. */
 void mpk__big_reset(void)
 {
-	tab = NULL;
-	cap = used = live = 0;
 }
 
 static size_t slot(uintptr_t p)
 {
 	uint64_t x = (uint64_t)p * 0x9e3779b97f4a7c15ull;
-	return (size_t)(x ^ (x >> 29)) & (cap - 1);
+	return (size_t)(x ^ (x >> 29)) & (BIGS.big_cap - 1);
 }
 
 struct big *mpk__big_find(uintptr_t p)
 {
+	struct big *tab = BIGS.big_tab;
+
 	if (!tab)
 		return NULL;
-	for (size_t i = slot(p);; i = (i + 1) & (cap - 1)) {
+	for (size_t i = slot(p);; i = (i + 1) & (BIGS.big_cap - 1)) {
 		if (tab[i].state == BIG_EMPTY)
 			return NULL;
 		if (tab[i].p == p)
@@ -46,21 +48,21 @@ struct big *mpk__big_find(uintptr_t p)
 /* A new table of n entries holding the live ones (tombstones go). */
 static int rehash(size_t n)
 {
-	struct big *old = tab, *t = mpk__meta_alloc(n * sizeof(*t));
-	size_t oldcap = cap;
+	struct big *old = BIGS.big_tab, *t = mpk__meta_alloc(n * sizeof(*t));
+	size_t oldcap = BIGS.big_cap;
 
 	if (!t)
 		return -1;
-	tab = t;
-	cap = n;
-	used = 0;
+	BIGS.big_tab = t;
+	BIGS.big_cap = n;
+	BIGS.big_used = 0;
 	for (size_t i = 0; i < oldcap; i++)
 		if (old[i].state == BIG_LIVE) {
 			size_t j = slot(old[i].p);
 			while (t[j].state != BIG_EMPTY)
-				j = (j + 1) & (cap - 1);
+				j = (j + 1) & (n - 1);
 			t[j] = old[i];
-			used++;
+			BIGS.big_used++;
 		}
 	if (old)
 		mpk__meta_free(old, oldcap * sizeof(*old));
@@ -70,10 +72,10 @@ static int rehash(size_t n)
 /* Room for one more entry: 0, or -1 with ENOMEM. */
 static int reserve(void)
 {
-	if (tab && 4 * (used + 1) <= 3 * cap)
+	if (BIGS.big_tab && 4 * (BIGS.big_used + 1) <= 3 * BIGS.big_cap)
 		return 0;
-	size_t n = cap ? cap : 64;
-	while (4 * (live + 1) > n)
+	size_t n = BIGS.big_cap ? BIGS.big_cap : 64;
+	while (4 * (BIGS.big_live + 1) > n)
 		n *= 2;
 	return rehash(n);
 }
@@ -86,22 +88,22 @@ struct big *mpk__big_insert(uintptr_t p)
 		if (reserve())
 			return NULL;
 		size_t i = slot(p);
-		while (tab[i].state != BIG_EMPTY)
-			i = (i + 1) & (cap - 1);
-		b = &tab[i];
-		used++;
+		while (BIGS.big_tab[i].state != BIG_EMPTY)
+			i = (i + 1) & (BIGS.big_cap - 1);
+		b = &BIGS.big_tab[i];
+		BIGS.big_used++;
 	}
 	memset(b, 0, sizeof(*b));
 	b->p = p;
 	b->state = BIG_LIVE;
-	live++;
+	BIGS.big_live++;
 	return b;
 }
 
 void mpk__big_remove(struct big *b)
 {
 	b->state = BIG_FREED;
-	live--;
+	BIGS.big_live--;
 }
 
 static uintptr_t round_up(uintptr_t x, size_t a)
@@ -263,10 +265,10 @@ void mpk__bigs_release(struct heap *h)
 {
 	mpk__bigs_trim(&h->arenas[0]);
 	pthread_mutex_lock(&mpk__meta_lock);
-	for (size_t i = 0; i < cap; i++)
-		if (tab[i].state == BIG_LIVE && tab[i].heap == h) {
-			mpk__big_unmap(h, &tab[i]);
-			mpk__big_remove(&tab[i]);
+	for (size_t i = 0; i < BIGS.big_cap; i++)
+		if (BIGS.big_tab[i].state == BIG_LIVE && BIGS.big_tab[i].heap == h) {
+			mpk__big_unmap(h, &BIGS.big_tab[i]);
+			mpk__big_remove(&BIGS.big_tab[i]);
 		}
 	pthread_mutex_unlock(&mpk__meta_lock);
 }
@@ -276,9 +278,9 @@ int mpk__bigs_relock(struct heap *h)
 	int rc = 0;
 
 	pthread_mutex_lock(&mpk__meta_lock);
-	for (size_t i = 0; i < cap && !rc; i++)
-		if (tab[i].state == BIG_LIVE && tab[i].heap == h)
-			rc = mpk__heap_lock_pages(h, (void *)tab[i].region, tab[i].reglen);
+	for (size_t i = 0; i < BIGS.big_cap && !rc; i++)
+		if (BIGS.big_tab[i].state == BIG_LIVE && BIGS.big_tab[i].heap == h)
+			rc = mpk__heap_lock_pages(h, (void *)BIGS.big_tab[i].region, BIGS.big_tab[i].reglen);
 	pthread_mutex_unlock(&mpk__meta_lock);
 	return rc;
 }

@@ -14,7 +14,6 @@
 
 uint64_t mpk__heap_epoch = 1;
 __thread struct tcache *mpk__tc_last __attribute__((tls_model("initial-exec")));
-uint8_t mpk__tc_lim[NTC];
 
 struct bundle {
 	struct tcache c[TC_HEAPS];

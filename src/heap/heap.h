@@ -252,7 +252,66 @@ extern pthread_mutex_t mpk__heaps_lock; /* the registry */
 extern pthread_mutex_t mpk__meta_lock;  /* area, map, big table */
 extern pthread_mutex_t mpk__vault_lock; /* making and finding vaults */
 extern pthread_mutex_t mpk__misuse_lock;
-extern mpk_domain *mpk__meta_dom;      /* closed area: its domain */
+
+/* ---- seal.c: the allocator's globals, sealed in place ---- */
+
+/*
+ * What says where the metadata is, kept where a write to libmpkit's .bss
+ * cannot reach it: a page of its own (below), read-only (mprotect) while
+ * the area is sealed, so a stray or hostile store there faults.  It
+ * changes only as the area is made, grows (a range) and goes, a write
+ * window of two mprotect() each time (mpk__seal_write()).  The rest of
+ * the allocator's state (struct meta_state) sits in the area's first page,
+ * sealed with the area.  Open, nothing is sealed and the page stays
+ * writable: nothing to check against.
+ */
+#define META_RANGES 64
+struct meta_state;
+struct mpk__seal {
+	mpk_domain *dom;          /* sealed area: "heap-meta" (atomic); open: NULL */
+	struct meta_state *st;    /* the area's first page; NULL: no area */
+	struct heap *none;        /* an empty registry, while there is no area */
+	int nheaps;               /* heaps and vaults using the area */
+	unsigned nranges;         /* atomic: read without the lock */
+	bool ro;                  /* sealed now: writes need mpk__seal_write() */
+	struct { uintptr_t lo, hi; } range[META_RANGES]; /* the area's regions */
+	/* Set once, before the first area (heap.c): a cache class's limit
+	 * raised past TC_MAX would spill a push into the next class's
+	 * stack, whose malloc would then hand out a smaller block. */
+	uint8_t tc_lim[NCLASSES + NLCLASSES];
+};
+#define SEAL_PAGE 4096 /* x86's; the object fills its pages alone */
+extern union mpk__seal_page {
+	struct mpk__seal s;
+	char page[SEAL_PAGE];
+} mpk__seal_pg __attribute__((aligned(SEAL_PAGE)));
+#define mpk__meta_dom (mpk__seal_pg.s.dom) /* closed area: its domain */
+/* Make [p, p+len) of sealed globals (the page, the tag table) writable
+ * (on) or read-only again (off), when the seal is on; nothing when open.
+ * Under the meta lock.  0, or -1/errno from mprotect(). */
+int mpk__seal_write(void *p, size_t len, bool on);
+/* Seal (on) or unseal every sealed global: the page, the tag root and
+ * its leaves.  Under the meta lock.  0 or -1/errno. */
+int mpk__seal_all(bool on);
+
+/*
+ * The allocator's state, at the start of the area (meta.c): sealed with
+ * it, and written only with it open.  Nothing here is read without the
+ * metadata open.
+ */
+struct meta_state {
+	void *free[11];           /* META_ORDERS: links live in the area too */
+	uintptr_t bump, end;
+	uint64_t key;             /* per process, for checksums */
+	struct heap *heaps;       /* the registry, under mpk__heaps_lock */
+	void **map_root;          /* map.c's radix tree */
+	struct big *big_tab;      /* big.c's table */
+	size_t big_cap, big_used, big_live;
+};
+static inline struct meta_state *mpk__meta_st(void)
+{
+	return mpk__seal_pg.s.st;
+}
 /* The area's ranges: fn(lo, hi, arg) for each; handed to the core's
  * table of layer ranges (mpk__layer_ranges_register()), which the
  * lockdown reads. */
@@ -308,11 +367,13 @@ void mpk__big_reset(void);
 /* ---- map.c: address -> chunk, lock-free lookup ---- */
 
 /* Chunks are CHUNK_SIZE-aligned.  Besides the map (in the metadata, so
- * closed on hw), a table in open memory gives each 1 MiB granule the uid
+ * closed on hw), a table readable by all gives each 1 MiB granule the uid
  * of the heap whose chunk it is, or 0: the fast paths, which do not open
  * the metadata, read it before they touch a block's header.  Writers hold
  * the meta lock; leaves are never freed. */
 #define TAG_L2 14
+/* Sealed (seal.c): page-aligned, read-only while the area is sealed, and
+ * so are its leaves. */
 extern uint32_t *mpk__tag_root[1u << (48 - CHUNK_SHIFT - TAG_L2)];
 static inline uint32_t mpk__chunk_tag(uintptr_t a)
 {
@@ -533,7 +594,7 @@ struct tcache {
  * hint is good only until then): caches check their heap again. */
 extern uint64_t mpk__heap_epoch;
 extern __thread struct tcache *mpk__tc_last __attribute__((tls_model("initial-exec")));
-extern uint8_t mpk__tc_lim[NTC]; /* entries per class */
+#define mpk__tc_lim (mpk__seal_pg.s.tc_lim) /* entries per class (seal.c) */
 /* The calling thread's cache for h (metadata open, h checked), made if need
  * be; NULL if none can be had. */
 struct tcache *mpk__tc_attach(struct heap *h);

@@ -3,9 +3,10 @@
  * Address -> chunk.  A three-level radix tree over 1 MiB granules of the
  * 48-bit address space, in the metadata area (each leaf entry has two
  * slots, for chunks that would straddle granules; aligned ones take one),
- * and the table of granule tags in open memory (heap.h).  Writers hold the meta
- * lock; lookups take no lock (free() of one heap does not wait for another
- * heap growing).  Nodes live until the area is torn down.
+ * its root in the area's state, and the table of granule tags readable by
+ * all (heap.h), read-only while the area is sealed (seal.c).  Writers hold
+ * the meta lock; lookups take no lock (free() of one heap does not wait for
+ * another heap growing).  Nodes live until the area is torn down.
  */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -23,32 +24,47 @@ struct leaf {
 	struct chunk *c[2];
 };
 
-static void **root; /* [1 << L1_BITS] -> [1 << L2_BITS] -> struct leaf[1 << L3_BITS] */
+/* The root: [1 << L1_BITS] -> [1 << L2_BITS] -> struct leaf[1 << L3_BITS]. */
+static void ***root_at(void)
+{
+	return &mpk__meta_st()->map_root;
+}
 
-uint32_t *mpk__tag_root[1u << (48 - CHUNK_SHIFT - TAG_L2)];
-
-/* Tag granule g with uid (0: none); 0 or -1 with ENOMEM. */
+/* Tag granule g with uid (0: none); 0 or -1 with ENOMEM.  Sealed, the
+ * root and the leaf are read-only but for this store. */
 static int tag(uintptr_t g, uint32_t uid)
 {
 	uint32_t **top = &mpk__tag_root[g >> TAG_L2];
 	uint32_t *leaf = __atomic_load_n(top, __ATOMIC_ACQUIRE);
+	size_t llen = sizeof(*leaf) << TAG_L2;
 
 	if (!leaf) {
 		if (!uid)
 			return 0;
-		if (!(leaf = mpk_os_map(sizeof(*leaf) << TAG_L2, PROT_READ | PROT_WRITE))) {
+		if (!(leaf = mpk_os_map(llen, PROT_READ | PROT_WRITE))) {
 			errno = ENOMEM;
 			return -1;
 		}
+		if (mpk__seal_write(top, sizeof(*top), true)) {
+			mpk_os_unmap(leaf, llen);
+			return -1;
+		}
 		__atomic_store_n(top, leaf, __ATOMIC_RELEASE);
+		(void)!mpk__seal_write(top, sizeof(*top), false);
+		/* Born writable: sealed now too, opened for its store below. */
+		(void)!mpk__seal_write(leaf, llen, false);
 	}
-	__atomic_store_n(&leaf[g & ((1u << TAG_L2) - 1)], uid, __ATOMIC_RELEASE);
+	uint32_t *e = &leaf[g & ((1u << TAG_L2) - 1)];
+	if (mpk__seal_write(e, sizeof(*e), true))
+		return -1;
+	__atomic_store_n(e, uid, __ATOMIC_RELEASE);
+	(void)!mpk__seal_write(e, sizeof(*e), false);
 	return 0;
 }
 
+/* The map's nodes lived in the area's state, which went with the area. */
 void mpk__map_reset(void)
 {
-	root = NULL;
 }
 
 /* The leaf entry for granule g, made if need be (NULL: ENOMEM). */
@@ -57,12 +73,13 @@ static struct leaf *entry(uintptr_t g, bool make)
 	unsigned i1 = (unsigned)(g >> (L2_BITS + L3_BITS));
 	unsigned i2 = (unsigned)(g >> L3_BITS) & ((1u << L2_BITS) - 1);
 	unsigned i3 = (unsigned)g & ((1u << L3_BITS) - 1);
-	void **top = __atomic_load_n(&root, __ATOMIC_ACQUIRE);
+	void ***rootp = root_at();
+	void **top = __atomic_load_n(rootp, __ATOMIC_ACQUIRE);
 
 	if (!top) {
 		if (!make || !(top = mpk__meta_alloc(sizeof(void *) << L1_BITS)))
 			return NULL;
-		__atomic_store_n(&root, top, __ATOMIC_RELEASE);
+		__atomic_store_n(rootp, top, __ATOMIC_RELEASE);
 	}
 	void **mid = __atomic_load_n((void ***)&top[i1], __ATOMIC_ACQUIRE);
 	if (!mid) {

@@ -26,26 +26,17 @@
 
 #define META_REGION ((size_t)4 << 20)
 #define META_ORDERS 11 /* 1 to 1024 pages */
-#define META_RANGES 64
+_Static_assert(META_ORDERS == sizeof(((struct meta_state *)0)->free) / sizeof(void *), "orders");
 
 enum { MODE_AUTO = MPK_META_AUTO, MODE_OPEN = MPK_META_OPEN, MODE_CLOSED = MPK_META_CLOSED };
 
 pthread_mutex_t mpk__meta_lock = PTHREAD_MUTEX_INITIALIZER;
 pthread_mutex_t mpk__heaps_lock = PTHREAD_MUTEX_INITIALIZER;
-static struct heap *heaps; /* the registry, under mpk__heaps_lock */
 
-/* Closed: the "heap-meta" domain; atomic.  Apart, for the inline open. */
-mpk_domain *mpk__meta_dom;
-
-static struct {
-	bool ready;
-	struct { uintptr_t lo, hi; } range[META_RANGES];
-	unsigned nranges;         /* atomic: read without the lock */
-	void *free[META_ORDERS];  /* links live in the (open) area */
-	uintptr_t bump, end;
-	int nheaps;
-	uint64_t key;
-} meta;
+/* The seal's page (seal.c) holds the area's place and ranges; the state
+ * that changes with every run (free lists, bump, the registry, the key)
+ * is the area's first page. */
+#define seal (mpk__seal_pg.s)
 
 static uint64_t random_key(void)
 {
@@ -60,13 +51,29 @@ static uint64_t random_key(void)
 	return (uint64_t)ts.tv_nsec * 0x9e3779b97f4a7c15ull ^ (uintptr_t)&k;
 }
 
-int mpk__meta_get(void)
+static int register_ranges(void);
+static void *new_region(mpk_domain *d, size_t len);
+static void drop_region(mpk_domain *d, void *p, size_t len);
+
+/* Write the seal's page (the lock held). */
+static int seal_open(void)
 {
-	if (meta.ready) {
-		meta.nheaps++;
-		return 0;
-	}
+	return mpk__seal_write(&mpk__seal_pg, sizeof(mpk__seal_pg), true);
+}
+
+static void seal_close(void)
+{
+	/* Failing, it stays writable: unsealed, not broken (a later
+	 * seal_open() makes it writable anyway). */
+	(void)!mpk__seal_write(&mpk__seal_pg, sizeof(mpk__seal_pg), false);
+}
+
+/* The first heap: the mode, and the heap-meta domain if sealed (the
+ * area comes with the first run, meta_make()).  Seal's page open. */
+static int meta_mode(void)
+{
 	int mode = mpk__env_parse(MPK_ENV_HEAP_META, 0);
+
 	if (mode < 0) {
 		/* Changed since mpk_init() checked it. */
 		char msg[200];
@@ -85,29 +92,83 @@ int mpk__meta_get(void)
 		mpk__domain_hold(d);
 		__atomic_store_n(&mpk__meta_dom, d, __ATOMIC_RELEASE);
 	}
-	meta.key = random_key();
-	meta.ready = true;
-	meta.nheaps = 1;
 	return 0;
+}
+
+int mpk__meta_get(void)
+{
+	if (seal_open())
+		return -1;
+	int rc = seal.nheaps ? 0 : meta_mode();
+	if (!rc)
+		seal.nheaps++;
+	seal_close();
+	return rc;
+}
+
+/* The area's first region, the state at its start, and the seal over
+ * them (sealed mode): with the first run, the metadata open and the lock
+ * held.  Failing, the heap that asked goes (mpk__meta_put() then hands the
+ * domain to its caller to destroy). */
+static int meta_make(void)
+{
+	mpk_domain *d = mpk__meta_dom;
+	size_t len = META_REGION;
+
+	if (register_ranges())
+		return -1;
+	struct meta_state *st = new_region(d, len);
+	if (!st)
+		return -1;
+	st->bump = (uintptr_t)st + mpk__page();
+	st->end = (uintptr_t)st + len;
+	st->key = random_key();
+	if (seal_open())
+		goto fail;
+	seal.range[0].lo = (uintptr_t)st;
+	seal.range[0].hi = (uintptr_t)st + len;
+	__atomic_store_n(&seal.nranges, 1, __ATOMIC_RELEASE);
+	__atomic_store_n(&seal.st, st, __ATOMIC_RELEASE);
+	if (d && mpk__seal_all(true)) {
+		__atomic_store_n(&seal.st, NULL, __ATOMIC_RELEASE);
+		__atomic_store_n(&seal.nranges, 0, __ATOMIC_RELEASE);
+		goto fail;
+	}
+	seal_close();
+	return 0;
+fail: {
+		int err = errno;
+		drop_region(d, st, len);
+		errno = err;
+		return -1;
+	}
 }
 
 mpk_domain *mpk__meta_put(bool *last)
 {
 	mpk_domain *d = mpk__meta_dom;
-	unsigned n = meta.nranges;
+	unsigned n = seal.nranges;
 
-	if ((*last = !--meta.nheaps) == false)
+	*last = false;
+	if (seal_open())
+		return NULL; /* it stays: a leak, never a fault */
+	if (--seal.nheaps) {
+		seal_close();
 		return NULL;
+	}
+	*last = true;
 	/* The last heap is gone: nothing in the area is in use. */
-	__atomic_store_n(&meta.nranges, 0, __ATOMIC_RELEASE);
+	(void)!mpk__seal_all(false); /* failing, the page is writable: open */
+	__atomic_store_n(&seal.nranges, 0, __ATOMIC_RELEASE);
+	__atomic_store_n(&seal.st, NULL, __ATOMIC_RELEASE);
 	__atomic_store_n(&mpk__meta_dom, NULL, __ATOMIC_RELEASE);
 	if (!d) /* after lockdown the filter covers them: kept for the next area */
 		for (unsigned i = 0; i < n; i++)
-			mpk__covered_unmap((void *)meta.range[i].lo, meta.range[i].hi - meta.range[i].lo);
-	memset(&meta, 0, sizeof(meta));
+			mpk__covered_unmap((void *)seal.range[i].lo, seal.range[i].hi - seal.range[i].lo);
+	memset(seal.range, 0, sizeof(seal.range));
 	if (d)
 		mpk__domain_unhold(d);
-	return d; /* the caller destroys it, without the lock */
+	return d; /* the caller destroys it (its regions go), without the lock */
 }
 
 static bool in_area(const void *p, size_t sz);
@@ -115,26 +176,29 @@ static bool in_area(const void *p, size_t sz);
 bool mpk__meta_contains(const void *p)
 {
 	uintptr_t a = (uintptr_t)p;
-	unsigned n = __atomic_load_n(&meta.nranges, __ATOMIC_ACQUIRE);
+	unsigned n = __atomic_load_n(&seal.nranges, __ATOMIC_ACQUIRE);
 
-	/* Sealed: the core's record, as in_area() (the ranges are .bss). */
+	/* Sealed: the core's record, as in_area(). */
 	if (__atomic_load_n(&mpk__meta_dom, __ATOMIC_ACQUIRE))
 		return in_area(p, 1);
 
 	for (unsigned i = 0; i < n; i++)
-		if (a >= meta.range[i].lo && a < meta.range[i].hi)
+		if (a >= seal.range[i].lo && a < seal.range[i].hi)
 			return true;
 	return false;
 }
 
 struct heap **mpk__meta_heaps(void)
 {
-	return &heaps;
+	struct meta_state *st = seal.st;
+
+	/* No area, no heap: the seal's empty list (read-only when sealed). */
+	return st ? &st->heaps : &seal.none;
 }
 
 uint64_t mpk__meta_key(void)
 {
-	return meta.key;
+	return seal.st->key;
 }
 
 static unsigned order_of(size_t len)
@@ -149,19 +213,21 @@ static unsigned order_of(size_t len)
 
 static void push(void *p, unsigned order)
 {
-	*(void **)p = meta.free[order];
-	meta.free[order] = p;
+	struct meta_state *st = seal.st;
+
+	*(void **)p = st->free[order];
+	st->free[order] = p;
 }
 
-/* A new region for the area; what is left of the old one is kept. */
 /* The area's ranges, for the lockdown filter (core.h): registered with
- * the core before the first one exists (tests call it too). */
+ * the core before the first one exists (tests call it too).  Read from
+ * the seal's page, which every thread may read. */
 void mpk__meta_ranges_each(void (*fn)(uintptr_t lo, uintptr_t hi, void *arg), void *arg)
 {
-	unsigned n = __atomic_load_n(&meta.nranges, __ATOMIC_ACQUIRE);
+	unsigned n = __atomic_load_n(&seal.nranges, __ATOMIC_ACQUIRE);
 
 	for (unsigned i = 0; i < n; i++)
-		fn(meta.range[i].lo, meta.range[i].hi, arg);
+		fn(seal.range[i].lo, seal.range[i].hi, arg);
 }
 
 static void meta_lock(void)
@@ -187,10 +253,38 @@ static int register_ranges(void)
 	return 0;
 }
 
+/* A region for the area: the sealed domain's, or mapped apart (open). */
+static void *new_region(mpk_domain *d, size_t len)
+{
+	void *p;
+
+	if (d)
+		return mpk__alloc_owned(d, len);
+	/* Outside the windows: after lockdown, what an area before left,
+	 * or a filter of its own. */
+	p = mpk__covered_map(len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	if (!p) {
+		errno = ENOMEM;
+		return NULL;
+	}
+	mpk_os_name_region(p, len, "heap-meta");
+	return p;
+}
+
+static void drop_region(mpk_domain *d, void *p, size_t len)
+{
+	if (d)
+		(void)!mpk__free_owned(d, p);
+	else
+		mpk__covered_unmap(p, len);
+}
+
+/* A new region for the area; what is left of the old one is kept. */
 static int grow(size_t len)
 {
+	struct meta_state *st = seal.st;
 	size_t page = mpk__page();
-	unsigned n = meta.nranges;
+	unsigned n = seal.nranges;
 	void *p;
 
 	if (n == META_RANGES) {
@@ -199,50 +293,40 @@ static int grow(size_t len)
 	}
 	if (len < META_REGION)
 		len = META_REGION;
-	if (register_ranges())
+	if (!(p = new_region(mpk__meta_dom, len)))
 		return -1;
-	if (mpk__meta_dom) {
-		p = mpk__alloc_owned(mpk__meta_dom, len);
-		if (!p)
-			return -1;
-	} else {
-		/* Outside the windows: after lockdown, what an area before
-		 * left, or a filter of its own. */
-		p = mpk__covered_map(len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-		if (!p) {
-			errno = ENOMEM;
-			return -1;
-		}
-		mpk_os_name_region(p, len, "heap-meta");
+	if (seal_open()) {
+		int err = errno;
+		drop_region(mpk__meta_dom, p, len);
+		errno = err;
+		return -1;
 	}
+	seal.range[n].lo = (uintptr_t)p;
+	seal.range[n].hi = (uintptr_t)p + len;
+	__atomic_store_n(&seal.nranges, n + 1, __ATOMIC_RELEASE);
+	seal_close();
 	/* Carve the old region's tail into free runs, largest first (a
 	 * tail outside the area is not written: see in_area()). */
-	if (meta.end < meta.bump ||
-	    (meta.end > meta.bump && !in_area((void *)meta.bump, meta.end - meta.bump)))
-		meta.bump = meta.end;
+	if (st->end < st->bump ||
+	    (st->end > st->bump && !in_area((void *)st->bump, st->end - st->bump)))
+		st->bump = st->end;
 	for (int o = META_ORDERS - 1; o >= 0; o--)
-		while (meta.end - meta.bump >= (page << o)) {
-			push((void *)meta.bump, (unsigned)o);
-			meta.bump += page << o;
+		while (st->end - st->bump >= (page << o)) {
+			push((void *)st->bump, (unsigned)o);
+			st->bump += page << o;
 		}
-	meta.range[n].lo = (uintptr_t)p;
-	meta.range[n].hi = (uintptr_t)p + len;
-	__atomic_store_n(&meta.nranges, n + 1, __ATOMIC_RELEASE);
-	meta.bump = (uintptr_t)p;
-	meta.end = (uintptr_t)p + len;
+	st->bump = (uintptr_t)p;
+	st->end = (uintptr_t)p + len;
 	return 0;
 }
 
-
 /*
- * Sealed, the area is the heap-meta domain's memory, and a run it hands
- * out must lie there.  The free lists and the bump pointer that say where
- * the next run is sit in libmpkit's .bss, outside the seal: a write there
- * could point them at a global, and the next heap or chunk descriptor
- * would be the writer's.  So each run is checked against the core's
- * record of the domain's regions (lock-free), not against the ranges
- * beside the pointers; one that fails is refused (ENOMEM), and nothing is
- * read or written through it.  Open, nothing is sealed to check against.
+ * Sealed, the area is the heap-meta domain's memory, and the state that
+ * says where the next run is (free lists, bump) lives in it, written only
+ * with the area open.  Each run is still checked against the core's
+ * record of the domain's regions (lock-free) before it is used: one that
+ * fails is refused (ENOMEM), and nothing is read or written through it.
+ * Open, nothing is sealed to check against.
  */
 static bool in_area(const void *p, size_t sz)
 {
@@ -253,6 +337,7 @@ static bool in_area(const void *p, size_t sz)
 
 void *mpk__meta_alloc(size_t len)
 {
+	struct meta_state *st = seal.st;
 	unsigned o = order_of(len);
 	size_t sz = mpk__page() << o;
 	void *p;
@@ -261,23 +346,28 @@ void *mpk__meta_alloc(size_t len)
 		errno = ENOMEM;
 		return NULL;
 	}
-	if ((p = meta.free[o])) {
+	if (!st) {
+		if (meta_make())
+			return NULL;
+		st = seal.st;
+	}
+	if ((p = st->free[o])) {
 		if (!in_area(p, sz)) {
 			errno = ENOMEM;
 			return NULL;
 		}
-		meta.free[o] = *(void **)p;
+		st->free[o] = *(void **)p;
 		*(void **)p = NULL; /* the rest was purged: zero */
 		return p;
 	}
-	if (meta.end - meta.bump < sz && grow(sz))
+	if (st->end - st->bump < sz && grow(sz))
 		return NULL;
-	p = (void *)meta.bump;
+	p = (void *)st->bump;
 	if (!in_area(p, sz)) {
 		errno = ENOMEM;
 		return NULL;
 	}
-	meta.bump += sz;
+	st->bump += sz;
 	return p;
 }
 

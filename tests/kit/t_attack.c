@@ -1,6 +1,12 @@
 /* SPDX-License-Identifier: MIT */
 #define _GNU_SOURCE /* program_invocation_short_name */
+#include <elf.h>
+#include <fcntl.h>
+#include <sys/stat.h>
+
 #include "t_attack.h"
+
+int main(void);
 
 enum { SWEEP_MAX = 1024 };
 
@@ -97,4 +103,67 @@ void t_attack_both_modes(void (*attack)(const char *meta))
 	attack("closed");
 	CHECK(t_misuses == 0);
 	t_setenv("MPKIT_HEAP_META", NULL);
+}
+
+/* The heap layer's files, and its globals (heap.h). */
+static const char *const heap_files[] = { "meta.c",  "seal.c",  "map.c",  "big.c",   "run.c",   "heap.c",
+					  "calls.c", "cache.c", "fork.c", "vault.c", "vlist.c", "misuse.c" };
+static const char *const heap_globals[] = { "mpk__meta_dom",   "mpk__seal_pg",    "mpk__tag_root",
+					    "mpk__heap_epoch", "mpk__tc_lim",     "mpk__fork_gen",
+					    "mpk__heaps_lock", "mpk__meta_lock",  "mpk__runs_epoch" };
+
+static bool listed(const char *s, const char *const *l, size_t n)
+{
+	for (size_t i = 0; i < n; i++)
+		if (!strcmp(s, l[i]))
+			return true;
+	return false;
+}
+
+/* The heap layer's data objects, as an attacker reads them from the
+ * executable's symbol table (PIE: placed by main's). */
+int t_attack_heap_objects(struct t_obj *o, int max)
+{
+	int fd = open("/proc/self/exe", O_RDONLY | O_CLOEXEC), n = 0;
+	struct stat st;
+
+	REQUIRE(fd >= 0 && fstat(fd, &st) == 0);
+	unsigned char *f = mmap(NULL, (size_t)st.st_size, PROT_READ, MAP_PRIVATE, fd, 0);
+	REQUIRE(f != MAP_FAILED);
+	close(fd);
+	const Elf64_Ehdr *eh = (const Elf64_Ehdr *)f;
+	const Elf64_Shdr *sh = (const Elf64_Shdr *)(f + eh->e_shoff);
+	uintptr_t main_at = 0, main_val = 0;
+	for (int pass = 0; pass < 2; pass++)
+		for (unsigned i = 0; i < eh->e_shnum; i++) {
+			if (sh[i].sh_type != SHT_SYMTAB)
+				continue;
+			const Elf64_Sym *sym = (const Elf64_Sym *)(f + sh[i].sh_offset);
+			const char *str = (const char *)(f + sh[sh[i].sh_link].sh_offset);
+			bool ours = false; /* locals after a FILE symbol of the heap layer */
+			for (size_t k = 0; k < sh[i].sh_size / sizeof(*sym); k++) {
+				const char *s = str + sym[k].st_name;
+				int type = ELF64_ST_TYPE(sym[k].st_info);
+				if (type == STT_FILE) {
+					const char *base = strrchr(s, '/');
+					ours = listed(base ? base + 1 : s, heap_files, sizeof(heap_files) / sizeof(*heap_files));
+					continue;
+				}
+				if (!pass && !strcmp(s, "main") && type == STT_FUNC) {
+					main_val = sym[k].st_value;
+					main_at = (uintptr_t)main;
+				}
+				if (!pass || type != STT_OBJECT || !sym[k].st_size || n == max)
+					continue;
+				bool local = ELF64_ST_BIND(sym[k].st_info) == STB_LOCAL;
+				if ((local && ours) || (!local && listed(s, heap_globals, sizeof(heap_globals) / sizeof(*heap_globals)))) {
+					o[n].at = main_at - main_val + sym[k].st_value;
+					o[n++].size = sym[k].st_size;
+				}
+			}
+		}
+	munmap(f, (size_t)st.st_size);
+	if (!main_at)
+		t_skip("no symbol table (a stripped test)");
+	return n;
 }
