@@ -824,12 +824,15 @@ static int count_all(const struct state *st)
 		if (!c[a][0].why[0])
 			printf(" %9.2f %9.2f", c[a][0].syscalls, c[a][0].wrpkru);
 		printf("\n");
+		for (int m = 0; m < c[a][0].nmod; m++)
+			printf("%s%s %.1f", m ? ", " : "    32 B in: ", c[a][0].mod[m], c[a][0].modn[m]);
+		printf(c[a][0].nmod ? "\n" : "");
 		for (int i = 0; i < NSIZES; i++)
 			if (c[a][i].why[0])
 				printf("    %ld bytes: %s\n", count_size[i], c[a][i].why);
 	}
 	printf("(syscalls, wrpkru: per pair of 32 bytes; a system call is one step here, its\n"
-	       "cost the kernel's)\n");
+	       "cost the kernel's; \"in\": the files those 32-byte pairs' instructions ran in)\n");
 	return bad;
 }
 

@@ -61,8 +61,12 @@ const char *mb_part_name(const struct mb_work *w, int i);
 int mb_rmtree(const char *path);
 
 /* ---- malloc_count.c: the fast path's instructions ---- */
+#define MB_MAX_MODS 8
 struct mb_count {
 	double insns, syscalls, wrpkru; /* per malloc+free pair */
+	char mod[MB_MAX_MODS][64];      /* the files they ran in: "libc.so.6" */
+	double modn[MB_MAX_MODS];       /* the instructions per pair in each */
+	int nmod;
 	char why[300];                  /* why it could not count */
 };
 

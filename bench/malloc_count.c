@@ -12,7 +12,9 @@
  * many more, and their difference divided by the pairs between them:
  * the warm-up, the stops' own code and any one-off work cancel out.
  * The system calls (SYSCALL) and PKRU writes (WRPKRU) among the steps
- * are counted too: what a sealed pair costs beyond its instructions.
+ * are counted too: what a sealed pair costs beyond its instructions;
+ * and the steps in each file (the allocator's library, libc, ld.so):
+ * where they go.
  */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -28,15 +30,30 @@
 
 #include "malloc.h"
 
-#define MAX_OWN 16
+#define MAX_CODE 64
 
-/* The loop program's own code: its executable mappings. */
-struct own {
-	unsigned long lo[MAX_OWN], hi[MAX_OWN];
+/* The child's executable mappings, each with the index of its file
+ * among c->mod (-1: the loop program's own code, not counted). */
+struct code {
+	unsigned long lo[MAX_CODE], hi[MAX_CODE];
+	int mod[MAX_CODE];
 	int n;
 };
 
-static int own_code(pid_t pid, struct own *o)
+/* The module called name (its file's base name) in c->mod[], added when
+ * new; the last one takes what does not fit. */
+static int module(struct mb_count *c, const char *name)
+{
+	int i = 0;
+
+	while (i < c->nmod && strcmp(c->mod[i], name))
+		i++;
+	if (i == c->nmod && i < MB_MAX_MODS)
+		snprintf(c->mod[c->nmod++], sizeof(c->mod[0]), "%s", name);
+	return i < MB_MAX_MODS ? i : MB_MAX_MODS - 1;
+}
+
+static int code_of(pid_t pid, struct code *o, struct mb_count *c)
 {
 	char path[64], exe[4096], line[4096 + 128];
 	ssize_t k;
@@ -50,25 +67,32 @@ static int own_code(pid_t pid, struct own *o)
 	if (!f)
 		return -1;
 	o->n = 0;
-	while (fgets(line, sizeof(line), f) && o->n < MAX_OWN) {
+	int own = 0;
+	while (fgets(line, sizeof(line), f) && o->n < MAX_CODE) {
 		unsigned long lo, hi;
 		char perm[8];
-		const char *name = strchr(line, '/');
-		if (!name || sscanf(line, "%lx-%lx %7s", &lo, &hi, perm) != 3 || perm[2] != 'x')
+		int at = 0;
+		if (sscanf(line, "%lx-%lx %7s %*s %*s %*s %n", &lo, &hi, perm, &at) != 3 || perm[2] != 'x')
 			continue;
-		if (!strncmp(name, exe, (size_t)k) && name[k] == '\n')
-			o->lo[o->n] = lo, o->hi[o->n++] = hi;
+		char *name = line + at;
+		name[strcspn(name, "\n")] = 0;
+		o->lo[o->n] = lo, o->hi[o->n] = hi;
+		if (!strcmp(name, exe))
+			o->mod[o->n++] = -1, own = 1;
+		else
+			o->mod[o->n++] = module(c, strrchr(name, '/') ? strrchr(name, '/') + 1 : *name ? name : "[anon]");
 	}
 	fclose(f);
-	return o->n ? 0 : (errno = ENOENT, -1);
+	return own ? 0 : (errno = ENOENT, -1);
 }
 
-static int is_own(const struct own *o, unsigned long a)
+/* The module index of address a: -1 for the loop's own code. */
+static int where(const struct code *o, struct mb_count *c, unsigned long a)
 {
 	for (int i = 0; i < o->n; i++)
 		if (a >= o->lo[i] && a < o->hi[i])
-			return 1;
-	return 0;
+			return o->mod[i];
+	return module(c, "(unmapped at the start)");
 }
 
 static int failed(struct mb_count *c, const char *what)
@@ -101,7 +125,7 @@ static int next_stop(pid_t pid, struct mb_count *c)
 static int traced(const char *prog, char *const envp[], long size, long pairs, struct mb_count *c)
 {
 	char a1[32], a2[32];
-	struct own o;
+	struct code o;
 	int sig = 0;
 
 	snprintf(a1, sizeof(a1), "%ld", size);
@@ -122,7 +146,7 @@ static int traced(const char *prog, char *const envp[], long size, long pairs, s
 		if (s < 0 || ptrace(PTRACE_CONT, pid, NULL, (void *)(long)sig))
 			goto out;
 	sig = 0;
-	if (own_code(pid, &o)) {
+	if (code_of(pid, &o, c)) {
 		failed(c, "reading the loop's maps");
 		goto out;
 	}
@@ -132,10 +156,12 @@ static int traced(const char *prog, char *const envp[], long size, long pairs, s
 			failed(c, "PTRACE_GETREGS");
 			goto out;
 		}
-		if (!is_own(&o, r.rip)) {
+		int m = where(&o, c, r.rip);
+		if (m >= 0) {
 			errno = 0;
 			unsigned long w = (unsigned long)ptrace(PTRACE_PEEKTEXT, pid, (void *)r.rip, NULL);
 			c->insns++;
+			c->modn[m]++;
 			c->syscalls += (w & 0xffff) == 0x050f;
 			c->wrpkru += (w & 0xffffff) == 0xef010f;
 		}
@@ -180,5 +206,13 @@ int mb_count(const char *prog, char *const envp[], long size, long few, long man
 	c->insns = (b.insns - a.insns) / n;
 	c->syscalls = (b.syscalls - a.syscalls) / n;
 	c->wrpkru = (b.wrpkru - a.wrpkru) / n;
+	for (int i = 0; i < b.nmod; i++) {
+		double x = b.modn[i];
+		for (int j = 0; j < a.nmod; j++)
+			if (!strcmp(a.mod[j], b.mod[i]))
+				x -= a.modn[j];
+		if (x / n >= 0.05) /* what a pair runs, not a one-off */
+			c->modn[c->nmod] = x / n, snprintf(c->mod[c->nmod++], sizeof(c->mod[0]), "%s", b.mod[i]);
+	}
 	return 0;
 }
