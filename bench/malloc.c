@@ -60,7 +60,7 @@ static struct alloc al[A_COUNT] = {
 #define MB_MAX_WORKS 16
 
 struct opts {
-	int rounds, smoke, quiet;
+	int rounds, smoke, quiet, count;
 	double timeout;
 	const char *workloads, *allocators, *plot;
 };
@@ -100,6 +100,13 @@ static int listed(const char *list, const char *name)
 	return 0;
 }
 
+/* Workload w is in the list: by its name, or its group's ("real": the
+ * programs on PATH, "own": bench/mw_*.c). */
+static int work_listed(const char *list, int w)
+{
+	return listed(list, mb_works[w].name) || (list && listed(list, mb_works[w].own ? "own" : "real"));
+}
+
 /* Every name in list is one of names[] (a typo is a usage error). */
 static int list_ok(const char *list, const char *const *names, int n, const char *opt)
 {
@@ -120,8 +127,8 @@ static int list_ok(const char *list, const char *const *names, int n, const char
 /* The options into o: -1 to go on, or the exit status. */
 static int parse(int argc, char **argv, struct opts *o)
 {
-	char names[MB_MAX_WORKS * 16] = "", about[2048];
-	const char *anames[A_COUNT - 1], *wnames[MB_MAX_WORKS];
+	char names[MB_MAX_WORKS * 16 + 128] = "", about[2048];
+	const char *anames[A_COUNT - 1], *wnames[MB_MAX_WORKS + 2] = { "real", "own" };
 	const struct bench_opt opts[] = {
 		{ "reps", 0, BO_INT, &o->rounds, "N", "rounds, each figure their median (default 5; --smoke: 1)", 1,
 		  MAX_ROUNDS },
@@ -134,6 +141,9 @@ static int parse(int argc, char **argv, struct opts *o)
 		  "cell (default 600; --smoke: 120)", 1e-3, 1e6 },
 		{ "plot", 0, BO_STR, &o->plot, "FILE.svg", "the ratios as bar charts, drawn by gnuplot when\n"
 		  "it is there (Debian: gnuplot-nox)" },
+		{ "count", 0, BO_FLAG, &o->count, NULL, "instead of the workloads: the instructions of a\n"
+		  "malloc+free pair of a cached small block (32 and 256\n"
+		  "bytes) under each allocator, single-stepped (ptrace)" },
 		{ "quiet", 'q', BO_FLAG, &o->quiet, NULL, "no progress on stderr" },
 		{ "rounds", 0, BO_INT, &o->rounds, "N", NULL, 1, MAX_ROUNDS },
 		{ NULL, 0 },
@@ -152,20 +162,24 @@ static int parse(int argc, char **argv, struct opts *o)
 		 "RSS (wait4's ru_maxrss: the largest process of a run, children waited for\n"
 		 "included) with ratios to glibc, their geometric means, and mpkit's targets\n"
 		 "(speed >= %.2f, none below %.2f; RSS <= %.2f of glibc's).\n", SPEED_MIN, SPEED_FLOOR, RSS_MAX);
-	snprintf(names, sizeof(names), "comma-separated, of:");
-	for (int w = 0; w < mb_nworks; w++) {
-		wnames[w] = mb_works[w].name;
-		snprintf(names + strlen(names), sizeof(names) - strlen(names), "%s%s%s", w ? "," : "",
-			 w == 4 ? "\n" : " " + !!w, mb_works[w].name);
+	snprintf(names, sizeof(names), "comma-separated names, or real (the programs:\n");
+	for (int own = 0; own < 2; own++) {
+		for (int w = 0, k = 0; w < mb_nworks; w++)
+			if (mb_works[w].own == own)
+				snprintf(names + strlen(names), sizeof(names) - strlen(names), "%s%s", k++ ? "," : "",
+					 mb_works[w].name);
+		snprintf(names + strlen(names), sizeof(names) - strlen(names), "%s",
+			 own ? ")\n(default: all)" : "),\nown (its own workloads: ");
 	}
-	snprintf(names + strlen(names), sizeof(names) - strlen(names), " (default: all)");
+	for (int w = 0; w < mb_nworks; w++)
+		wnames[w + 2] = mb_works[w].name;
 	for (int a = 1; a < A_COUNT; a++)
 		anames[a - 1] = al[a].key;
 	*o = (struct opts){ .rounds = 0, .timeout = 0 };
 	int rc = bench_options(&cli, argc, argv);
 	if (rc >= 0)
 		return rc;
-	if (!list_ok(o->workloads, wnames, mb_nworks, "--workloads") ||
+	if (!list_ok(o->workloads, wnames, mb_nworks + 2, "--workloads") ||
 	    !list_ok(o->allocators, anames, A_COUNT - 1, "--allocators"))
 		return 2;
 	if (!o->rounds)
@@ -274,24 +288,36 @@ static void probe_alloc(struct alloc *a, const char *cat, const char *tmp)
 	mb_rmtree(dir);
 }
 
+/* name beside this program (in the build tree, in the installed
+ * helpers' directory) into path: 0, or -1 when /proc/self/exe is not
+ * there (path is then name alone). */
+static int beside_me(const char *name, char *path, size_t len)
+{
+	char self[PATH_MAX];
+	ssize_t n = readlink("/proc/self/exe", self, sizeof(self) - 1);
+
+	if (n <= 0) {
+		snprintf(path, len, "%s", name);
+		return -1;
+	}
+	self[n] = 0;
+	*strrchr(self, '/') = 0;
+	snprintf(path, len, "%s/%s", self, name);
+	return 0;
+}
+
 static void find_allocators(struct state *st)
 {
-	char cat[PATH_MAX], self[PATH_MAX], lib[PATH_MAX + 32];
+	char cat[PATH_MAX], lib[PATH_MAX + 32];
 	const char *env = getenv("MPKIT_MALLOC_LIB");
-	ssize_t n = readlink("/proc/self/exe", self, sizeof(self) - 1);
 
 	al[A_GLIBC].on = 1;
 	/* The drop-in: where `mpkit run` finds it, beside the benchmarks in
 	 * the build tree and in the installed helpers' directory. */
-	if (env && *env) {
+	if (env && *env)
 		snprintf(lib, sizeof(lib), "%s", env);
-	} else if (n > 0) {
-		self[n] = 0;
-		*strrchr(self, '/') = 0;
-		snprintf(lib, sizeof(lib), "%s/libmpkit-malloc.so", self);
-	} else {
-		snprintf(lib, sizeof(lib), "libmpkit-malloc.so");
-	}
+	else
+		beside_me("libmpkit-malloc.so", lib, sizeof(lib));
 	if (bench_find_on_path("cat", cat, sizeof(cat), NULL))
 		snprintf(cat, sizeof(cat), "/bin/cat");
 	for (int a = 1; a < A_COUNT; a++) {
@@ -326,9 +352,16 @@ static void find_workloads(struct state *st)
 
 	for (int w = 0; w < mb_nworks; w++) {
 		const struct mb_work *k = &mb_works[w];
-		if (!listed(st->o.workloads, k->name))
+		if (!work_listed(st->o.workloads, w))
 			continue;
-		if (!bench_find_on_path(k->prog, st->prog[w], sizeof(st->prog[w]), not_script)) {
+		if (k->own) {
+			beside_me(k->prog, st->prog[w], sizeof(st->prog[w]));
+			if (!access(st->prog[w], X_OK))
+				st->on[w] = 1;
+			else
+				printf("skipped %s: %s: %s (make benchmarks builds it)\n", k->name, st->prog[w],
+				       strerror(errno));
+		} else if (!bench_find_on_path(k->prog, st->prog[w], sizeof(st->prog[w]), not_script)) {
 			st->on[w] = 1;
 		} else if (!bench_find_on_path(k->prog, any, sizeof(any), NULL)) {
 			printf("skipped %s: %s on PATH is a script, and no program of that name is behind it\n",
@@ -365,7 +398,10 @@ static void one(struct state *st, int w, int a, struct mb_run *r)
 {
 	char dir[PATH_MAX + 64];
 	char **env = run_env(&mb_works[w], &al[a]);
+	struct mb_work work = mb_works[w];
 
+	if (st->o.smoke && work.smoke)
+		work.steps = work.smoke;
 	work_dir(st, w, dir, sizeof(dir));
 	if (!env) {
 		memset(r, 0, sizeof(*r));
@@ -373,7 +409,7 @@ static void one(struct state *st, int w, int a, struct mb_run *r)
 		snprintf(r->why, sizeof(r->why), "out of memory");
 		return;
 	}
-	mb_run(&mb_works[w], st->prog[w], dir, env, st->o.timeout, r);
+	mb_run(&work, st->prog[w], dir, env, st->o.timeout, r);
 	free(env);
 }
 
@@ -734,6 +770,72 @@ static void draw(const struct state *st)
 	}
 }
 
+/* ---- --count: the fast path's instructions ---- */
+
+static const long count_size[] = { 32, 256 };
+#define NSIZES 2
+
+/* Every allocator's pair counted and printed: 0, or 1 when one could
+ * not be counted. */
+static int count_all(const struct state *st)
+{
+	char prog[PATH_MAX];
+	static struct mb_count c[A_COUNT][NSIZES];
+	long few = st->o.smoke ? 5 : 20, many = st->o.smoke ? 25 : 220;
+	int bad = 0, be = mpk_backend();
+
+	beside_me("mpkit-bench-mw-count", prog, sizeof(prog));
+	if (access(prog, X_OK)) {
+		fprintf(stderr, "%s: %s: %s (make benchmarks builds it)\n", me, prog, strerror(errno));
+		return 1;
+	}
+	for (int a = 0; a < A_COUNT && !bench_stop; a++)
+		for (int i = 0; i < NSIZES && al[a].on && !bench_stop; i++) {
+			char **env = run_env(NULL, &al[a]);
+			bench_progress("counting: %s, %ld bytes", al[a].name, count_size[i]);
+			if (!env || mb_count(prog, env, count_size[i], few, many, &c[a][i])) {
+				if (!env)
+					snprintf(c[a][i].why, sizeof(c[a][i].why), "out of memory");
+				bad = 1;
+			}
+			free(env);
+		}
+	bench_progress_done();
+	if (bench_stop)
+		return 0;
+	printf("mpkit bench malloc --count: instructions per malloc+free pair of a cached block,\n"
+	       "mpkit %s, backend %s%s\n", mpk_version(), be < 0 ? "none" : mpk_backend_name(be),
+	       st->o.smoke ? " (SMOKE RUN: few pairs)" : "");
+	printf("single-stepped (ptrace): the steps outside the loop's own code, for %ld pairs less\n"
+	       "those for %ld, divided by %ld; 1,000 pairs first put the block in the cache\n\n",
+	       many, few, many - few);
+	printf("  %-13s %9s %9s %9s %9s\n", "allocator", "32 B", "256 B", "syscalls", "wrpkru");
+	for (int a = 0; a < A_COUNT; a++) {
+		if (!al[a].on) {
+			printf("  %-13s left out: %s\n", al[a].name, al[a].why);
+			continue;
+		}
+		printf("  %-13s", al[a].name);
+		for (int i = 0; i < NSIZES; i++)
+			if (c[a][i].why[0])
+				printf(" %9s", "ERROR");
+			else
+				printf(" %9.1f", c[a][i].insns);
+		if (!c[a][0].why[0])
+			printf(" %9.2f %9.2f", c[a][0].syscalls, c[a][0].wrpkru);
+		printf("\n");
+		for (int m = 0; m < c[a][0].nmod; m++)
+			printf("%s%s %.1f", m ? ", " : "    32 B in: ", c[a][0].mod[m], c[a][0].modn[m]);
+		printf(c[a][0].nmod ? "\n" : "");
+		for (int i = 0; i < NSIZES; i++)
+			if (c[a][i].why[0])
+				printf("    %ld bytes: %s\n", count_size[i], c[a][i].why);
+	}
+	printf("(syscalls, wrpkru: per pair of 32 bytes; a system call is one step here, its\n"
+	       "cost the kernel's; \"in\": the files those 32-byte pairs' instructions ran in)\n");
+	return bad;
+}
+
 /* ---- main ---- */
 
 static struct state st;
@@ -756,6 +858,15 @@ int main(int argc, char **argv)
 	if (!mkdtemp(st.tmp)) {
 		fprintf(stderr, "%s: cannot make a directory in %s: %s\n", me, tmp && *tmp ? tmp : "/tmp", strerror(errno));
 		return 1;
+	}
+	if (st.o.count) {
+		find_allocators(&st);
+		int bad = count_all(&st);
+		if (mb_rmtree(st.tmp))
+			fprintf(stderr, "%s: cannot remove %s: %s\n", me, st.tmp, strerror(errno));
+		if (bench_stop)
+			return 128 + bench_stop;
+		return bench_output_ok(me) ? bad : 1;
 	}
 	find_workloads(&st);
 	find_allocators(&st);

@@ -2,7 +2,8 @@
 /*
  * mpkit-bench-malloc's workloads (bench/malloc_work.c): real programs,
  * each a few steps run one after another in a fresh directory, their
- * inputs written beforehand (untimed) one directory up.
+ * inputs written beforehand (untimed) one directory up, and its own
+ * (bench/mw_*.c), one step each.
  */
 #ifndef MPKIT_BENCH_MALLOC_H
 #define MPKIT_BENCH_MALLOC_H
@@ -32,6 +33,8 @@ struct mb_work {
 	const struct mb_step *steps;
 	int nsteps;
 	const char *files[MB_MAX_FILES]; /* compared after the run, NULL-terminated */
+	int own;                         /* prog is one of bench/mw_*.c, beside us, not on PATH */
+	const struct mb_step *smoke;     /* its steps for --smoke (NULL: the same as steps) */
 };
 
 extern const struct mb_work mb_works[];
@@ -56,5 +59,20 @@ void mb_run(const struct mb_work *w, const char *prog, const char *dir, char *co
 const char *mb_part_name(const struct mb_work *w, int i);
 /* rm -rf path: 0, or -1 with errno. */
 int mb_rmtree(const char *path);
+
+/* ---- malloc_count.c: the fast path's instructions ---- */
+#define MB_MAX_MODS 8
+struct mb_count {
+	double insns, syscalls, wrpkru; /* per malloc+free pair */
+	char mod[MB_MAX_MODS][64];      /* the files they ran in: "libc.so.6" */
+	double modn[MB_MAX_MODS];       /* the instructions per pair in each */
+	int nmod;
+	char why[300];                  /* why it could not count */
+};
+
+/* Single-steps prog (bench/mw_count.c) with envp for `few` and then
+ * `many` malloc+free pairs of size bytes: the difference per pair into
+ * c; 0, or -1 with c->why. */
+int mb_count(const char *prog, char *const envp[], long size, long few, long many, struct mb_count *c);
 
 #endif

@@ -6,7 +6,9 @@
  * from a fixed seed, so that every run of a workload does the same work
  * and prints the same; a run writes only into its own directory, and
  * reads its inputs from "..".  --smoke sizes are a few percent of the
- * full ones.
+ * full ones.  Then its own workloads, programs of bench/mw_*.c of the
+ * kinds mimalloc-bench has (a one-thread loop, producer/consumer, a
+ * larson-like server, thread churn, many small blocks, large blocks).
  */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -250,6 +252,26 @@ static const struct mb_step sort_steps[] = {
 #define STEPS(s) s, (int)(sizeof(s) / sizeof(s[0]))
 static const char *const python_env[] = { "PYTHONMALLOC=malloc", "PYTHONHASHSEED=0", NULL };
 
+/* ---- its own: bench/mw_*.c, with no input; --smoke is their argument ---- */
+
+static int setup_none(const char *dir, int smoke)
+{
+	(void)dir, (void)smoke;
+	return 0;
+}
+
+#define MW_PROG(n) "mpkit-bench-mw-" #n
+#define MW_STEPS(n)                                                                               \
+	static const struct mb_step n##_steps[] = { { MW_PROG(n), { MW_PROG(n) }, NULL, NULL } };     \
+	static const struct mb_step n##_smoke[] = { { MW_PROG(n) " --smoke", { MW_PROG(n), "--smoke" }, NULL, NULL } }
+MW_STEPS(loop);
+MW_STEPS(prodcons);
+MW_STEPS(larson);
+MW_STEPS(churn);
+MW_STEPS(small);
+MW_STEPS(large);
+#define MW(n, what) { #n, MW_PROG(n), what, NULL, setup_none, STEPS(n##_steps), { NULL }, 1, n##_smoke }
+
 const struct mb_work mb_works[] = {
 	{ "python", "python3", "PYTHONMALLOC=malloc python3: a 20,000-key dict to JSON and back, words counted, strings sorted",
 	  python_env, setup_python, STEPS(python_steps), { NULL } },
@@ -265,5 +287,11 @@ const struct mb_work mb_works[] = {
 	  NULL, setup_zstd, STEPS(zstd_steps), { "in.zst", NULL } },
 	{ "sort", "sort", "sort --parallel=2: 600,000 lines (21 MB) by two keys",
 	  NULL, setup_sort, STEPS(sort_steps), { NULL } },
+	MW(loop, "one thread: 60 million malloc+free of 16-512 bytes, 1 in 8 kept a while"),
+	MW(prodcons, "a producer thread's 6 million blocks freed by a consumer thread"),
+	MW(larson, "2 threads replacing random blocks of a shared pool (16 M), renewed 20 times"),
+	MW(churn, "2,000 waves of 4 threads, 200 blocks each, 1 in 4 freed by the next wave"),
+	MW(small, "3 million tree nodes of 24-72 bytes with temporaries, built up and freed"),
+	MW(large, "100 rounds: 4 buffers grown by realloc to 4 MiB, 8 blocks of 128 KiB-2 MiB"),
 };
 const int mb_nworks = (int)(sizeof(mb_works) / sizeof(mb_works[0]));

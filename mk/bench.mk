@@ -9,7 +9,7 @@ BENCH_OBJ := $(BENCH_SRC:%.c=$(B)/obj/%.o) $(SHARED_OBJ) $(B)/obj/src/shared/dyn
 # builds them, `make` does not.
 BENCH_BIN := $(addprefix $(B)/,mpkit-bench mpkit-bench-alloc mpkit-bench-vault mpkit-bench-threads mpkit-bench-scale \
              mpkit-bench-broadcast mpkit-bench-lockdown mpkit-bench-code mpkit-bench-rss mpkit-bench-malloc) \
-             $(if $(SQLITE_OK),$(B)/mpkit-bench-sqlite)
+             $(MW_BIN) $(if $(SQLITE_OK),$(B)/mpkit-bench-sqlite)
 
 benchmarks: $(BENCH_BIN)
 
@@ -35,9 +35,17 @@ $(B)/mpkit-bench-rss: $(B)/obj/bench/rss.o $(B)/obj/bench/options.o $(B)/libmpki
 # Real programs under glibc, jemalloc, mimalloc and the drop-in allocator
 # (`make bench-malloc`; `mpkit bench malloc`).  Linked statically, so that
 # make install copies it (it runs the drop-in it finds beside itself).
-BENCH_MALLOC_OBJ := $(addprefix $(B)/obj/bench/,malloc.o malloc_run.o malloc_work.o gnuplot.o options.o)
+BENCH_MALLOC_OBJ := $(addprefix $(B)/obj/bench/,malloc.o malloc_run.o malloc_work.o malloc_count.o gnuplot.o options.o)
 $(B)/mpkit-bench-malloc: $(BENCH_MALLOC_OBJ) $(B)/libmpkit.a
 	$(CC) $(ALL_LDFLAGS) $^ -lm -o $@
+# Its own workloads (bench/mw_*.c) and the fast path's counted loop
+# (mw_count.c), found beside it: programs of their own that link the C
+# library only, built without sanitizers, for LD_PRELOAD to put each
+# allocator beneath them as it does beneath the real programs.
+MW_NAMES := loop prodcons larson churn small large count
+MW_BIN := $(MW_NAMES:%=$(B)/mpkit-bench-mw-%)
+$(B)/mpkit-bench-mw-%: bench/mw_%.c bench/mw.h $(B)/config
+	$(CC) $(PRELOAD_CFLAGS) $< -pthread -o $@
 
 # Secrets against libsodium and OpenSSL's secure heap (`make bench-vault`).
 BENCH_VAULT_OBJ := $(B)/obj/bench/vault.o $(B)/obj/bench/options.o
@@ -100,9 +108,10 @@ bench-rss: $(B)/mpkit-bench-rss
 bench-vault: $(B)/mpkit-bench-vault
 	$(B)/mpkit-bench-vault $(BENCH_VAULT_ARGS)
 
-# Not a test: real programs under five allocators, ratios to glibc, the
-# plot in build/bench/malloc.svg; BENCH_MALLOC_ARGS="--reps 3 --workloads git".
-bench-malloc: $(B)/mpkit-bench-malloc $(B)/libmpkit-malloc.so
+# Not a test: real programs and its own workloads under five allocators,
+# ratios to glibc, the plot in build/bench/malloc.svg;
+# BENCH_MALLOC_ARGS="--reps 3 --workloads git,loop", or --count.
+bench-malloc: $(B)/mpkit-bench-malloc $(MW_BIN) $(B)/libmpkit-malloc.so
 	@mkdir -p $(BENCH_OUT)
 	$(B)/mpkit-bench-malloc --plot $(BENCH_OUT)/malloc.svg $(BENCH_MALLOC_ARGS)
 

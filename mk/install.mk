@@ -80,9 +80,9 @@ $(INST)/libmpkit-watch.so: $(B)/libmpkit-watch.so $(INST)/layout
 $(INST)/libmpkit-malloc.so: $(B)/libmpkit-malloc.so $(INST)/layout
 	$(CC) $(MALLOC_LINK) $(call inst_rpath,$(HELPER_DIR)) -o $@
 # What goes into $(HELPER_DIR): mpkit-bench-scale and mpkit-bench-malloc
-# are linked statically.
+# are linked statically, the latter's workloads ($(MW_BIN)) to libc only.
 HELPERS := $(addprefix $(INST)/,mpkit-bench mpkit-bench-alloc mpkit-bench-vault mpkit-bench-threads) $(B)/mpkit-bench-scale \
-	   $(B)/mpkit-bench-malloc
+	   $(B)/mpkit-bench-malloc $(MW_BIN)
 
 # Each installed file, as a path under DESTDIR, for install and uninstall.
 INST_FILES = $(INCDIR)/mpkit.h $(LIBDIR)/libmpkit.a $(LIBDIR)/libmpkit.so.$(VERSION) \
