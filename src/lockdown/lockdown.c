@@ -4,7 +4,10 @@
  * against system calls and stray code.  Steps, checks first so that a
  * failure changes nothing: the gadget scan (if asked), no tracer (dumpable
  * 0 meanwhile, so that none attaches after the check), no io_uring, the
- * domain ranges and the filter program, the Landlock ruleset (if asked);
+ * domain ranges, the executable memory (lockdown_exec.c: refused if a
+ * write could still change code; code of a file the process can write is
+ * copied out of it, which changes no byte) and the filter program, the
+ * Landlock ruleset (if asked);
  * then, the filter (every thread, TSYNC), SIGTRAP back to its default
  * action (unless it is mpkit's), MADV_DONTDUMP on all domain memory, mseal
  * (if asked), Landlock (if asked).  See docs/threat-model.md.
@@ -332,6 +335,7 @@ static int cover(uintptr_t lo, uintptr_t hi)
 MPK_EXPORT int mpk_lockdown(unsigned flags)
 {
 	static struct ranges rs;
+	static struct mpk_exec_ranges ex;
 	static struct sock_filter prog[MPK_BPF_MAX];
 	struct mpk_range gate[1];
 	size_t n = MPK_BPF_MAX;
@@ -385,9 +389,9 @@ MPK_EXPORT int mpk_lockdown(unsigned flags)
 	if ((flags & MPK_LOCK_PROC_MEM) && (ruleset = mpk__landlock_proc_mem_ruleset()) < 0)
 		goto out;
 	mpk__window_lock(); /* no window comes meanwhile */
-	if (domain_ranges(&rs) ||
-	    mpk__bpf_build(prog, &n, rs.r, rs.n, gate, gate_range(gate), (uintptr_t)mpk_arch_syscall_ip,
-			   flags)) {
+	if (domain_ranges(&rs) || mpk__exec_ranges(&ex, rs.r, rs.n, flags) ||
+	    mpk__bpf_build(prog, &n, rs.r, rs.n, gate, gate_range(gate), &ex,
+			   (uintptr_t)mpk_arch_syscall_ip, flags)) {
 		mpk__window_unlock();
 		goto out;
 	}
