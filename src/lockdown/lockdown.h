@@ -22,6 +22,8 @@
  * range check each). */
 #define MPK_LOCK_MAX_EXEC 256
 #define MPK_LOCK_MAX_COPIED 32
+/* mpkit's system-call site and those of other mpkits in the process. */
+#define MPK_LOCK_MAX_SITES 4
 struct mpk_exec_ranges {
 	struct mpk_range x[MPK_LOCK_MAX_EXEC];
 	size_t nx;
@@ -42,7 +44,7 @@ int mpk__exec_ranges(struct mpk_exec_ranges *e, const struct mpk_range *dom, siz
  * it does not fit. */
 int mpk__bpf_build(struct sock_filter *out, size_t *len, const struct mpk_range *r, size_t nr,
 		   const struct mpk_range *gate, size_t ngate, const struct mpk_exec_ranges *ex,
-		   uintptr_t trusted_ip, unsigned flags); /* MPK_LOCK_* */
+		   const uintptr_t *trusted, size_t ntrusted, unsigned flags); /* MPK_LOCK_* */
 
 /* A filter to stack for a range of domain memory added after lockdown
  * (a new window): mprotect, munmap, madvise, mremap and mmap with

@@ -23,7 +23,8 @@
  *   rt_sigaction with a new action for SIGILL, SIGTRAP, SIGBUS, SIGFPE or
  *     SIGSEGV, but from mpkit's site (a handler of a trap or a fault could
  *     move a thread past a WRPKRU's check);
- *   from mpkit's site (mpk_arch_syscall_ip): the rest is allowed;
+ *   from mpkit's site (mpk_arch_syscall_ip, and another mpkit's in the
+ *     process: lockdown.c's peer_sites()): the rest is allowed;
  *   from anywhere else: process_vm_readv (mpkit reads its own stacks
  *     with it, to find nested signal frames), pkey_alloc, pkey_free,
  *     pkey_mprotect and mremap
@@ -74,7 +75,8 @@
 /* Scratch words: the range [start, end) being checked. */
 enum { M_S_LO, M_S_HI, M_E_LO, M_E_HI };
 
-#define MAX_LABELS (60 + 10 * MPK_LOCK_MAX_RANGES + 3 * MPK_LOCK_MAX_EXEC + 5 * MPK_LOCK_MAX_COPIED)
+#define MAX_LABELS (60 + 10 * MPK_LOCK_MAX_RANGES + 3 * MPK_LOCK_MAX_EXEC + 5 * MPK_LOCK_MAX_COPIED + \
+		    9 * MPK_LOCK_MAX_SITES)
 #define NEXT (-1)
 
 /* A tiny assembler: jump targets are labels, resolved at the end. */
@@ -260,6 +262,26 @@ static void from_ip(struct prog *p, int here, uintptr_t trusted_ip, int t, int f
 	jump(p, BPF_JEQ, (uint32_t)trusted_ip, t, f);
 }
 
+/* The trusted sites: mpkit's, and another mpkit's in the process (a
+ * program linked with libmpkit.a under the drop-in's libmpkit.so). */
+struct sites {
+	const uintptr_t *ip;
+	size_t n;
+};
+
+/* At label here: the call was made from one of the sites: goto t else
+ * goto f.  Four instructions a site. */
+static void from_sites(struct prog *p, int here, const struct sites *s, int t, int f)
+{
+	place(p, here);
+	for (size_t i = 0; i < s->n; i++) {
+		int next = i + 1 < s->n ? label(p) : f, again = label(p);
+		from_ip(p, again, s->ip[i], t, next);
+		if (i + 1 < s->n)
+			place(p, next);
+	}
+}
+
 /* The program into out: 0, or -1/E2BIG (too long, or a jump too far). */
 static int finish(struct prog *p, struct sock_filter *out, size_t *len)
 {
@@ -292,7 +314,7 @@ struct blocks {
  * range check): the head reaches them through jumps of its own (ja),
  * placed after its two returns.
  */
-static void head(struct prog *p, const struct blocks *b, uintptr_t trusted_ip, unsigned flags)
+static void head(struct prog *p, const struct blocks *b, const struct sites *s, unsigned flags)
 {
 	static const uint32_t opens[] = { SYS_open, SYS_creat, SYS_openat, 437 /* openat2 */,
 					  SYS_open_by_handle_at };
@@ -335,7 +357,7 @@ static void head(struct prog *p, const struct blocks *b, uintptr_t trusted_ip, u
 	ld(p, OFF_ARG(2));
 	jump(p, BPF_JEQ, MADV_DODUMP, b->deny, NEXT);
 	jump(p, BPF_JEQ, MADV_KEEPONFORK, b->deny, l_ip);
-	from_ip(p, l_ip, trusted_ip, b->allow, l_untrusted);
+	from_sites(p, l_ip, s, b->allow, l_untrusted);
 	place(p, l_untrusted);
 	ld(p, OFF_NR);
 	jump_each(p, keys, N(keys), b->deny);
@@ -443,7 +465,7 @@ static void range_block(struct prog *p, int here, const struct mpk_range *r, siz
 
 /* At here, rt_sigaction: a new action for a frozen signal from mpkit's
  * site only; a query, or another signal, allowed. */
-static void sig_block(struct prog *p, int here, uintptr_t trusted_ip)
+static void sig_block(struct prog *p, int here, const struct sites *s)
 {
 	static const uint32_t frozen[] = MPK_OS_FROZEN_SIGNALS;
 	int l_frozen = label(p), l_act = label(p), l_allow = label(p), l_deny = label(p);
@@ -457,7 +479,7 @@ static void sig_block(struct prog *p, int here, uintptr_t trusted_ip)
 	jump(p, BPF_JEQ, 0, NEXT, l_act);
 	ld(p, OFF_ARG(1) + 4);
 	jump(p, BPF_JEQ, 0, l_allow, l_act); /* no new action: a query */
-	from_ip(p, l_act, trusted_ip, l_allow, l_deny);
+	from_sites(p, l_act, s, l_allow, l_deny);
 	place(p, l_deny);
 	ret(p, p->deny);
 	place(p, l_allow);
@@ -470,11 +492,11 @@ static void sig_block(struct prog *p, int here, uintptr_t trusted_ip)
  * conditional jump reaches 255 instructions at most, the length of 22 of
  * them. */
 static void exec_block(struct prog *p, int here, const struct mpk_range *r, size_t nr,
-		       uintptr_t trusted_ip)
+		       const struct sites *s)
 {
 	int l_in = label(p), l_mmap = label(p), l_range = label(p), l_deny = label(p);
 
-	from_ip(p, here, trusted_ip, l_in, l_deny);
+	from_sites(p, here, s, l_in, l_deny);
 	place(p, l_in);
 	ld(p, OFF_NR);
 	jump(p, BPF_JEQ, SYS_mmap, l_mmap, l_range);
@@ -490,20 +512,21 @@ static void exec_block(struct prog *p, int here, const struct mpk_range *r, size
 
 int mpk__bpf_build(struct sock_filter *out, size_t *len, const struct mpk_range *r, size_t nr,
 		   const struct mpk_range *gate, size_t ngate, const struct mpk_exec_ranges *ex,
-		   uintptr_t trusted_ip, unsigned flags)
+		   const uintptr_t *trusted, size_t ntrusted, unsigned flags)
 {
 	struct prog *p = mpk__ialloc(sizeof(*p));
+	struct sites s = { trusted, ntrusted };
 
 	if (!p)
 		return -1;
 	p->deny = flags & MPK_LOCK_ERRNO ? SECCOMP_RET_ERRNO | EPERM : SECCOMP_RET_KILL_PROCESS;
 	struct blocks b = { label(p), label(p), label(p), label(p), label(p), label(p), label(p) };
-	head(p, &b, trusted_ip, flags);
+	head(p, &b, &s, flags);
 	mremap_block(p, b.mremap, ex, b.range);
 	advise_block(p, b.advise, ex);
 	range_block(p, b.range, r, nr, gate, ngate);
-	sig_block(p, b.sig, trusted_ip);
-	exec_block(p, b.exec, r, nr, trusted_ip);
+	sig_block(p, b.sig, &s);
+	exec_block(p, b.exec, r, nr, &s);
 	return finish(p, out, len);
 }
 
