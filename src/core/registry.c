@@ -19,6 +19,9 @@
 #include <errno.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/syscall.h>
+#include <sys/uio.h>
+#include <unistd.h>
 
 #include "../arch/arch.h"
 #include "internal.h"
@@ -163,30 +166,39 @@ void mpk__registry_set(struct mpk_region *r)
 	sync_entries(r, false);
 }
 
+/* Copies len bytes at addr of this process into buf, as another process
+ * would read them: no protection key applies (a closed domain's page
+ * would fault a plain read). */
+static bool peek(uintptr_t addr, void *buf, size_t len)
+{
+	struct iovec l = { buf, len }, r = { (void *)addr, len };
+
+	return syscall(SYS_process_vm_readv, (long)getpid(), &l, 1L, &r, 1L, 0L) == (long)len;
+}
+
 int mpk__registry_peers(uintptr_t *ips, uint64_t **locked, size_t max)
 {
 	struct mpk_procmaps pm;
 	struct mpk_procmaps_vma v;
+	struct mpk_reg_header h;
 	size_t n = 0;
 	int r;
 
-	/* Read only where this thread may: no key (a closed domain's pages
-	 * would fault), readable. */
-	if (mpk_procmaps_open(&pm, NULL, "ProtectionKey"))
+	if (mpk_procmaps_open(&pm, NULL, NULL))
 		return -1;
 	while ((r = mpk_procmaps_next(&pm, &v)) > 0) {
-		struct mpk_reg_header *h = (struct mpk_reg_header *)(uintptr_t)v.lo;
-		if (h == reg || v.hi - v.lo != MPK_REG_SIZE || strcmp(v.perms, "rw-p") || v.inode ||
-		    v.field > 0 || (v.path[0] && strcmp(v.path, "[anon:mpk:registry]")) ||
-		    memcmp(h->magic, MPK_REG_MAGIC, sizeof(h->magic)) || !h->syscall_ip)
+		if (v.lo == (uintptr_t)reg || v.hi - v.lo != MPK_REG_SIZE || strcmp(v.perms, "rw-p") ||
+		    v.inode || (v.path[0] && strcmp(v.path, "[anon:mpk:registry]")) ||
+		    !peek(v.lo, &h, sizeof(h)) || memcmp(h.magic, MPK_REG_MAGIC, sizeof(h.magic)) ||
+		    !h.syscall_ip)
 			continue;
 		if (n == max) {
 			r = -1;
 			errno = E2BIG;
 			break;
 		}
-		ips[n] = (uintptr_t)h->syscall_ip;
-		locked[n++] = &h->locked;
+		ips[n] = (uintptr_t)h.syscall_ip;
+		locked[n++] = &((struct mpk_reg_header *)(uintptr_t)v.lo)->locked;
 	}
 	int err = errno;
 	mpk_procmaps_close(&pm);
