@@ -1018,10 +1018,11 @@ size_t mpk_misuse_format(const struct mpk_misuse *misuse, char *buf, size_t size
  * new actions for SIGILL/SIGTRAP/SIGBUS/SIGFPE/SIGSEGV (install handlers
  * before), changes to mpkit's gate code, and gives SIGTRAP its default
  * action.  Returns 0, or -1 with errno and nothing applied: EINVAL (unknown
- * flags), EALREADY (done already), EBUSY (an io_uring instance, or a
- * tracer), EPERM (MPK_LOCK_SCAN found a gadget), ENOTSUP (seccomp, or
- * Landlock for MPK_LOCK_PROC_MEM, missing), E2BIG (too many domain ranges
- * for the filter), EAGAIN (a thread runs under a seccomp filter of its own,
+ * flags), EALREADY (done already), EBUSY (an io_uring instance, a
+ * tracer, or executable memory a write could still change: rwx, a memfd,
+ * READ_IMPLIES_EXEC...; see mpk_lockdown(3)), EPERM (MPK_LOCK_SCAN found a
+ * gadget), ENOTSUP (seccomp, or Landlock for MPK_LOCK_PROC_MEM, missing),
+ * E2BIG (too many domain or executable ranges for the filter), EAGAIN (a thread runs under a seccomp filter of its own,
  * which the filter cannot join), ENOMEM.  The filter needs no_new_privs,
  * which nothing can clear: it is set only once every check passed, but a
  * refusal the kernel alone can make (a thread under filters other than the

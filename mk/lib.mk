@@ -17,7 +17,7 @@ CORE_SRC := $(addprefix src/core/,init.c os.c os_signal.c domain.c region.c wind
             memory.c owned.c code_region.c rights.c soft.c broadcast.c thread.c thread_start.c fork.c \
             fault.c hooks.c backtrace.c report.c registry.c audit.c ialloc.c sort.c)
 HEAP_SRC := $(addprefix src/heap/,meta.c seal.c map.c run.c big.c heap.c calls.c misuse.c cache.c fork.c vault.c vlist.c)
-LOCKDOWN_SRC := $(addprefix src/lockdown/,lockdown.c lockdown_bpf.c landlock.c)
+LOCKDOWN_SRC := $(addprefix src/lockdown/,lockdown.c lockdown_bpf.c lockdown_exec.c landlock.c)
 FEATURE_SRC := src/features/code.c src/features/watch.c
 LIB_SRC := $(ARCH_SRC) $(SHARED_SRC) $(CORE_SRC) $(HEAP_SRC) $(LOCKDOWN_SRC) $(FEATURE_SRC)
 LIB_OBJ := $(LIB_SRC:%.c=$(B)/obj/%.o)

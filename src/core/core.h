@@ -377,4 +377,12 @@ int mpk__cover(uintptr_t lo, uintptr_t hi);
  */
 int mpk__atfork_register(void (*prepare)(void), void (*parent)(void), void (*child)(void));
 
+/* registry.c: for mpk_lockdown(), the other mpkits in this process (their
+ * registries, found in /proc/self/maps by size and magic, read as
+ * another process would: no key applies): up to max of
+ * their system-call sites into ips and their registries' locked words
+ * into locked (os.h); the number found, or -1/errno (E2BIG: more than
+ * max).  Under mpkit's locks (no malloc). */
+int mpk__registry_peers(uintptr_t *ips, uint64_t **locked, size_t max);
+
 #endif

@@ -25,12 +25,13 @@
  * watch mmap and munmap.  pkey calls always take the site.
  */
 bool mpk_os_locked;
+uint64_t *mpk_os_peer_lock;
 
 static long sys_mem(long nr, long a, long b, long c, long d, long e, long f)
 {
 	long r;
 
-	if (!__atomic_load_n(&mpk_os_locked, __ATOMIC_ACQUIRE))
+	if (!mpk_os_is_locked())
 		return syscall(nr, a, b, c, d, e, f);
 	r = mpk_arch_syscall6(nr, a, b, c, d, e, f);
 	if (r < 0 && r > -4096) {
@@ -134,7 +135,7 @@ int mpk_os_mprotect(void *addr, size_t len, int prot)
 	count_mprotect();
 	if (injected(MPK_OS_FAIL_MPROTECT))
 		return -1;
-	if (!__atomic_load_n(&mpk_os_locked, __ATOMIC_ACQUIRE))
+	if (!mpk_os_is_locked())
 		return mprotect(addr, len, prot);
 	return (int)sys_mem(SYS_mprotect, (long)addr, (long)len, prot, 0, 0, 0);
 }
@@ -153,7 +154,7 @@ void *mpk_os_map_fd(void *addr, size_t len, int prot, int flags, int fd, off_t o
 {
 	void *p;
 
-	if (!__atomic_load_n(&mpk_os_locked, __ATOMIC_ACQUIRE))
+	if (!mpk_os_is_locked())
 		p = mmap(addr, len, prot, flags, fd, off);
 	else
 		p = (void *)sys_mem(SYS_mmap, (long)addr, (long)len, prot, flags, fd, (long)off);
@@ -162,7 +163,7 @@ void *mpk_os_map_fd(void *addr, size_t len, int prot, int flags, int fd, off_t o
 
 int mpk_os_unmap(void *addr, size_t len)
 {
-	if (!__atomic_load_n(&mpk_os_locked, __ATOMIC_ACQUIRE))
+	if (!mpk_os_is_locked())
 		return munmap(addr, len);
 	return (int)sys_mem(SYS_munmap, (long)addr, (long)len, 0, 0, 0, 0);
 }

@@ -8,6 +8,7 @@
 
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdint.h>
 #include <sys/types.h>
 
 int mpk_os_pkey_alloc(unsigned flags, unsigned rights);
@@ -25,6 +26,18 @@ int mpk_os_unmap(void *addr, size_t len);
 int mpk_os_madvise(void *addr, size_t len, int advice);
 /* Set by mpk_lockdown(): memory calls go through mpkit's trusted site. */
 extern bool mpk_os_locked;
+/* The locked word of this mpkit's registry (registry.c), which another
+ * mpkit's lockdown in the process sets; NULL until there is one. */
+extern uint64_t *mpk_os_peer_lock;
+/* Under a lockdown: this mpkit's, or another's that trusts this one's
+ * site.  Memory calls then take the site. */
+static inline bool mpk_os_is_locked(void)
+{
+	uint64_t *peer = __atomic_load_n(&mpk_os_peer_lock, __ATOMIC_ACQUIRE);
+
+	return __atomic_load_n(&mpk_os_locked, __ATOMIC_ACQUIRE) ||
+	       (peer && __atomic_load_n(peer, __ATOMIC_ACQUIRE));
+}
 /* mremap(MREMAP_MAYMOVE | MREMAP_FIXED) onto to: to, or NULL/errno. */
 void *mpk_os_remap_fixed(void *addr, size_t old_len, size_t new_len, void *to);
 /* Raw mlock()/munlock(): sanitizers make the libc ones no-ops. */

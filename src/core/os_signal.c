@@ -72,7 +72,7 @@ int mpk_os_sigaction(int sig, const struct sigaction *act, struct sigaction *old
 		errno = EINVAL;
 		return -1;
 	}
-	if (!__atomic_load_n(&mpk_os_locked, __ATOMIC_ACQUIRE) || !restorer) {
+	if (!mpk_os_is_locked() || !restorer) {
 		rc = sigaction(sig, act, old);
 	} else {
 		struct ksigaction k, ko;

@@ -71,7 +71,7 @@ out:
  * Growing takes the flag off again (mpk__owned_grow). */
 static bool tail_apart(void *p, size_t n)
 {
-	return !__atomic_load_n(&mpk_os_locked, __ATOMIC_ACQUIRE) &&
+	return !mpk_os_is_locked() &&
 	       !mpk_os_madvise(p, n, MADV_DODUMP);
 }
 

@@ -7,13 +7,26 @@
  * stays even and unchanged.  Private, so a forked child keeps a copy that
  * is right for it: its mappings are the parent's at the fork.  Made with
  * the first region; writers hold mpk_g.lock.
+ *
+ * It also lets two mpkits in one process find each other (a program
+ * linked with libmpkit.a, run under the drop-in allocator, which brings
+ * libmpkit.so): one's lockdown trusts the other's system-call site and
+ * sets its locked, after which the other's memory calls take that site
+ * (os.c), never libc, whose calls the filter denies on a move
+ * (MREMAP_FIXED) or a key (pkey_mprotect).
  */
 #define _GNU_SOURCE
+#include <errno.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/syscall.h>
+#include <sys/uio.h>
+#include <unistd.h>
 
+#include "../arch/arch.h"
 #include "internal.h"
 #include "os.h"
+#include "../shared/procmaps.h"
 #include "../shared/registry.h"
 
 static struct mpk_reg_header *reg;
@@ -56,7 +69,9 @@ static struct mpk_reg_header *registry(void)
 	owner = o;
 	reg = p;
 	reg->cap = cap;
+	reg->syscall_ip = (uintptr_t)mpk_arch_syscall_ip;
 	memcpy(reg->magic, MPK_REG_MAGIC, sizeof(reg->magic));
+	__atomic_store_n(&mpk_os_peer_lock, &reg->locked, __ATOMIC_RELEASE);
 	mpk_os_name_region(p, MPK_REG_SIZE, "registry");
 	return reg;
 }
@@ -149,4 +164,44 @@ void mpk__registry_sync(struct mpk_domain *d)
 void mpk__registry_set(struct mpk_region *r)
 {
 	sync_entries(r, false);
+}
+
+/* Copies len bytes at addr of this process into buf, as another process
+ * would read them: no protection key applies (a closed domain's page
+ * would fault a plain read). */
+static bool peek(uintptr_t addr, void *buf, size_t len)
+{
+	struct iovec l = { buf, len }, r = { (void *)addr, len };
+
+	return syscall(SYS_process_vm_readv, (long)getpid(), &l, 1L, &r, 1L, 0L) == (long)len;
+}
+
+int mpk__registry_peers(uintptr_t *ips, uint64_t **locked, size_t max)
+{
+	struct mpk_procmaps pm;
+	struct mpk_procmaps_vma v;
+	struct mpk_reg_header h;
+	size_t n = 0;
+	int r;
+
+	if (mpk_procmaps_open(&pm, NULL, NULL))
+		return -1;
+	while ((r = mpk_procmaps_next(&pm, &v)) > 0) {
+		if (v.lo == (uintptr_t)reg || v.hi - v.lo != MPK_REG_SIZE || strcmp(v.perms, "rw-p") ||
+		    v.inode || (v.path[0] && strcmp(v.path, "[anon:mpk:registry]")) ||
+		    !peek(v.lo, &h, sizeof(h)) || memcmp(h.magic, MPK_REG_MAGIC, sizeof(h.magic)) ||
+		    !h.syscall_ip)
+			continue;
+		if (n == max) {
+			r = -1;
+			errno = E2BIG;
+			break;
+		}
+		ips[n] = (uintptr_t)h.syscall_ip;
+		locked[n++] = &((struct mpk_reg_header *)(uintptr_t)v.lo)->locked;
+	}
+	int err = errno;
+	mpk_procmaps_close(&pm);
+	errno = err;
+	return r < 0 ? -1 : (int)n;
 }

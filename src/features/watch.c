@@ -508,7 +508,7 @@ static bool on_fault(siginfo_t *si, void *uc)
  * thread stepped onto a WRPKRU past its check (docs/threat-model.md). */
 static void chain_trap(int sig, siginfo_t *si, void *uc)
 {
-	bool locked = __atomic_load_n(&mpk_os_locked, __ATOMIC_ACQUIRE);
+	bool locked = mpk_os_is_locked();
 
 	if (!locked && (old_trap.sa_flags & SA_SIGINFO)) {
 		old_trap.sa_sigaction(sig, si, uc);

@@ -4,7 +4,10 @@
  * against system calls and stray code.  Steps, checks first so that a
  * failure changes nothing: the gadget scan (if asked), no tracer (dumpable
  * 0 meanwhile, so that none attaches after the check), no io_uring, the
- * domain ranges and the filter program, the Landlock ruleset (if asked);
+ * domain ranges, the executable memory (lockdown_exec.c: refused if a
+ * write could still change code; code of a file the process can write is
+ * copied out of it, which changes no byte) and the filter program, the
+ * Landlock ruleset (if asked);
  * then, the filter (every thread, TSYNC), SIGTRAP back to its default
  * action (unless it is mpkit's), MADV_DONTDUMP on all domain memory, mseal
  * (if asked), Landlock (if asked).  See docs/threat-model.md.
@@ -329,10 +332,49 @@ static int cover(uintptr_t lo, uintptr_t hi)
 	return r ? -1 : 0;
 }
 
+/* The other mpkits' locked words that peer_sites() set. */
+static uint64_t *peer_locked[MPK_LOCK_MAX_SITES];
+static size_t npeers;
+
+/* Another mpkit in the process (a program linked with libmpkit.a under
+ * the drop-in allocator's libmpkit.so): the filter trusts its site too,
+ * where that is executable memory of now, and its locked (set here, before
+ * the filter) sends its memory calls there.  Without that, its calls were
+ * libc's, anyone's: a big block's move (MREMAP_FIXED) or a new domain's
+ * pages (pkey_mprotect) were denied.  Appended to sites (*n in use); 0 or
+ * -1/errno (E2BIG: more than MPK_LOCK_MAX_SITES - 1 others). */
+static int peer_sites(uintptr_t *sites, size_t *n, const struct mpk_exec_ranges *ex)
+{
+	uintptr_t ips[MPK_LOCK_MAX_SITES - 1];
+	uint64_t *locked[MPK_LOCK_MAX_SITES - 1];
+	int got = mpk__registry_peers(ips, locked, MPK_LOCK_MAX_SITES - 1);
+
+	npeers = 0;
+	for (int i = 0; i < got; i++)
+		for (size_t j = 0; j < ex->nx; j++)
+			if (ips[i] > ex->x[j].lo && ips[i] <= ex->x[j].hi) {
+				sites[(*n)++] = ips[i];
+				peer_locked[npeers++] = locked[i];
+				__atomic_store_n(locked[i], 1, __ATOMIC_RELEASE);
+				break;
+			}
+	return got < 0 ? -1 : 0;
+}
+
+/* The lockdown failed after peer_sites(): the others back to libc. */
+static void peers_unlock(void)
+{
+	for (size_t i = 0; i < npeers; i++)
+		__atomic_store_n(peer_locked[i], 0, __ATOMIC_RELEASE);
+	npeers = 0;
+}
+
 MPK_EXPORT int mpk_lockdown(unsigned flags)
 {
 	static struct ranges rs;
+	static struct mpk_exec_ranges ex;
 	static struct sock_filter prog[MPK_BPF_MAX];
+	uintptr_t sites[MPK_LOCK_MAX_SITES] = { (uintptr_t)mpk_arch_syscall_ip };
 	struct mpk_range gate[1];
 	size_t n = MPK_BPF_MAX;
 	int ruleset = -1, rc = -1;
@@ -385,9 +427,11 @@ MPK_EXPORT int mpk_lockdown(unsigned flags)
 	if ((flags & MPK_LOCK_PROC_MEM) && (ruleset = mpk__landlock_proc_mem_ruleset()) < 0)
 		goto out;
 	mpk__window_lock(); /* no window comes meanwhile */
-	if (domain_ranges(&rs) ||
-	    mpk__bpf_build(prog, &n, rs.r, rs.n, gate, gate_range(gate), (uintptr_t)mpk_arch_syscall_ip,
-			   flags)) {
+	size_t nsites = 1;
+	if (domain_ranges(&rs) || mpk__exec_ranges(&ex, rs.r, rs.n, flags) ||
+	    peer_sites(sites, &nsites, &ex) ||
+	    mpk__bpf_build(prog, &n, rs.r, rs.n, gate, gate_range(gate), &ex, sites, nsites, flags)) {
+		peers_unlock();
 		mpk__window_unlock();
 		goto out;
 	}
@@ -397,6 +441,7 @@ MPK_EXPORT int mpk_lockdown(unsigned flags)
 	if (r) {
 		int err = r > 0 ? EAGAIN : errno == EINVAL ? ENOTSUP : errno;
 		__atomic_store_n(&mpk_os_locked, false, __ATOMIC_RELEASE);
+		peers_unlock();
 		mpk__window_unlock();
 		errno = err;
 		goto out;

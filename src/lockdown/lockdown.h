@@ -16,13 +16,35 @@
 
 #include "../core/core.h"
 
+/* Executable memory at lockdown (lockdown_exec.c): every range, for the
+ * filter to keep mremap() off it (two instructions each), and those
+ * copied out of a file the process can write, kept from madvise() (a
+ * range check each). */
+#define MPK_LOCK_MAX_EXEC 256
+#define MPK_LOCK_MAX_COPIED 32
+/* mpkit's system-call site and those of other mpkits in the process. */
+#define MPK_LOCK_MAX_SITES 4
+struct mpk_exec_ranges {
+	struct mpk_range x[MPK_LOCK_MAX_EXEC];
+	size_t nx;
+	struct mpk_range copied[MPK_LOCK_MAX_COPIED];
+	size_t ncopied;
+};
+
+/* Reads /proc/self/maps (outside dom, the domain ranges) into e, copies
+ * out what needs it; 0, or -1/errno: EBUSY (refused: READ_IMPLIES_EXEC,
+ * a writable and executable mapping, code a write could still change;
+ * said on stderr), E2BIG (too many ranges), or mprotect's. */
+int mpk__exec_ranges(struct mpk_exec_ranges *e, const struct mpk_range *dom, size_t ndom, unsigned flags);
+
 /* The filter for these ranges of domain memory (r) and of mpkit's gate
  * code (gate: denied like domain memory to all but mpkit's site, and not
- * code memory mpkit may make executable) into out (*len: room in, length
- * out); 0, or -1/E2BIG when it does not fit. */
+ * code memory mpkit may make executable), and the executable memory ex
+ * (NULL: none) into out (*len: room in, length out); 0, or -1/E2BIG when
+ * it does not fit. */
 int mpk__bpf_build(struct sock_filter *out, size_t *len, const struct mpk_range *r, size_t nr,
-		   const struct mpk_range *gate, size_t ngate, uintptr_t trusted_ip,
-		   unsigned flags); /* MPK_LOCK_* */
+		   const struct mpk_range *gate, size_t ngate, const struct mpk_exec_ranges *ex,
+		   const uintptr_t *trusted, size_t ntrusted, unsigned flags); /* MPK_LOCK_* */
 
 /* A filter to stack for a range of domain memory added after lockdown
  * (a new window): mprotect, munmap, madvise, mremap and mmap with

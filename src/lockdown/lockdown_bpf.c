@@ -15,12 +15,16 @@
  *     and pkey_mprotect (no new code after lockdown), but from mpkit's
  *     site on a range inside domain memory (mpk_code_alloc() regions,
  *     which flip between r-x and rw- without a key; mmap with MAP_FIXED);
+ *     shmat with SHM_EXEC; personality adding READ_IMPLIES_EXEC (readable
+ *     memory would be executable without PROT_EXEC; 0xffffffff, a query,
+ *     is allowed);
  *   with MPK_LOCK_NO_OPEN, open/creat/openat/openat2/open_by_handle_at;
  *   with MPK_LOCK_FREEZE_KEYS, pkey_alloc and pkey_free, from mpkit too;
  *   rt_sigaction with a new action for SIGILL, SIGTRAP, SIGBUS, SIGFPE or
  *     SIGSEGV, but from mpkit's site (a handler of a trap or a fault could
  *     move a thread past a WRPKRU's check);
- *   from mpkit's site (mpk_arch_syscall_ip): the rest is allowed;
+ *   from mpkit's site (mpk_arch_syscall_ip, and another mpkit's in the
+ *     process: lockdown.c's peer_sites()): the rest is allowed;
  *   from anywhere else: process_vm_readv (mpkit reads its own stacks
  *     with it, to find nested signal frames), pkey_alloc, pkey_free,
  *     pkey_mprotect and mremap
@@ -28,7 +32,11 @@
  *     madvise, mremap and mmap with MAP_FIXED(_NOREPLACE) denied when
  *     [arg0, arg0 + arg1) touches a domain memory range or mpkit's gate
  *     code (the checked WRPKRU sites: unmapped or not executable, a fetch
- *     fault would stop a thread between a WRPKRU and its check).
+ *     fault would stop a thread between a WRPKRU and its check); mremap
+ *     at an address in executable memory of lockdown time (grown, a file
+ *     mapping takes in the file's next pages; moved, it leaves the known
+ *     ranges); madvise on code copied out of a writable file
+ *     (MADV_DONTNEED would drop the copy).  See lockdown_exec.c.
  * Denied is SECCOMP_RET_KILL_PROCESS, or SECCOMP_RET_ERRNO | EPERM.
  */
 #define _GNU_SOURCE
@@ -54,6 +62,8 @@
 #define MADV_KEEPONFORK 19
 #endif
 #define SHM_REMAP_FLAG 040000
+#define SHM_EXEC_FLAG 0100000
+#define READ_IMPLIES_EXEC_FLAG 0x0400000
 #define MREMAP_FIXED_FLAG 2
 #define X32_BIT 0x40000000u
 
@@ -65,7 +75,8 @@
 /* Scratch words: the range [start, end) being checked. */
 enum { M_S_LO, M_S_HI, M_E_LO, M_E_HI };
 
-#define MAX_LABELS (40 + 10 * MPK_LOCK_MAX_RANGES)
+#define MAX_LABELS (60 + 10 * MPK_LOCK_MAX_RANGES + 3 * MPK_LOCK_MAX_EXEC + 5 * MPK_LOCK_MAX_COPIED + \
+		    9 * MPK_LOCK_MAX_SITES)
 #define NEXT (-1)
 
 /* A tiny assembler: jump targets are labels, resolved at the end. */
@@ -251,6 +262,26 @@ static void from_ip(struct prog *p, int here, uintptr_t trusted_ip, int t, int f
 	jump(p, BPF_JEQ, (uint32_t)trusted_ip, t, f);
 }
 
+/* The trusted sites: mpkit's, and another mpkit's in the process (a
+ * program linked with libmpkit.a under the drop-in's libmpkit.so). */
+struct sites {
+	const uintptr_t *ip;
+	size_t n;
+};
+
+/* At label here: the call was made from one of the sites: goto t else
+ * goto f.  Four instructions a site. */
+static void from_sites(struct prog *p, int here, const struct sites *s, int t, int f)
+{
+	place(p, here);
+	for (size_t i = 0; i < s->n; i++) {
+		int next = i + 1 < s->n ? label(p) : f, again = label(p);
+		from_ip(p, again, s->ip[i], t, next);
+		if (i + 1 < s->n)
+			place(p, next);
+	}
+}
+
 /* The program into out: 0, or -1/E2BIG (too long, or a jump too far). */
 static int finish(struct prog *p, struct sock_filter *out, size_t *len)
 {
@@ -270,18 +301,20 @@ static int finish(struct prog *p, struct sock_filter *out, size_t *len)
 /* Where the head sends a call: the blocks after it. */
 struct blocks {
 	int deny, allow; /* return deny, allow: just after the head */
-	int range, sig, exec; /* the three blocks below */
+	int mremap, advise, range, sig, exec; /* the blocks below, in this order */
 };
 
 /*
  * The head: the architecture and the calls denied to anyone; PROT_EXEC
  * calls to the exec block, rt_sigaction to the signal block, madvise's
- * flags; then calls from mpkit's site allowed, and anyone else's sorted:
- * key calls denied, calls on a range to the range block.  The blocks are
- * far (past every range check): the head reaches them through a jump of
- * its own (ja), placed after its two returns.
+ * flags, shmat's SHM_EXEC, personality's READ_IMPLIES_EXEC; then calls
+ * from mpkit's site allowed, and anyone else's sorted: key calls denied,
+ * calls on a range to the range block (mremap through the mremap block,
+ * madvise through the advise block).  The blocks are far (past every
+ * range check): the head reaches them through jumps of its own (ja),
+ * placed after its two returns.
  */
-static void head(struct prog *p, const struct blocks *b, uintptr_t trusted_ip, unsigned flags)
+static void head(struct prog *p, const struct blocks *b, const struct sites *s, unsigned flags)
 {
 	static const uint32_t opens[] = { SYS_open, SYS_creat, SYS_openat, 437 /* openat2 */,
 					  SYS_open_by_handle_at };
@@ -289,7 +322,7 @@ static void head(struct prog *p, const struct blocks *b, uintptr_t trusted_ip, u
 					 SYS_pkey_mprotect };
 	static const uint32_t key_moves[] = { SYS_pkey_alloc, SYS_pkey_free };
 	static const uint32_t exec[] = { SYS_mmap, SYS_mprotect, SYS_pkey_mprotect };
-	static const uint32_t ranged[] = { SYS_mprotect, SYS_munmap, SYS_madvise };
+	static const uint32_t ranged[] = { SYS_mprotect, SYS_munmap };
 	static const uint32_t always[] = {
 		SYS_process_vm_writev, SYS_ptrace, 425 /* io_uring_setup */,
 		426 /* io_uring_enter */, 427 /* io_uring_register */, 440 /* process_madvise */,
@@ -297,7 +330,8 @@ static void head(struct prog *p, const struct blocks *b, uintptr_t trusted_ip, u
 	};
 	int l_exec = label(p), l_adv = label(p), l_ip = label(p), l_untrusted = label(p),
 	    l_mmap = label(p), l_mremap = label(p), l_shmat = label(p), l_exec_far = label(p),
-	    l_sig_far = label(p);
+	    l_sig_far = label(p), l_shm_exec = label(p), l_pers = label(p), l_range_far = label(p),
+	    l_adv_far = label(p);
 
 	ld(p, OFF_ARCH);
 	jump(p, BPF_JEQ, AUDIT_ARCH_X86_64, NEXT, b->deny);
@@ -310,22 +344,30 @@ static void head(struct prog *p, const struct blocks *b, uintptr_t trusted_ip, u
 		jump_each(p, key_moves, N(key_moves), b->deny);
 	jump_each(p, exec, N(exec), l_exec);
 	jump(p, BPF_JEQ, SYS_rt_sigaction, l_sig_far, NEXT);
+	jump(p, BPF_JEQ, SYS_shmat, l_shm_exec, NEXT);
+	jump(p, BPF_JEQ, SYS_personality, l_pers, NEXT);
 	jump(p, BPF_JEQ, SYS_madvise, l_adv, l_ip);
 	arg_flags(p, l_exec, 2, PROT_EXEC, l_exec_far, l_ip);
+	arg_flags(p, l_shm_exec, 2, SHM_EXEC_FLAG, b->deny, l_ip);
+	place(p, l_pers);
+	ld(p, OFF_ARG(0));
+	jump(p, BPF_JEQ, 0xffffffffu, l_ip, NEXT);
+	jump(p, BPF_JSET, READ_IMPLIES_EXEC_FLAG, b->deny, l_ip);
 	place(p, l_adv);
 	ld(p, OFF_ARG(2));
 	jump(p, BPF_JEQ, MADV_DODUMP, b->deny, NEXT);
 	jump(p, BPF_JEQ, MADV_KEEPONFORK, b->deny, l_ip);
-	from_ip(p, l_ip, trusted_ip, b->allow, l_untrusted);
+	from_sites(p, l_ip, s, b->allow, l_untrusted);
 	place(p, l_untrusted);
 	ld(p, OFF_NR);
 	jump_each(p, keys, N(keys), b->deny);
-	jump_each(p, ranged, N(ranged), b->range);
+	jump_each(p, ranged, N(ranged), l_range_far);
+	jump(p, BPF_JEQ, SYS_madvise, l_adv_far, NEXT);
 	jump(p, BPF_JEQ, SYS_mmap, l_mmap, NEXT);
 	jump(p, BPF_JEQ, SYS_mremap, l_mremap, NEXT);
 	jump(p, BPF_JEQ, SYS_shmat, l_shmat, b->allow);
-	arg_flags(p, l_mmap, 3, MAP_FIXED | MAP_FIXED_NOREPLACE, b->range, b->allow);
-	arg_flags(p, l_mremap, 3, MREMAP_FIXED_FLAG, b->deny, b->range);
+	arg_flags(p, l_mmap, 3, MAP_FIXED | MAP_FIXED_NOREPLACE, l_range_far, b->allow);
+	arg_flags(p, l_mremap, 3, MREMAP_FIXED_FLAG, b->deny, b->mremap);
 	arg_flags(p, l_shmat, 2, SHM_REMAP_FLAG, b->deny, b->allow);
 	place(p, b->deny);
 	ret(p, p->deny);
@@ -335,6 +377,75 @@ static void head(struct prog *p, const struct blocks *b, uintptr_t trusted_ip, u
 	ja(p, b->exec); /* past the range checks */
 	place(p, l_sig_far);
 	ja(p, b->sig);
+	place(p, l_range_far);
+	ja(p, b->range);
+	place(p, l_adv_far);
+	ja(p, b->advise);
+}
+
+/*
+ * At here (just after the head), anyone else's mremap: denied when its
+ * address lies in executable memory of lockdown time (the kernel takes
+ * the old range from the one mapping at that address), else on to the
+ * range block.  Two instructions a range, the ranges in address order:
+ * each run of at most 100 sharing the address's high word compares the
+ * high word once, then the low word against each range's last byte and
+ * first; pieces of a range that crosses a high word are ranges of their
+ * own.
+ */
+static void mremap_block(struct prog *p, int here, const struct mpk_exec_ranges *ex, int range)
+{
+	uint64_t chunk_hi = 0;
+	int in_chunk = 0, l_end = 0, l_deny = 0;
+
+	place(p, here);
+	for (size_t i = 0; ex && i < ex->nx; i++) {
+		for (uint64_t lo = ex->x[i].lo, hi; lo < ex->x[i].hi; lo = hi) {
+			uint64_t h = lo >> 32;
+			hi = h == 0xffffffffu || ex->x[i].hi - 1 < ((h + 1) << 32) ? ex->x[i].hi : (h + 1) << 32;
+			if (in_chunk && (h != chunk_hi || in_chunk == 100)) {
+				ja(p, l_end);
+				place(p, l_deny);
+				ret(p, p->deny);
+				place(p, l_end);
+				in_chunk = 0;
+			}
+			if (!in_chunk) {
+				l_end = label(p);
+				l_deny = label(p);
+				chunk_hi = h;
+				ld(p, OFF_ARG(0) + 4);
+				jump(p, BPF_JEQ, (uint32_t)h, NEXT, l_end);
+				ld(p, OFF_ARG(0));
+			}
+			int l_next = label(p);
+			jump(p, BPF_JGT, (uint32_t)(hi - 1), l_next, NEXT);
+			jump(p, BPF_JGE, (uint32_t)lo, l_deny, l_end);
+			place(p, l_next);
+			in_chunk++;
+		}
+	}
+	if (in_chunk) {
+		ja(p, l_end);
+		place(p, l_deny);
+		ret(p, p->deny);
+		place(p, l_end);
+	}
+	ja(p, range);
+}
+
+/* At here (just before the range block), anyone else's madvise: denied
+ * when [arg0, arg0 + arg1) touches code copied out of a writable file
+ * (MADV_DONTNEED would bring the file's pages back), else on to the range
+ * block. */
+static void advise_block(struct prog *p, int here, const struct mpk_exec_ranges *ex)
+{
+	place(p, here);
+	if (!ex || !ex->ncopied)
+		return;
+	load_range(p);
+	for (size_t i = 0; i < ex->ncopied; i++)
+		check_range(p, ex->copied[i].lo, ex->copied[i].hi, p->deny);
 }
 
 /* At here, anyone else's mprotect, munmap, madvise, mremap or mmap with
@@ -354,7 +465,7 @@ static void range_block(struct prog *p, int here, const struct mpk_range *r, siz
 
 /* At here, rt_sigaction: a new action for a frozen signal from mpkit's
  * site only; a query, or another signal, allowed. */
-static void sig_block(struct prog *p, int here, uintptr_t trusted_ip)
+static void sig_block(struct prog *p, int here, const struct sites *s)
 {
 	static const uint32_t frozen[] = MPK_OS_FROZEN_SIGNALS;
 	int l_frozen = label(p), l_act = label(p), l_allow = label(p), l_deny = label(p);
@@ -368,7 +479,7 @@ static void sig_block(struct prog *p, int here, uintptr_t trusted_ip)
 	jump(p, BPF_JEQ, 0, NEXT, l_act);
 	ld(p, OFF_ARG(1) + 4);
 	jump(p, BPF_JEQ, 0, l_allow, l_act); /* no new action: a query */
-	from_ip(p, l_act, trusted_ip, l_allow, l_deny);
+	from_sites(p, l_act, s, l_allow, l_deny);
 	place(p, l_deny);
 	ret(p, p->deny);
 	place(p, l_allow);
@@ -381,11 +492,11 @@ static void sig_block(struct prog *p, int here, uintptr_t trusted_ip)
  * conditional jump reaches 255 instructions at most, the length of 22 of
  * them. */
 static void exec_block(struct prog *p, int here, const struct mpk_range *r, size_t nr,
-		       uintptr_t trusted_ip)
+		       const struct sites *s)
 {
 	int l_in = label(p), l_mmap = label(p), l_range = label(p), l_deny = label(p);
 
-	from_ip(p, here, trusted_ip, l_in, l_deny);
+	from_sites(p, here, s, l_in, l_deny);
 	place(p, l_in);
 	ld(p, OFF_NR);
 	jump(p, BPF_JEQ, SYS_mmap, l_mmap, l_range);
@@ -400,18 +511,22 @@ static void exec_block(struct prog *p, int here, const struct mpk_range *r, size
 }
 
 int mpk__bpf_build(struct sock_filter *out, size_t *len, const struct mpk_range *r, size_t nr,
-		   const struct mpk_range *gate, size_t ngate, uintptr_t trusted_ip, unsigned flags)
+		   const struct mpk_range *gate, size_t ngate, const struct mpk_exec_ranges *ex,
+		   const uintptr_t *trusted, size_t ntrusted, unsigned flags)
 {
 	struct prog *p = mpk__ialloc(sizeof(*p));
+	struct sites s = { trusted, ntrusted };
 
 	if (!p)
 		return -1;
 	p->deny = flags & MPK_LOCK_ERRNO ? SECCOMP_RET_ERRNO | EPERM : SECCOMP_RET_KILL_PROCESS;
-	struct blocks b = { label(p), label(p), label(p), label(p), label(p) };
-	head(p, &b, trusted_ip, flags);
+	struct blocks b = { label(p), label(p), label(p), label(p), label(p), label(p), label(p) };
+	head(p, &b, &s, flags);
+	mremap_block(p, b.mremap, ex, b.range);
+	advise_block(p, b.advise, ex);
 	range_block(p, b.range, r, nr, gate, ngate);
-	sig_block(p, b.sig, trusted_ip);
-	exec_block(p, b.exec, r, nr, trusted_ip);
+	sig_block(p, b.sig, &s);
+	exec_block(p, b.exec, r, nr, &s);
 	return finish(p, out, len);
 }
 

@@ -32,7 +32,12 @@ struct mpk_reg_header {
 	uint32_t count;    /* entries in use */
 	uint32_t cap;      /* entries that fit */
 	uint32_t dropped;  /* regions left out: the registry was full */
-	uint64_t reserved[2];
+	/* A process may hold two mpkits (a program linked with libmpkit.a
+	 * under the drop-in allocator's libmpkit.so): the lockdown of one
+	 * trusts the other's system-call site (0: none given), and sets the
+	 * other's locked, which sends its calls there (registry.c). */
+	uint64_t syscall_ip;
+	uint64_t locked;
 	struct mpk_reg_entry entry[];
 };
 
