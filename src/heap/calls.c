@@ -133,7 +133,7 @@ static inline struct tcache *tc_of(const mpk_heap *hp)
 
 static inline bool cacheable(const struct heap *h)
 {
-	return !(h->flags & (HEAP_SECRET | HEAP_GUARDS));
+	return mpk__heap_headers(h);
 }
 
 /* ---- heaps ---- */
@@ -184,7 +184,7 @@ struct heap *mpk__heap_new(struct mpk_domain *d, unsigned flags)
 		h->lock_gen = __atomic_load_n(&mpk__fork_gen, __ATOMIC_RELAXED);
 		/* Vaults stay small (one arena: one set of locked slabs);
 		 * guarded blocks all go to arena 0 anyway. */
-		h->narenas = (flags & (HEAP_SECRET | HEAP_GUARDS)) ? 1 : mpk__narenas_default;
+		h->narenas = mpk__heap_headers(h) ? mpk__narenas_default : 1;
 		for (unsigned i = 0; i < h->narenas; i++) {
 			pthread_mutex_init(&h->arenas[i].lock, NULL);
 			h->arenas[i].heap = h;
@@ -275,7 +275,7 @@ static struct heap *begin_err(mpk_heap *hp, mpk_scope *s, int err)
 	}
 	if (mpk__meta_open(s))
 		return NULL;
-	if (h->magic != HEAP_MAGIC || (h->flags & HEAP_SECRET)) {
+	if (h->magic != HEAP_MAGIC || mpk__vault(h)) {
 		mpk__meta_close(s);
 		errno = EINVAL;
 		return NULL;
