@@ -188,6 +188,7 @@ static uintptr_t slab_alloc(struct arena *a, unsigned cls)
 			r->cls = (uint8_t)cls;
 			r->nfree = slab_blocks[cls];
 			memset(r->bits, 0, sizeof(r->bits));
+			memset(r->live, 0, sizeof(r->live));
 			for (unsigned i = 0; i < r->nfree; i++)
 				r->bits[i / 64] |= 1ull << (i % 64);
 		}
@@ -197,7 +198,9 @@ static uintptr_t slab_alloc(struct arena *a, unsigned cls)
 	while (!r->bits[w])
 		w++;
 	unsigned i = w * 64 + (unsigned)__builtin_ctzll(r->bits[w]);
-	r->bits[w] &= r->bits[w] - 1;
+	/* Atomic: vaults' lists read the bits of blocks in use without the
+	 * lock (vlist.c). */
+	__atomic_store_n(&r->bits[w], r->bits[w] & (r->bits[w] - 1), __ATOMIC_RELAXED);
 	if (!--r->nfree)
 		list_del(&bin->partial, r);
 	return run_addr(r->chunk, r) + (uintptr_t)i * class_size[cls];
@@ -206,8 +209,13 @@ static uintptr_t slab_alloc(struct arena *a, unsigned cls)
 static void slab_free(struct arena *a, struct run *r, unsigned i)
 {
 	struct bin *bin = &a->bins[r->cls];
+	uint64_t mask = 1ull << (i % 64);
 
-	r->bits[i / 64] |= 1ull << (i % 64);
+	__atomic_store_n(&r->bits[i / 64], r->bits[i / 64] | mask, __ATOMIC_RELAXED);
+	/* A vault block was claimed before it came back (vlist.c): free
+	 * first, then unclaimed, so a list naming it finds it free. */
+	if (mpk__vault(a->heap))
+		__atomic_fetch_and(&r->live[i / 64], ~mask, __ATOMIC_RELEASE);
 	if (!r->nfree++)
 		list_push(&bin->partial, r);
 	if (r->nfree < slab_blocks[r->cls])
@@ -257,7 +265,9 @@ static int locate(struct arena *ar, uintptr_t a, struct loc *l, struct chunk *c)
 			size_t off = a - b;
 			if ((r->bits[i / 64] >> (i % 64)) & 1)
 				return off == hdr ? MPK_MISUSE_DOUBLE_FREE : MPK_MISUSE_WILD;
-			if (hdr ? off < hdr || off % 16 : off != 0)
+			/* Sealed, only the slot's start (heap_alloc()): a
+			 * header forged inside a live block is no block. */
+			if (hdr ? off < hdr || off % 16 || (off != hdr && mpk__meta_closed()) : off != 0)
 				return MPK_MISUSE_WILD;
 			l->kind = L_SLAB;
 			l->idx = i;
@@ -594,6 +604,10 @@ static void *heap_alloc(struct heap *h, size_t size, size_t align, bool zero, bo
 		return NULL;
 	}
 	size_t need = size + hdr + (align > 16 ? align - 16 : 0);
+	/* Sealed, a slab block starts its slot (free checks that against the
+	 * slab alone): an aligned one takes a page run, whose descriptor
+	 * holds its offset. */
+	bool slab = need <= SMALL_MAX && (align <= 16 || !mpk__meta_closed());
 	bool big = (h->flags & HEAP_GUARDS) || need > LARGE_MAX || force_big;
 	struct arena *a = big ? &h->arenas[0] : pick(h);
 	/* Writing the header needs the domain; do it before the lock. */
@@ -612,7 +626,7 @@ static void *heap_alloc(struct heap *h, size_t size, size_t align, bool zero, bo
 			fresh = !b.reused;
 			off = OFF_RUN;
 		}
-	} else if (need <= SMALL_MAX) {
+	} else if (slab) {
 		unsigned cls = mpk__class_of16[(need + 15) / 16];
 		if ((start = slab_alloc(a, cls))) {
 			p = round_up(start + hdr, align);

@@ -600,8 +600,9 @@ struct tcache *mpk__tc_vault(struct mpk_domain *d);
  * free from any thread is named without a lock.  Metadata open throughout.
  */
 void *mpk__vl_alloc(struct mpk_domain *d, size_t len); /* NULL: go slow */
-/* The slow path handed p out to the user. */
-void mpk__vl_handed(struct mpk_domain *d, const void *p);
+/* The slow path handed p out to the user: whether it is the user's (a
+ * list planted with it took it first: false, leave it). */
+bool mpk__vl_handed(struct mpk_domain *d, const void *p);
 /* 0 freed, VL_SLOW not a slab block (the slow free's), -1 errno, or
  * MPK_MISUSE_* with *m filled. */
 #define VL_SLOW (-2)

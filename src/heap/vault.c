@@ -347,8 +347,9 @@ MPK_EXPORT void *mpk_secret_alloc(mpk_domain *d, size_t len)
 	struct tcache *tc;
 	if (!p && !made && (tc = mpk__tc_vault(d)) && mpk__vl_flush(tc))
 		p = mpk__heap_alloc(h, len, 16, false);
-	if (p)
-		mpk__vl_handed(d, p);
+	/* A block a planted list entry claimed first stays theirs. */
+	for (int tries = 0; p && !mpk__vl_handed(d, p) && tries < 8; tries++)
+		p = mpk__heap_alloc(h, len, 16, false);
 	if (!p && made) {
 		/* Its first secret failed: the vault goes as it came, and
 		 * the metadata domain if it came with it.  Nobody else saw
