@@ -74,7 +74,7 @@ static int mode(void *arg)
 			memcpy(best, got, sizeof(best));
 	}
 	bool hw = mpk_backend() == MPK_BACKEND_HW, sealed = !strcmp(meta, "closed");
-	printf("metadata %s, backend %s: %ld instructions, %ld WRPKRU, %ld system calls per malloc+free\n",
+	printf("t_heap_cost: metadata %s, backend %s: %ld instructions, %ld WRPKRU, %ld system calls per malloc+free\n",
 	       meta, hw ? "hw" : "soft", best[0], best[1], best[2]);
 	int bad = 0;
 	if (!sealed)

@@ -240,7 +240,8 @@ static inline uint64_t mpk__mix(uint64_t x)
  * step is a bijection, so a change of any one field always shows; a
  * match by chance needs 64 bits to agree).  Neither is a MAC against an
  * attacker who reads headers and knows the scheme: the check is for
- * bugs, the domain is for attackers.  The size is multiplied on its own:
+ * bugs; sealed, the metadata decides (locate() in heap.c: slot, run and
+ * bitmap, no cache).  The size is multiplied on its own:
  * added plainly, a size rewritten by the run-length difference would
  * cancel the offset and pass a run off as another length without the key. */
 static inline uint64_t mpk__hdr_sum(uint64_t key, uintptr_t p, size_t size, size_t off)
@@ -549,6 +550,9 @@ static inline void mpk__heap_leave(mpk_scope *s)
  * thread), so its entries are mangled with a per-cache key, as glibc's
  * safe-linking does with tcache links, and a cached block's header check
  * is flipped with the heap's ckey (a second free of it is a double free).
+ * All of that holds against a blind attacker only, so sealed heaps have no
+ * cache (calls.c's cacheable()); vaults keep their lists here as hints,
+ * checked against the slabs (vlist.c).
  */
 #define TC_HEAPS 4
 /* Entries per class: up to 128 for the smallest classes (16 KiB a class,
