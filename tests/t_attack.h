@@ -65,4 +65,23 @@ __attribute__((no_sanitize_address))
 #endif
 void t_attack_copy(void *to, const void *from, size_t n);
 
+/*
+ * The reader-writer attacker's tools: the heap's header scheme read from
+ * its source (src/heap/heap.h: check = x ^ x >> 32, x = ((key ^ p) +
+ * size * C1 + off) * C2, a bijection in key), so one header read gives
+ * the key, and valid headers follow.  off is what the check covers: 16
+ * for a small block at its slot's start.
+ */
+uint64_t t_attack_hdr_key(const void *p, uint64_t off);
+void t_attack_hdr_forge(void *p, uint64_t size, uint64_t off, uint64_t key);
+
+/*
+ * Find a thread's cache entry as an attacker would: every private
+ * read-write mapping of /proc/self/maps that is no domain's memory is
+ * read for an entry's shape as the source has it (src/heap/heap.h, struct
+ * tcache): the heap w0 at offset 0 (0: any), a small nonzero uid at 8 and
+ * epoch at 16, and w1 at off1.  The entry's address, or NULL.
+ */
+void *t_attack_find(uintptr_t w0, size_t off1, uintptr_t w1);
+
 #endif

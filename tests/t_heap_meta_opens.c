@@ -1,10 +1,11 @@
 /*
  * With the metadata closed (MPKIT_HEAP_META=closed; the default on hw),
- * small blocks come and go through the thread's cache: a loop of small
- * mallocs and frees opens the metadata (2 WRPKRU on hw, 2 mprotect on
- * soft) at most once per 4 pairs, counted by the heap (meta_opens), and
- * so does a loop keeping 1000 blocks live; every block is intact.  The
- * figures are printed.
+ * there is no thread cache (what decides where a block goes is all in the
+ * sealed metadata): each malloc and each free opens the metadata once (2
+ * WRPKRU on hw, 2 mprotect on soft), never more, counted by the heap
+ * (meta_opens), in a loop of small mallocs and frees and in one keeping
+ * 1000 blocks live; every block is intact.  With the metadata open there
+ * is nothing to open.  The figures are printed.
  */
 #include "t_heap.h"
 
@@ -37,7 +38,7 @@ int main(void)
 	REQUIRE(mpk_heap_stats_get(h, &b) == 0);
 	double one = (double)(b.meta_opens - a.meta_opens - 1) / N;
 	printf("one at a time: %.4f metadata opens per malloc+free\n", one);
-	CHECK(one <= 0.25);
+	CHECK(one >= 1.99 && one <= 2.0);
 
 	unsigned x = 1;
 	for (int i = 0; i < LIVE; i++) {
@@ -56,7 +57,7 @@ int main(void)
 	REQUIRE(mpk_heap_stats_get(h, &b) == 0);
 	double many = (double)(b.meta_opens - a.meta_opens - 1) / N;
 	printf("1000 live: %.4f metadata opens per malloc+free\n", many);
-	CHECK(many <= 0.25);
+	CHECK(many >= 1.99 && many <= 2.0);
 	for (int i = 0; i < LIVE; i++)
 		CHECK(mpk_heap_free(h, live[i]) == 0);
 	CHECK(mpk_heap_destroy(h) == 0);

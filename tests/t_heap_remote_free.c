@@ -7,7 +7,8 @@
  * the counts say they are free, a second free of a listed block is named
  * a double free, and a link rewritten by a write after free (not under
  * ASan, which reports that write itself) ends the list without handing
- * out a bad block.
+ * out a bad block.  With the metadata open: sealed there are no caches
+ * and no remote lists (every free takes its arena's lock, in the metadata).
  */
 #include <dlfcn.h>
 #include <pthread.h>
@@ -72,6 +73,7 @@ int main(void)
 {
 	struct mpk_heap_stats st, st0;
 
+	setenv("MPKIT_HEAP_META", "open", 1);
 	t_backend();
 	REQUIRE(d = mpk_domain_create("heap-remote", MPK_RW, 0));
 	REQUIRE(h = mpk_heap_create(d, 0));

@@ -4,7 +4,9 @@
  * allocator (malloc-stress-static: the VM has no C library to preload
  * into), with the default metadata mode: on hw that must be closed, and
  * with small blocks (its "small" mix: threads that exit while others
- * allocate, forks) at most 0.25 metadata opens per call.  The figures are
+ * allocate, forks) at most 2.5 metadata opens per counted call: sealed,
+ * every heap call opens once (no thread cache), and the drop-in counts
+ * the calls that allocate, not the frees.  The figures are
  * printed for both mixes, the full one (page runs and blocks of their own
  * up to 200 KB) included.
  */
@@ -25,8 +27,8 @@ int main(void)
 			t_fail("%s: exit %d:\n%s", mixes[i], st, out);
 		int hw = strstr(out, "backend hw") != NULL;
 		double opc = t_malloc_report(mixes[i], "malloc-stress-static", hw ? "metadata closed" : NULL, out);
-		if (hw && i == 0 && opc > 0.25)
-			t_fail("%s: %.4f metadata opens per call on hw, want at most 0.25", mixes[i], opc);
+		if (hw && i == 0 && opc > 2.5)
+			t_fail("%s: %.4f metadata opens per call on hw, want at most 2.5", mixes[i], opc);
 	}
 	return t_done();
 }

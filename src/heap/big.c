@@ -163,12 +163,12 @@ static uintptr_t kept(struct arena *a, size_t len, size_t *lenp)
 static int map_big(struct arena *a, size_t size, size_t align, struct big *b)
 {
 	struct heap *h = a->heap;
-	size_t page = mpk__page(), hdr = (h->flags & HEAP_SECRET) ? 0 : HDR;
+	size_t page = mpk__page(), hdr = mpk__vault(h) ? 0 : HDR;
 	size_t len = round_up(hdr + size + (align > 16 ? align : 0), page), have;
 	uintptr_t start;
 	int err;
 
-	if (!(h->flags & HEAP_SECRET) && (start = kept(a, len, &have))) {
+	if (!mpk__vault(h) && (start = kept(a, len, &have))) {
 		b->p = round_up(start + hdr, align);
 		b->map = b->region = start;
 		b->maplen = b->reglen = have;
@@ -176,19 +176,16 @@ static int map_big(struct arena *a, size_t size, size_t align, struct big *b)
 		return 0;
 	}
 	/* A vault's: memfd_secret where the kernel has it (core.h). */
-	start = (uintptr_t)mpk__alloc_region(h->domain, len, MPK__REGION_OWNED |
-					     ((h->flags & HEAP_SECRET) ? MPK__REGION_VAULT : 0));
+	start = (uintptr_t)mpk__alloc_region(h->domain, len, MPK__REGION_OWNED | mpk__vault_region(h, false));
 	if (!start)
 		return -1;
-	if (!(h->flags & HEAP_SECRET))
+	if (!mpk__vault(h))
 		mpk__san_poison(start, len); /* the block opens its bytes */
-	if (h->flags & HEAP_SECRET) {
-		if (mpk__heap_lock_pages(h, (void *)start, len)) {
-			err = errno;
-			mpk__free_owned(h->domain, (void *)start);
-			errno = err;
-			return -1;
-		}
+	else if (mpk__heap_lock_pages(h, (void *)start, len)) {
+		err = errno;
+		mpk__free_owned(h->domain, (void *)start);
+		errno = err;
+		return -1;
 	}
 	b->p = round_up(start + hdr, align);
 	b->map = b->region = start;
@@ -227,8 +224,7 @@ void *mpk__big_alloc(struct arena *a, size_t size, size_t align, struct big *out
 /* Undo a big block's mappings (its entry is gone or was never made). */
 void mpk__big_unmap(struct heap *h, const struct big *b)
 {
-	if (h->flags & HEAP_SECRET)
-		mpk_os_munlock((void *)b->region, b->reglen);
+	mpk__vault_unlock(h, (void *)b->region, b->reglen);
 	/* Its guards are the window's reserved pages: they stay. */
 	mpk__san_forget(b->region, b->reglen);
 	mpk__free_owned(h->domain, (void *)b->region);
@@ -239,7 +235,7 @@ void mpk__big_free(struct arena *a, const struct big *b)
 	struct heap *h = a->heap;
 
 	mpk__arena_mapped(a, 0, b->reglen);
-	if ((h->flags & (HEAP_SECRET | HEAP_GUARDS)) || b->reglen > KEEP_MAX) {
+	if (!mpk__heap_headers(h) || b->reglen > KEEP_MAX) {
 		mpk__big_unmap(h, b);
 		return;
 	}

@@ -77,7 +77,7 @@ static struct bundle *bundle(void)
 
 void mpk__tc_flush_all(struct tcache *tc)
 {
-	if (tc->heap->flags & HEAP_SECRET) {
+	if (mpk__vault(tc->heap)) {
 		(void)mpk__vl_flush(tc);
 		return;
 	}
@@ -124,7 +124,7 @@ static void renew(struct tcache *tc)
 static struct tcache *last(struct tcache *tc)
 {
 	renew(tc);
-	if (!mpk__san_vg && !(tc->heap->flags & HEAP_SECRET)) /* the heap calls' fast paths */
+	if (!mpk__san_vg && !mpk__vault(tc->heap)) /* the heap calls' fast paths */
 		mpk__tc_last = tc;
 	return tc;
 }
@@ -193,7 +193,7 @@ struct tcache *mpk__tc_vault(struct mpk_domain *d)
 		return NULL;
 	for (int i = 0; i < TC_HEAPS; i++) {
 		struct tcache *e = &b->c[i];
-		if (e->domain == d && e->heap && e->epoch == epoch && (e->heap->flags & HEAP_SECRET))
+		if (e->domain == d && e->heap && e->epoch == epoch && mpk__vault(e->heap))
 			return e;
 	}
 	return NULL;

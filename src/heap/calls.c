@@ -131,9 +131,25 @@ static inline struct tcache *tc_of(const mpk_heap *hp)
 	return NULL;
 }
 
+/* tc_of() for the calls that take a block from the cache.  Sealed there
+ * are no caches: a pointer to one (thread-local, open memory) is an
+ * attacker's, whose entries would be what malloc returns.  (free may put
+ * a block into it: a leak, the block never handed out again.) */
+static inline struct tcache *tc_of_take(const mpk_heap *hp)
+{
+	struct tcache *tc = tc_of(hp);
+
+	return likely(!__atomic_load_n(&mpk__meta_dom, __ATOMIC_RELAXED)) ? tc : NULL;
+}
+
+/* Whether h's small blocks go through thread caches: ordinary heaps with
+ * the metadata open.  Sealed, every call goes through the arena, whose
+ * state (slab bitmaps, run descriptors, the big-block table) is in the
+ * metadata and decides alone: a cache, its entries and the headers it
+ * trusts would be open memory deciding what malloc returns. */
 static inline bool cacheable(const struct heap *h)
 {
-	return !(h->flags & (HEAP_SECRET | HEAP_GUARDS));
+	return mpk__heap_headers(h) && !mpk__meta_closed();
 }
 
 /* ---- heaps ---- */
@@ -184,7 +200,7 @@ struct heap *mpk__heap_new(struct mpk_domain *d, unsigned flags)
 		h->lock_gen = __atomic_load_n(&mpk__fork_gen, __ATOMIC_RELAXED);
 		/* Vaults stay small (one arena: one set of locked slabs);
 		 * guarded blocks all go to arena 0 anyway. */
-		h->narenas = (flags & (HEAP_SECRET | HEAP_GUARDS)) ? 1 : mpk__narenas_default;
+		h->narenas = mpk__heap_headers(h) ? mpk__narenas_default : 1;
 		for (unsigned i = 0; i < h->narenas; i++) {
 			pthread_mutex_init(&h->arenas[i].lock, NULL);
 			h->arenas[i].heap = h;
@@ -275,7 +291,7 @@ static struct heap *begin_err(mpk_heap *hp, mpk_scope *s, int err)
 	}
 	if (mpk__meta_open(s))
 		return NULL;
-	if (h->magic != HEAP_MAGIC || (h->flags & HEAP_SECRET)) {
+	if (h->magic != HEAP_MAGIC || mpk__vault(h)) {
 		mpk__meta_close(s);
 		errno = EINVAL;
 		return NULL;
@@ -359,7 +375,7 @@ static inline void *not_tail(void *p)
 
 MPK_EXPORT void *mpk_heap_malloc(mpk_heap *hp, size_t size)
 {
-	struct tcache *tc = tc_of(hp);
+	struct tcache *tc = tc_of_take(hp);
 	void *p;
 
 	if (likely(tc) && likely(p = tc_malloc(tc, size, false)))
@@ -369,7 +385,7 @@ MPK_EXPORT void *mpk_heap_malloc(mpk_heap *hp, size_t size)
 
 MPK_EXPORT void *mpk_heap_calloc(mpk_heap *hp, size_t n, size_t size)
 {
-	struct tcache *tc = tc_of(hp);
+	struct tcache *tc = tc_of_take(hp);
 	size_t total;
 	bool over = __builtin_mul_overflow(n, size, &total);
 	void *p;
@@ -474,7 +490,7 @@ static inline void *tc_realloc(struct tcache *tc, mpk_heap *hp, void *p, size_t 
 
 MPK_EXPORT void *mpk_heap_realloc(mpk_heap *hp, void *p, size_t size)
 {
-	struct tcache *tc = tc_of(hp);
+	struct tcache *tc = tc_of_take(hp);
 	void *q;
 
 	if (likely(tc && p) && (q = tc_realloc(tc, hp, p, size, NULL, false)))

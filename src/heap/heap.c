@@ -132,11 +132,6 @@ static size_t run_pages(size_t need)
 	return (need + mpk__page() - 1) >> mpk__heap_page_shift;
 }
 
-static inline bool has_hdr(const struct heap *h)
-{
-	return !(h->flags & (HEAP_SECRET | HEAP_GUARDS));
-}
-
 static inline uintptr_t round_up(uintptr_t x, size_t a)
 {
 	return (x + a - 1) & ~(uintptr_t)(a - 1);
@@ -193,6 +188,7 @@ static uintptr_t slab_alloc(struct arena *a, unsigned cls)
 			r->cls = (uint8_t)cls;
 			r->nfree = slab_blocks[cls];
 			memset(r->bits, 0, sizeof(r->bits));
+			memset(r->live, 0, sizeof(r->live));
 			for (unsigned i = 0; i < r->nfree; i++)
 				r->bits[i / 64] |= 1ull << (i % 64);
 		}
@@ -202,7 +198,9 @@ static uintptr_t slab_alloc(struct arena *a, unsigned cls)
 	while (!r->bits[w])
 		w++;
 	unsigned i = w * 64 + (unsigned)__builtin_ctzll(r->bits[w]);
-	r->bits[w] &= r->bits[w] - 1;
+	/* Atomic: vaults' lists read the bits of blocks in use without the
+	 * lock (vlist.c). */
+	__atomic_store_n(&r->bits[w], r->bits[w] & (r->bits[w] - 1), __ATOMIC_RELAXED);
 	if (!--r->nfree)
 		list_del(&bin->partial, r);
 	return run_addr(r->chunk, r) + (uintptr_t)i * class_size[cls];
@@ -211,8 +209,13 @@ static uintptr_t slab_alloc(struct arena *a, unsigned cls)
 static void slab_free(struct arena *a, struct run *r, unsigned i)
 {
 	struct bin *bin = &a->bins[r->cls];
+	uint64_t mask = 1ull << (i % 64);
 
-	r->bits[i / 64] |= 1ull << (i % 64);
+	__atomic_store_n(&r->bits[i / 64], r->bits[i / 64] | mask, __ATOMIC_RELAXED);
+	/* A vault block was claimed before it came back (vlist.c): free
+	 * first, then unclaimed, so a list naming it finds it free. */
+	if (mpk__vault(a->heap))
+		__atomic_fetch_and(&r->live[i / 64], ~mask, __ATOMIC_RELEASE);
 	if (!r->nfree++)
 		list_push(&bin->partial, r);
 	if (r->nfree < slab_blocks[r->cls])
@@ -222,9 +225,7 @@ static void slab_free(struct arena *a, struct run *r, unsigned i)
 	/* Keep it, unless that keeps a second idle chunk mapped. */
 	bool idles = c->nfree + c->spare_pages + r->pages == c->npages;
 	bool keep = !bin->spare && (!idles || !a->empty_chunks);
-	if (keep && (a->heap->flags & HEAP_SECRET))
-		keep = !idles && mpk__vault_spare_ok(a, r); /* locked for nothing */
-	if (keep) {
+	if (keep && mpk__vault_keeps_spare(a, r, idles)) {
 		bin->spare = r;
 		r->spare = 1;
 		c->spare_pages = (uint16_t)(c->spare_pages + r->pages);
@@ -245,7 +246,7 @@ static void slab_free(struct arena *a, struct run *r, unsigned i)
 static int locate(struct arena *ar, uintptr_t a, struct loc *l, struct chunk *c)
 {
 	struct heap *h = ar->heap;
-	size_t page = mpk__page(), hdr = has_hdr(h) ? HDR : 0;
+	size_t page = mpk__page(), hdr = mpk__heap_headers(h) ? HDR : 0;
 
 	l->kind = 0;
 	if (c) {
@@ -264,7 +265,9 @@ static int locate(struct arena *ar, uintptr_t a, struct loc *l, struct chunk *c)
 			size_t off = a - b;
 			if ((r->bits[i / 64] >> (i % 64)) & 1)
 				return off == hdr ? MPK_MISUSE_DOUBLE_FREE : MPK_MISUSE_WILD;
-			if (hdr ? off < hdr || off % 16 : off != 0)
+			/* Sealed, only the slot's start (heap_alloc()): a
+			 * header forged inside a live block is no block. */
+			if (hdr ? off < hdr || off % 16 || (off != hdr && mpk__meta_closed()) : off != 0)
 				return MPK_MISUSE_WILD;
 			l->kind = L_SLAB;
 			l->idx = i;
@@ -558,7 +561,7 @@ void mpk__misuse_fill(struct mpk_misuse *m, int kind, const char *call, const vo
 	m->call = call;
 	m->addr = (void *)p;
 	if (h) {
-		m->heap = (h->flags & HEAP_SECRET) ? NULL : (mpk_heap *)h;
+		m->heap = mpk__vault(h) ? NULL : (mpk_heap *)h;
 		m->domain = h->domain;
 		m->domain_name = mpk_domain_name(h->domain);
 	}
@@ -566,7 +569,7 @@ void mpk__misuse_fill(struct mpk_misuse *m, int kind, const char *call, const vo
 		struct heap *o = mpk__heap_owner(p);
 		if (o && o != h && o->magic == HEAP_MAGIC) {
 			m->kind = MPK_MISUSE_FOREIGN;
-			m->owner = (o->flags & HEAP_SECRET) ? NULL : (mpk_heap *)o;
+			m->owner = mpk__vault(o) ? NULL : (mpk_heap *)o;
 			m->owner_domain = o->domain;
 			m->owner_domain_name = mpk_domain_name(o->domain);
 		} else {
@@ -581,7 +584,7 @@ void mpk__misuse_fill(struct mpk_misuse *m, int kind, const char *call, const vo
  * keeps growing then grows in place, or by mremap, without copies). */
 static void *heap_alloc(struct heap *h, size_t size, size_t align, bool zero, bool force_big)
 {
-	size_t page = mpk__page(), hdr = has_hdr(h) ? HDR : 0;
+	size_t page = mpk__page(), hdr = mpk__heap_headers(h) ? HDR : 0;
 	uintptr_t p = 0, start = 0;
 	size_t cap = 0;
 	uint64_t off = 0; /* beyond p - start, in the header's check */
@@ -601,21 +604,19 @@ static void *heap_alloc(struct heap *h, size_t size, size_t align, bool zero, bo
 		return NULL;
 	}
 	size_t need = size + hdr + (align > 16 ? align - 16 : 0);
+	/* Sealed, a slab block starts its slot (free checks that against the
+	 * slab alone): an aligned one takes a page run, whose descriptor
+	 * holds its offset. */
+	bool slab = need <= SMALL_MAX && (align <= 16 || !mpk__meta_closed());
 	bool big = (h->flags & HEAP_GUARDS) || need > LARGE_MAX || force_big;
 	struct arena *a = big ? &h->arenas[0] : pick(h);
 	/* Writing the header needs the domain; do it before the lock. */
 	if (hdr && mpk__heap_reach(h->domain, MPK_RW, &s))
 		return NULL;
 	pthread_mutex_lock(&a->lock);
-	/* A forked child: its vault's pages are not locked (mlock is not
-	 * inherited); lock them before handing out a secret. */
-	if ((h->flags & HEAP_SECRET) &&
-	    h->lock_gen != __atomic_load_n(&mpk__fork_gen, __ATOMIC_RELAXED)) {
-		if (mpk__vault_relock(h)) {
-			pthread_mutex_unlock(&a->lock);
-			return NULL;
-		}
-		h->lock_gen = mpk__fork_gen;
+	if (mpk__vault_ready(h)) {
+		pthread_mutex_unlock(&a->lock);
+		return NULL;
 	}
 	if (big) {
 		struct big b;
@@ -625,7 +626,7 @@ static void *heap_alloc(struct heap *h, size_t size, size_t align, bool zero, bo
 			fresh = !b.reused;
 			off = OFF_RUN;
 		}
-	} else if (need <= SMALL_MAX) {
+	} else if (slab) {
 		unsigned cls = mpk__class_of16[(need + 15) / 16];
 		if ((start = slab_alloc(a, cls))) {
 			p = round_up(start + hdr, align);
@@ -654,7 +655,7 @@ static void *heap_alloc(struct heap *h, size_t size, size_t align, bool zero, bo
 			hdr_put(h, p, size, p - start + off);
 		}
 		/* Vault memory is zero: fresh, or wiped when freed. */
-		if (zero && !fresh && !(h->flags & HEAP_SECRET))
+		if (zero && !fresh && !mpk__vault(h))
 			memset((void *)p, 0, size);
 	}
 	if (s.domain)
@@ -672,13 +673,9 @@ static void drop(struct arena *ar, struct loc *l, uintptr_t a)
 {
 	ar->blocks--;
 	ar->bytes -= l->cap;
-	if (ar->heap->flags & HEAP_SECRET)
-		explicit_bzero((void *)a, l->cap);
-	else if (has_hdr(ar->heap)) {
-		if (ar->heap->flags & MPK_HEAP_WIPE)
-			memset((void *)a, 0, l->cap);
+	mpk__block_wipe(ar->heap, a, l->cap);
+	if (mpk__heap_headers(ar->heap))
 		mpk__san_free(a, l->cap);
-	}
 	switch (l->kind) {
 	case L_SLAB:
 		slab_free(ar, l->r, l->idx);
@@ -699,7 +696,7 @@ static void drop(struct arena *ar, struct loc *l, uintptr_t a)
 /* Rights a call needs to the blocks: headers are read, secrets wiped. */
 int mpk__block_rights(const struct heap *h, bool write)
 {
-	if (h->flags & HEAP_SECRET)
+	if (mpk__vault(h))
 		return write ? MPK_RW : MPK_NONE;
 	if (h->flags & HEAP_GUARDS)
 		return MPK_NONE;
@@ -708,7 +705,7 @@ int mpk__block_rights(const struct heap *h, bool write)
 
 int mpk__heap_release(struct heap *h, void *p, struct mpk_misuse *m, const char *call)
 {
-	int want = mpk__block_rights(h, h->flags & (HEAP_SECRET | MPK_HEAP_WIPE));
+	int want = mpk__block_rights(h, mpk__vault(h) || (h->flags & MPK_HEAP_WIPE));
 	mpk_scope s = { NULL, -1 };
 	struct loc l;
 
@@ -790,12 +787,12 @@ void *mpk__heap_realloc_in(struct heap *h, void *p, size_t size, struct mpk_misu
 	/* In place: growing within the block, or shrinking by less than half. */
 	if (!kind && size <= l.cap && (size >= l.cap / 2 || size >= l.size) &&
 	    !(h->flags & HEAP_GUARDS)) {
-		if (l.kind == L_BIG && !has_hdr(h)) { /* else the header has it */
+		if (l.kind == L_BIG && !mpk__heap_headers(h)) { /* else the header has it */
 			pthread_mutex_lock(&mpk__meta_lock);
 			mpk__big_find((uintptr_t)p)->size = size;
 			pthread_mutex_unlock(&mpk__meta_lock);
 		}
-		if (has_hdr(h)) {
+		if (mpk__heap_headers(h)) {
 			uint64_t off = (uintptr_t)p - l.start;
 			if (l.kind == L_LARGE)
 				off = run_off(off, l.r->pages);
@@ -804,7 +801,7 @@ void *mpk__heap_realloc_in(struct heap *h, void *p, size_t size, struct mpk_misu
 			hdr_put(h, (uintptr_t)p, size, off);
 		}
 		q = p;
-	} else if (!kind && size > l.cap && has_hdr(h)) {
+	} else if (!kind && size > l.cap && mpk__heap_headers(h)) {
 		/* Growing: a page run into the free pages after it, a big
 		 * block by mremap (which moves no bytes). */
 		size_t page = mpk__page(), off = (uintptr_t)p - l.start;
@@ -830,7 +827,7 @@ void *mpk__heap_realloc_in(struct heap *h, void *p, size_t size, struct mpk_misu
 		mpk__misuse_fill(m, kind, "mpk_heap_realloc", p, h);
 		*kindp = kind;
 	} else if (!q && (q = heap_alloc(h, size, 16, false,
-					 has_hdr(h) && size >= REALLOC_BIG && size > l.size))) {
+					 mpk__heap_headers(h) && size >= REALLOC_BIG && size > l.size))) {
 		memcpy(q, p, size < l.size ? size : l.size);
 		/* Located a moment ago: only a racing free of p by another
 		 * thread fails here, and is reported as such. */

@@ -129,6 +129,19 @@ struct heap {
 	struct arena arenas[ARENAS_MAX];
 };
 
+/* The questions the heap layer asks about a heap's kind (the vault's
+ * policy behind them is in vault.c). */
+static inline bool mpk__vault(const struct heap *h)
+{
+	return h->flags & HEAP_SECRET;
+}
+
+/* Whether h's blocks carry headers (neither a vault's nor guarded). */
+static inline bool mpk__heap_headers(const struct heap *h)
+{
+	return !(h->flags & (HEAP_SECRET | HEAP_GUARDS));
+}
+
 /* a->mapped grows by add and shrinks by sub (arena lock held); the heap's
  * total and its peak follow, for mpk_heap_stats_get(). */
 static inline void mpk__arena_mapped(struct arena *a, size_t add, size_t sub)
@@ -227,7 +240,8 @@ static inline uint64_t mpk__mix(uint64_t x)
  * step is a bijection, so a change of any one field always shows; a
  * match by chance needs 64 bits to agree).  Neither is a MAC against an
  * attacker who reads headers and knows the scheme: the check is for
- * bugs, the domain is for attackers.  The size is multiplied on its own:
+ * bugs; sealed, the metadata decides (locate() in heap.c: slot, run and
+ * bitmap, no cache).  The size is multiplied on its own:
  * added plainly, a size rewritten by the run-length difference would
  * cancel the offset and pass a run off as another length without the key. */
 static inline uint64_t mpk__hdr_sum(uint64_t key, uintptr_t p, size_t size, size_t off)
@@ -410,15 +424,9 @@ void mpk__runs_moved(void);
 /* Grow r to pages in place, from the free run after it: whether it did. */
 bool mpk__run_grow(struct arena *a, struct chunk *c, struct run *r, size_t pages);
 void mpk__chunks_release(struct arena *a); /* all of them, on destroy */
-/* What a vault keeps locked with no secret in it: empty slabs in its bins
- * up to VAULT_KEEP in all, none that would hold up a shrink of its chunk,
- * and per thread one emptied run of its list's, in a memfd_secret chunk
- * only in its first VAULT_KEEP bytes, to which its mapping can shrink
- * (run.c, vlist.c, docs/heaps.md). */
-#define VAULT_KEEP ((size_t)64 << 10)
-bool mpk__vault_spare_ok(struct arena *a, const struct run *r);
-/* Lock vault pages in memory: 0, or -1 with the errno of mlock(). */
-int mpk__heap_lock_pages(struct heap *h, void *addr, size_t len);
+/* Free runs: into and out of their arena's lists. */
+void mpk__free_insert(struct arena *a, struct chunk *c, struct run *r);
+void mpk__free_remove(struct arena *a, struct run *r);
 /* Nothing in use but empty slabs kept by bins: the chunk could go. */
 static inline bool mpk__chunk_idle(const struct chunk *c)
 {
@@ -439,6 +447,43 @@ static inline struct run *mpk__run_at(struct chunk *c, uintptr_t a)
 		return NULL;
 	return r;
 }
+
+/* ---- vault.c: the vault's run policy (the rest asks, never tests the flag) ---- */
+
+/* What a vault keeps locked with no secret in it: empty slabs in its bins
+ * up to VAULT_KEEP in all, none that would hold up a shrink of its chunk,
+ * and per thread one emptied run of its list's, in a memfd_secret chunk
+ * only in its first VAULT_KEEP bytes, to which its mapping can shrink
+ * (vault.c, vlist.c, docs/heaps.md). */
+#define VAULT_KEEP ((size_t)64 << 10)
+/* Region flags for h's chunks (grows) and big blocks: a vault's are
+ * memfd_secret where the kernel has it, live as pages are taken (core.h). */
+static inline unsigned mpk__vault_region(const struct heap *h, bool grows)
+{
+	return mpk__vault(h) ? MPK__REGION_VAULT | (grows ? MPK__REGION_GROWS : 0) : 0;
+}
+/* A new chunk at base: a vault's live part (*live, else left as it is)
+ * and whether it is memfd_secret; 0, or -1/errno. */
+int mpk__vault_chunk(struct heap *h, void *base, size_t *live, bool *secret);
+/* Unlock a vault's pages (nothing for other heaps). */
+void mpk__vault_unlock(struct heap *h, void *addr, size_t len);
+/* Run r of c was taken: a vault's is made live and locked; if that
+ * fails it goes back (-1/errno, r and maybe c gone).  0 otherwise. */
+int mpk__vault_run_take(struct arena *a, struct chunk *c, struct run *r);
+/* Run r goes back: a vault's is unlocked and purged (wiped already). */
+void mpk__vault_run_give(struct arena *a, struct chunk *c, struct run *r);
+/* A run of c went (c kept, idle or not): a vault chunk's live part shrinks. */
+void mpk__vault_trim(struct arena *a, struct chunk *c, bool idle);
+/* Whether an emptied slab may stay in its bin as far as the vault goes
+ * (idles: keeping it keeps its chunk idle); always for other heaps. */
+bool mpk__vault_keeps_spare(struct arena *a, const struct run *r, bool idles);
+/* Before handing out a block (arena 0's lock held): a vault's runs are
+ * locked again in a forked child.  0, or -1 with the errno of mlock(). */
+int mpk__vault_ready(struct heap *h);
+/* A freed block's bytes: a vault's wiped for good, MPK_HEAP_WIPE zeroed. */
+void mpk__block_wipe(const struct heap *h, uintptr_t a, size_t cap);
+/* Lock vault pages in memory: 0, or -1 with the errno of mlock(). */
+int mpk__heap_lock_pages(struct heap *h, void *addr, size_t len);
 
 /* ---- big.c: blocks with their own region (under arena 0's lock) ---- */
 
@@ -566,6 +611,9 @@ static inline void mpk__heap_leave(mpk_scope *s)
  * thread), so its entries are mangled with a per-cache key, as glibc's
  * safe-linking does with tcache links, and a cached block's header check
  * is flipped with the heap's ckey (a second free of it is a double free).
+ * All of that holds against a blind attacker only, so sealed heaps have no
+ * cache (calls.c's cacheable()); vaults keep their lists here as hints,
+ * checked against the slabs (vlist.c).
  */
 #define TC_HEAPS 4
 /* Entries per class: up to 128 for the smallest classes (16 KiB a class,
@@ -617,8 +665,9 @@ struct tcache *mpk__tc_vault(struct mpk_domain *d);
  * free from any thread is named without a lock.  Metadata open throughout.
  */
 void *mpk__vl_alloc(struct mpk_domain *d, size_t len); /* NULL: go slow */
-/* The slow path handed p out to the user. */
-void mpk__vl_handed(struct mpk_domain *d, const void *p);
+/* The slow path handed p out to the user: whether it is the user's (a
+ * list planted with it took it first: false, leave it). */
+bool mpk__vl_handed(struct mpk_domain *d, const void *p);
 /* 0 freed, VL_SLOW not a slab block (the slow free's), -1 errno, or
  * MPK_MISUSE_* with *m filled. */
 #define VL_SLOW (-2)

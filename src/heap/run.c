@@ -58,7 +58,7 @@ static uint32_t now_ms(void)
 	return (uint32_t)((uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000);
 }
 
-static void free_insert(struct arena *a, struct chunk *c, struct run *r)
+void mpk__free_insert(struct arena *a, struct chunk *c, struct run *r)
 {
 	struct run **head = &a->free_runs[bucket(r->pages)];
 
@@ -73,7 +73,7 @@ static void free_insert(struct arena *a, struct chunk *c, struct run *r)
 		a->dirty_pages += r->pages;
 }
 
-static void free_remove(struct arena *a, struct run *r)
+void mpk__free_remove(struct arena *a, struct run *r)
 {
 	if (r->prev)
 		r->prev->next = r->next;
@@ -94,8 +94,7 @@ static void *chunk_map(struct heap *h)
 {
 	/* A vault's: memfd_secret where the kernel has it, live as pages
 	 * are taken, so a soft open changes only those (core.h). */
-	return mpk__map_fresh(h->domain, CHUNK_SIZE, CHUNK_SIZE,
-			      (h->flags & HEAP_SECRET) ? MPK__REGION_VAULT | MPK__REGION_GROWS : 0);
+	return mpk__map_fresh(h->domain, CHUNK_SIZE, CHUNK_SIZE, mpk__vault_region(h, true));
 }
 
 static void chunk_unmap(struct mpk_domain *d, void *base)
@@ -114,16 +113,14 @@ static struct chunk *chunk_new(struct arena *a)
 
 	if (!base)
 		return NULL;
-	if (!(a->heap->flags & (HEAP_SECRET | HEAP_GUARDS)))
+	if (mpk__heap_headers(a->heap))
 		mpk__san_poison((uintptr_t)base, CHUNK_SIZE); /* blocks open it */
-	/* A vault chunk's live part: a page, or all of it where the kernel
-	 * could not keep the rest apart (core.h). */
 	size_t live = CHUNK_SIZE;
-	if ((a->heap->flags & HEAP_SECRET) && mpk__owned_grow(d, base, page, &live)) {
+	bool secret = false;
+	if (mpk__vault_chunk(a->heap, base, &live, &secret)) {
 		err = errno;
 		goto unmap;
 	}
-	bool secret = (a->heap->flags & HEAP_SECRET) && mpk__secret_at(base);
 	pthread_mutex_lock(&mpk__meta_lock);
 	c = mpk__meta_alloc(sizeof(*c));
 	if (c) {
@@ -155,7 +152,7 @@ static struct chunk *chunk_new(struct arena *a)
 	r->page = 0;
 	r->pages = c->npages;
 	r->clean = 1;
-	free_insert(a, c, r);
+	mpk__free_insert(a, c, r);
 	a->empty_chunks++;
 	return c;
 unmap:
@@ -173,12 +170,11 @@ static void chunk_release(struct arena *a, struct chunk *c)
 	for (unsigned pg = 0; pg < c->npages; pg += c->runs[pg].pages) {
 		struct run *r = &c->runs[pg];
 		if (r->kind == RUN_FREE)
-			free_remove(a, r);
+			mpk__free_remove(a, r);
 		else if (r->kind == RUN_SLAB && r->spare)
 			a->bins[r->cls].spare = NULL;
 	}
-	if (a->heap->flags & HEAP_SECRET)
-		mpk_os_munlock(base, CHUNK_SIZE); /* the empty slabs' pages */
+	mpk__vault_unlock(a->heap, base, CHUNK_SIZE); /* the empty slabs' pages */
 	if (c->prev)
 		c->prev->next = c->next;
 	else
@@ -250,58 +246,25 @@ bool mpk__run_grow(struct arena *a, struct chunk *c, struct run *r, size_t pages
 
 	if (pages <= r->pages)
 		return true;
-	if (end >= c->npages || (a->heap->flags & HEAP_SECRET))
+	if (end >= c->npages || mpk__vault(a->heap))
 		return false; /* vault runs would need locking too */
 	struct run *n = &c->runs[end];
 	if (n->kind != RUN_FREE || n->pages < extra)
 		return false;
-	free_remove(a, n);
+	mpk__free_remove(a, n);
 	if (n->pages > extra) {
 		struct run *t = &c->runs[end + extra];
 		t->page = (uint16_t)(end + extra);
 		t->pages = (uint16_t)(n->pages - extra);
 		t->clean = n->clean;
 		t->freed = n->freed;
-		free_insert(a, c, t);
+		mpk__free_insert(a, c, t);
 	}
 	n->kind = RUN_NONE;
 	c->nfree = (uint16_t)(c->nfree - extra);
 	r->pages = (uint16_t)pages;
 	set_owner(c, r->page, r->pages);
 	return true;
-}
-
-int mpk__heap_lock_pages(struct heap *h, void *addr, size_t len)
-{
-	mpk_scope s;
-	int rc;
-
-	/* memfd_secret pages are locked by the kernel, which refuses
-	 * mlock() on them (ENOMEM). */
-	if (mpk__secret_at(addr))
-		return 0;
-	/* mlock() faults the pages in: they must be reachable (it fails on
-	 * PROT_NONE, and on hw under a closed key). */
-	if (mpk__heap_reach(h->domain, MPK_RW, &s))
-		return -1;
-	/* mlock()'s errno as it is: ENOMEM past RLIMIT_MEMLOCK, EPERM only
-	 * when the limit is 0 without CAP_IPC_LOCK, EAGAIN. */
-	rc = mpk_os_mlock(addr, len);
-	mpk__heap_leave(&s);
-	return rc;
-}
-
-/* A vault chunk's pages up to end are live (the domain's protection). */
-static int live_to(struct heap *h, struct chunk *c, unsigned end)
-{
-	size_t live;
-
-	if (end <= c->live)
-		return 0;
-	if (mpk__owned_grow(h->domain, (void *)c->base, (size_t)end << mpk__heap_page_shift, &live))
-		return -1;
-	c->live = (uint16_t)(live >> mpk__heap_page_shift);
-	return 0;
 }
 
 struct run *mpk__run_alloc(struct arena *a, size_t pages, struct chunk **cp)
@@ -330,37 +293,22 @@ struct run *mpk__run_alloc(struct arena *a, size_t pages, struct chunk **cp)
 	}
 	if (mpk__chunk_idle(c))
 		a->empty_chunks--;
-	free_remove(a, r);
+	mpk__free_remove(a, r);
 	if (r->pages > pages) {
 		struct run *tail = &c->runs[r->page + pages];
 		tail->page = (uint16_t)(r->page + pages);
 		tail->pages = (uint16_t)(r->pages - pages);
 		tail->clean = r->clean;
 		tail->freed = r->freed;
-		free_insert(a, c, tail);
+		mpk__free_insert(a, c, tail);
 		r->pages = (uint16_t)pages;
 	}
 	c->nfree = (uint16_t)(c->nfree - pages);
 	set_owner(c, r->page, r->pages);
 	r->kind = RUN_NONE;
 	r->spare = 0;
-	unsigned live = c->live;
-	if ((a->heap->flags & HEAP_SECRET) &&
-	    (live_to(a->heap, c, r->page + r->pages) ||
-	     mpk__heap_lock_pages(a->heap, (void *)run_addr(c, r), r->pages * mpk__page()))) {
-		int err = errno;
-		r->clean = 1; /* mlock() failed before touching it */
-		/* Before the free, which may give the chunk back (c gone):
-		 * nothing else took pages past live, under the arena's lock. */
-		if (c->live != live) {
-			mpk__owned_shrink(a->heap->domain, (void *)c->base,
-					  (size_t)live << mpk__heap_page_shift);
-			c->live = (uint16_t)live;
-		}
-		mpk__run_free(a, c, r);
-		errno = err;
+	if (mpk__vault_run_take(a, c, r))
 		return NULL;
-	}
 	*cp = c;
 	return r;
 }
@@ -372,110 +320,18 @@ void mpk__runs_moved(void)
 	__atomic_add_fetch(&mpk__runs_epoch, 1, __ATOMIC_RELEASE);
 }
 
-/* What a vault chunk's live part shrinks to when nothing from page end
- * on is in use (c->live or more: it does not): a page if the chunk is
- * idle, VAULT_KEEP if end is within it, else end if that is less than
- * half (growth doubles: no shrink and grow again at each step). */
-static unsigned shrink_to(const struct chunk *c, unsigned end, bool idle)
-{
-	unsigned keep = (unsigned)(VAULT_KEEP >> mpk__heap_page_shift);
-
-	return idle ? 1 : end <= keep ? keep : end * 2u < c->live ? end : c->live;
-}
-
-/* The end of the last run before page pg of c that holds blocks: free
- * runs and empty slabs in between are passed over. */
-static unsigned used_below(const struct chunk *c, unsigned pg)
-{
-	while (pg) {
-		const struct run *p = &c->runs[c->owner[pg - 1]];
-		if (p->kind != RUN_FREE && !(p->kind == RUN_SLAB && p->spare))
-			break;
-		pg = p->page;
-	}
-	return pg;
-}
-
-bool mpk__vault_spare_ok(struct arena *a, const struct run *r)
-{
-	size_t keep = VAULT_KEEP >> mpk__heap_page_shift, n = r->pages;
-	const struct chunk *rc = r->chunk;
-
-	/* Nor one that would hold up a shrink: the last run in use, with
-	 * only free and empty ones below it down to one that is not. */
-	if (used_below(rc, rc->npages) == r->page + r->pages &&
-	    shrink_to(rc, used_below(rc, r->page), false) < rc->live)
-		return false;
-	for (struct chunk *c = a->chunks; c && n <= keep; c = c->next)
-		n += c->spare_pages;
-	return n <= keep;
-}
-
-/* Pages from page from of vault chunk c on hold no block: its empty slabs
- * there go, and they become one free run. */
-static void vault_clear(struct arena *a, struct chunk *c, unsigned from)
-{
-	size_t page = mpk__page();
-
-	for (unsigned pg = from; pg < c->npages; pg += c->runs[pg].pages) {
-		struct run *r = &c->runs[pg];
-		if (r->kind == RUN_FREE) {
-			free_remove(a, r);
-		} else { /* empty: its blocks were wiped as they were freed */
-			void *at = (void *)run_addr(c, r);
-			a->bins[r->cls].spare = NULL;
-			r->spare = 0;
-			c->spare_pages = (uint16_t)(c->spare_pages - r->pages);
-			c->nfree = (uint16_t)(c->nfree + r->pages);
-			mpk_os_munlock(at, r->pages * page);
-			mpk_os_madvise(at, r->pages * page, MADV_DONTNEED);
-		}
-		r->kind = RUN_NONE;
-	}
-	struct run *r = &c->runs[from];
-	r->page = (uint16_t)from;
-	r->pages = (uint16_t)(c->npages - from);
-	r->clean = 1;
-	free_insert(a, c, r);
-}
-
-/* A run of vault chunk c went (c kept): an idle chunk's empty slabs go,
- * and its live part shrinks to a page; else, where nothing past page end
- * is in use but empty slabs, they go if the live part can then shrink.
- * memfd_secret is charged to RLIMIT_MEMLOCK while mapped, in use or not. */
-static void vault_trim(struct arena *a, struct chunk *c, bool idle)
-{
-	unsigned end = idle ? 0 : used_below(c, c->npages);
-	unsigned to = shrink_to(c, end, idle);
-
-	if ((idle && c->spare_pages) || to < c->live)
-		vault_clear(a, c, end);
-	if (to >= c->live)
-		return;
-	mpk__owned_shrink(a->heap->domain, (void *)c->base, (size_t)to << mpk__heap_page_shift);
-	c->live = (uint16_t)to; /* if it could not, the next growth finds out */
-}
-
 void mpk__run_free(struct arena *a, struct chunk *c, struct run *r)
 {
-	size_t page = mpk__page();
 	uint32_t now = now_ms();
 
 	mpk__runs_moved();
-	if (a->heap->flags & HEAP_SECRET) {
-		/* Wiped by the caller; unlocked first, as locked pages cannot
-		 * be purged. */
-		void *at = (void *)run_addr(c, r);
-		mpk_os_munlock(at, r->pages * page);
-		mpk_os_madvise(at, r->pages * page, MADV_DONTNEED);
-		r->clean = 1;
-	}
+	mpk__vault_run_give(a, c, r);
 	c->nfree = (uint16_t)(c->nfree + r->pages);
 	r->freed = now; /* merged runs take the newest time */
 	if (r->page > 0) {
 		struct run *p = &c->runs[c->owner[r->page - 1]];
 		if (p->kind == RUN_FREE) {
-			free_remove(a, p);
+			mpk__free_remove(a, p);
 			p->pages = (uint16_t)(p->pages + r->pages);
 			p->clean &= r->clean;
 			p->freed = now;
@@ -486,13 +342,13 @@ void mpk__run_free(struct arena *a, struct chunk *c, struct run *r)
 	if (r->page + r->pages < c->npages) {
 		struct run *n = &c->runs[r->page + r->pages];
 		if (n->kind == RUN_FREE) {
-			free_remove(a, n);
+			mpk__free_remove(a, n);
 			r->pages = (uint16_t)(r->pages + n->pages);
 			r->clean &= n->clean;
 			n->kind = RUN_NONE;
 		}
 	}
-	free_insert(a, c, r);
+	mpk__free_insert(a, c, r);
 	bool idle = mpk__chunk_idle(c);
 	if (idle) {
 		if (a->empty_chunks) {
@@ -501,8 +357,7 @@ void mpk__run_free(struct arena *a, struct chunk *c, struct run *r)
 		}
 		a->empty_chunks++;
 	}
-	if (a->heap->flags & HEAP_SECRET)
-		vault_trim(a, c, idle);
+	mpk__vault_trim(a, c, idle);
 	decay(a, now);
 }
 
@@ -511,8 +366,7 @@ void mpk__chunks_release(struct arena *a)
 	mpk__runs_moved();
 	while (a->chunks) {
 		struct chunk *c = a->chunks;
-		if (a->heap->flags & HEAP_SECRET)
-			mpk_os_munlock((void *)c->base, CHUNK_SIZE);
+		mpk__vault_unlock(a->heap, (void *)c->base, CHUNK_SIZE);
 		a->chunks = c->next;
 		pthread_mutex_lock(&mpk__meta_lock);
 		mpk__map_del(c);
@@ -524,17 +378,3 @@ void mpk__chunks_release(struct arena *a)
 	a->mapped = 0;
 }
 
-int mpk__vault_relock(struct heap *h)
-{
-	struct arena *a = &h->arenas[0]; /* a vault has one */
-	size_t page = mpk__page();
-
-	for (struct chunk *c = a->chunks; c; c = c->next)
-		for (unsigned pg = 0; pg < c->npages; pg += c->runs[pg].pages) {
-			struct run *r = &c->runs[pg];
-			if (r->kind != RUN_FREE &&
-			    mpk__heap_lock_pages(h, (void *)run_addr(c, r), r->pages * page))
-				return -1;
-		}
-	return mpk__bigs_relock(h);
-}

@@ -8,13 +8,237 @@
  * a secret opens and closes with its domain, for the calling thread.  The
  * vault lives until its domain is destroyed, which fails with EBUSY while a
  * secret is live.
+ *
+ * The vault's run policy lives here too, so the rest of the heap layer
+ * asks a few questions (heap.h) instead of testing the flag: how its
+ * chunks and regions are mapped, runs locked as they are taken and
+ * unlocked and purged as they go back, what stays locked while empty,
+ * the live part of a chunk shrinking, blocks wiped when freed, and the
+ * locks taken again in a forked child.
  */
 #define _GNU_SOURCE
 #include <errno.h>
+#include <string.h>
+#include <sys/mman.h>
 
 #include "heap.h"
 
 pthread_mutex_t mpk__vault_lock = PTHREAD_MUTEX_INITIALIZER; /* making vaults */
+
+/* ---- the vault's run policy ---- */
+
+int mpk__vault_chunk(struct heap *h, void *base, size_t *live, bool *secret)
+{
+	if (!mpk__vault(h))
+		return 0;
+	/* Its live part: a page, or all of it where the kernel could not
+	 * keep the rest apart (core.h). */
+	if (mpk__owned_grow(h->domain, base, mpk__page(), live))
+		return -1;
+	*secret = mpk__secret_at(base);
+	return 0;
+}
+
+void mpk__vault_unlock(struct heap *h, void *addr, size_t len)
+{
+	if (mpk__vault(h))
+		mpk_os_munlock(addr, len);
+}
+
+int mpk__heap_lock_pages(struct heap *h, void *addr, size_t len)
+{
+	mpk_scope s;
+	int rc;
+
+	/* memfd_secret pages are locked by the kernel, which refuses
+	 * mlock() on them (ENOMEM). */
+	if (mpk__secret_at(addr))
+		return 0;
+	/* mlock() faults the pages in: they must be reachable (it fails on
+	 * PROT_NONE, and on hw under a closed key). */
+	if (mpk__heap_reach(h->domain, MPK_RW, &s))
+		return -1;
+	/* mlock()'s errno as it is: ENOMEM past RLIMIT_MEMLOCK, EPERM only
+	 * when the limit is 0 without CAP_IPC_LOCK, EAGAIN. */
+	rc = mpk_os_mlock(addr, len);
+	mpk__heap_leave(&s);
+	return rc;
+}
+
+/* A vault chunk's pages up to end are live (the domain's protection). */
+static int live_to(struct heap *h, struct chunk *c, unsigned end)
+{
+	size_t live;
+
+	if (end <= c->live)
+		return 0;
+	if (mpk__owned_grow(h->domain, (void *)c->base, (size_t)end << mpk__heap_page_shift, &live))
+		return -1;
+	c->live = (uint16_t)(live >> mpk__heap_page_shift);
+	return 0;
+}
+
+/* What a vault chunk's live part shrinks to when nothing from page end
+ * on is in use (c->live or more: it does not): a page if the chunk is
+ * idle, VAULT_KEEP if end is within it, else end if that is less than
+ * half (growth doubles: no shrink and grow again at each step). */
+static unsigned shrink_to(const struct chunk *c, unsigned end, bool idle)
+{
+	unsigned keep = (unsigned)(VAULT_KEEP >> mpk__heap_page_shift);
+
+	return idle ? 1 : end <= keep ? keep : end * 2u < c->live ? end : c->live;
+}
+
+/* The end of the last run before page pg of c that holds blocks: free
+ * runs and empty slabs in between are passed over. */
+static unsigned used_below(const struct chunk *c, unsigned pg)
+{
+	while (pg) {
+		const struct run *p = &c->runs[c->owner[pg - 1]];
+		if (p->kind != RUN_FREE && !(p->kind == RUN_SLAB && p->spare))
+			break;
+		pg = p->page;
+	}
+	return pg;
+}
+
+static bool vault_spare_ok(struct arena *a, const struct run *r)
+{
+	size_t keep = VAULT_KEEP >> mpk__heap_page_shift, n = r->pages;
+	const struct chunk *rc = r->chunk;
+
+	/* Nor one that would hold up a shrink: the last run in use, with
+	 * only free and empty ones below it down to one that is not. */
+	if (used_below(rc, rc->npages) == r->page + r->pages &&
+	    shrink_to(rc, used_below(rc, r->page), false) < rc->live)
+		return false;
+	for (struct chunk *c = a->chunks; c && n <= keep; c = c->next)
+		n += c->spare_pages;
+	return n <= keep;
+}
+
+/* Pages from page from of vault chunk c on hold no block: its empty slabs
+ * there go, and they become one free run. */
+static void vault_clear(struct arena *a, struct chunk *c, unsigned from)
+{
+	size_t page = mpk__page();
+
+	for (unsigned pg = from; pg < c->npages; pg += c->runs[pg].pages) {
+		struct run *r = &c->runs[pg];
+		if (r->kind == RUN_FREE) {
+			mpk__free_remove(a, r);
+		} else { /* empty: its blocks were wiped as they were freed */
+			void *at = (void *)run_addr(c, r);
+			a->bins[r->cls].spare = NULL;
+			r->spare = 0;
+			c->spare_pages = (uint16_t)(c->spare_pages - r->pages);
+			c->nfree = (uint16_t)(c->nfree + r->pages);
+			mpk_os_munlock(at, r->pages * page);
+			mpk_os_madvise(at, r->pages * page, MADV_DONTNEED);
+		}
+		r->kind = RUN_NONE;
+	}
+	struct run *r = &c->runs[from];
+	r->page = (uint16_t)from;
+	r->pages = (uint16_t)(c->npages - from);
+	r->clean = 1;
+	mpk__free_insert(a, c, r);
+}
+
+/* A run of chunk c went (c kept); in a vault: an idle chunk's empty slabs go,
+ * and its live part shrinks to a page; else, where nothing past page end
+ * is in use but empty slabs, they go if the live part can then shrink.
+ * memfd_secret is charged to RLIMIT_MEMLOCK while mapped, in use or not. */
+void mpk__vault_trim(struct arena *a, struct chunk *c, bool idle)
+{
+	if (!mpk__vault(a->heap))
+		return;
+	unsigned end = idle ? 0 : used_below(c, c->npages);
+	unsigned to = shrink_to(c, end, idle);
+
+	if ((idle && c->spare_pages) || to < c->live)
+		vault_clear(a, c, end);
+	if (to >= c->live)
+		return;
+	mpk__owned_shrink(a->heap->domain, (void *)c->base, (size_t)to << mpk__heap_page_shift);
+	c->live = (uint16_t)to; /* if it could not, the next growth finds out */
+}
+
+int mpk__vault_relock(struct heap *h)
+{
+	struct arena *a = &h->arenas[0]; /* a vault has one */
+	size_t page = mpk__page();
+
+	for (struct chunk *c = a->chunks; c; c = c->next)
+		for (unsigned pg = 0; pg < c->npages; pg += c->runs[pg].pages) {
+			struct run *r = &c->runs[pg];
+			if (r->kind != RUN_FREE &&
+			    mpk__heap_lock_pages(h, (void *)run_addr(c, r), r->pages * page))
+				return -1;
+		}
+	return mpk__bigs_relock(h);
+}
+
+int mpk__vault_run_take(struct arena *a, struct chunk *c, struct run *r)
+{
+	unsigned live = c->live;
+
+	if (!mpk__vault(a->heap) ||
+	    (!live_to(a->heap, c, r->page + r->pages) &&
+	     !mpk__heap_lock_pages(a->heap, (void *)run_addr(c, r), r->pages * mpk__page())))
+		return 0;
+	int err = errno;
+	r->clean = 1; /* mlock() failed before touching it */
+	/* Before the free, which may give the chunk back (c gone):
+	 * nothing else took pages past live, under the arena's lock. */
+	if (c->live != live) {
+		mpk__owned_shrink(a->heap->domain, (void *)c->base, (size_t)live << mpk__heap_page_shift);
+		c->live = (uint16_t)live;
+	}
+	mpk__run_free(a, c, r);
+	errno = err;
+	return -1;
+}
+
+void mpk__vault_run_give(struct arena *a, struct chunk *c, struct run *r)
+{
+	if (!mpk__vault(a->heap))
+		return;
+	/* Wiped by the caller; unlocked first, as locked pages cannot be
+	 * purged. */
+	void *at = (void *)run_addr(c, r);
+	size_t len = (size_t)r->pages << mpk__heap_page_shift;
+	mpk_os_munlock(at, len);
+	mpk_os_madvise(at, len, MADV_DONTNEED);
+	r->clean = 1;
+}
+
+bool mpk__vault_keeps_spare(struct arena *a, const struct run *r, bool idles)
+{
+	return !mpk__vault(a->heap) || (!idles && vault_spare_ok(a, r)); /* locked for nothing */
+}
+
+int mpk__vault_ready(struct heap *h)
+{
+	/* A forked child: its vault's pages are not locked (mlock is not
+	 * inherited); lock them before handing out a secret. */
+	if (!mpk__vault(h) || h->lock_gen == __atomic_load_n(&mpk__fork_gen, __ATOMIC_RELAXED))
+		return 0;
+	if (mpk__vault_relock(h))
+		return -1;
+	h->lock_gen = mpk__fork_gen;
+	return 0;
+}
+
+void mpk__block_wipe(const struct heap *h, uintptr_t a, size_t cap)
+{
+	if (mpk__vault(h))
+		explicit_bzero((void *)a, cap);
+	else if (h->flags & MPK_HEAP_WIPE)
+		memset((void *)a, 0, cap);
+}
+
+/* ---- vaults made and found ---- */
 
 /* The vault of d, or NULL (metadata open). */
 static struct heap *vault_find(struct mpk_domain *d)
@@ -23,7 +247,7 @@ static struct heap *vault_find(struct mpk_domain *d)
 
 	pthread_mutex_lock(&mpk__heaps_lock);
 	for (h = *mpk__meta_heaps(); h; h = h->next)
-		if ((h->flags & HEAP_SECRET) && h->domain == d && !h->unmade)
+		if (mpk__vault(h) && h->domain == d && !h->unmade)
 			break;
 	pthread_mutex_unlock(&mpk__heaps_lock);
 	return h;
@@ -123,8 +347,9 @@ MPK_EXPORT void *mpk_secret_alloc(mpk_domain *d, size_t len)
 	struct tcache *tc;
 	if (!p && !made && (tc = mpk__tc_vault(d)) && mpk__vl_flush(tc))
 		p = mpk__heap_alloc(h, len, 16, false);
-	if (p)
-		mpk__vl_handed(d, p);
+	/* A block a planted list entry claimed first stays theirs. */
+	for (int tries = 0; p && !mpk__vl_handed(d, p) && tries < 8; tries++)
+		p = mpk__heap_alloc(h, len, 16, false);
 	if (!p && made) {
 		/* Its first secret failed: the vault goes as it came, and
 		 * the metadata domain if it came with it.  Nobody else saw
@@ -164,7 +389,7 @@ MPK_EXPORT int mpk_secret_free(void *p)
 	if (mpk__ensure_init() || mpk__meta_open(&s))
 		return -1;
 	struct heap *h = mpk__heap_owner(p);
-	if (h && (h->flags & HEAP_SECRET)) {
+	if (h && mpk__vault(h)) {
 		if ((rc = mpk__vl_free(h, p, &m)) == VL_SLOW)
 			rc = mpk__heap_release(h, p, &m, "mpk_secret_free");
 	} else {
@@ -200,7 +425,7 @@ static struct mpk_domain *secret_domain(const void *p)
 	/* Read before the lookup: a run given back during it is seen. */
 	uint64_t epoch = __atomic_load_n(&mpk__runs_epoch, __ATOMIC_ACQUIRE);
 	struct heap *h = mpk__heap_owner(p);
-	if (!h || !(h->flags & HEAP_SECRET))
+	if (!h || !mpk__vault(h))
 		return NULL;
 	/* Slab blocks: the live bit (a listed block is not live). */
 	const uint64_t *w;

@@ -38,26 +38,82 @@ static uint64_t *live_bit(struct heap *h, uintptr_t a, uint64_t *mask, size_t *c
 	return &r->live[i / 64];
 }
 
-static void mark(const void *p)
-{
-	struct chunk *c = mpk__map_find((uintptr_t)p);
-	uint64_t mask;
-	size_t cap;
-	uint64_t *w = c ? live_bit(c->heap, (uintptr_t)p, &mask, &cap) : NULL;
+/*
+ * The lists are in open memory (a mapping per thread): an entry is a hint,
+ * the run's bits (in the metadata) decide.  A block is the user's only
+ * once its live bit went from clear to set here (claim()), and a listed
+ * block goes back to its arena only once the freeing side set it (so the
+ * slab's free, which clears it again after the block is free, cannot meet
+ * a list taking it): of two lists naming one block, one planted, one
+ * wins and the other's entry is dropped.
+ */
 
-	if (w)
-		__atomic_fetch_or(w, mask, __ATOMIC_RELAXED);
+/* Claim slab block p of d's vault (bit clear to set): its live word and
+ * mask, or NULL (not such a block, or claimed already). */
+static uint64_t *claim(struct mpk_domain *d, uintptr_t p, uint64_t *mask)
+{
+	struct chunk *c = mpk__map_find(p);
+	size_t cap;
+	uint64_t *w = c && mpk__vault(c->heap) && (!d || c->heap->domain == d)
+			      ? live_bit(c->heap, p, mask, &cap)
+			      : NULL;
+
+	if (!w || (__atomic_fetch_or(w, *mask, __ATOMIC_ACQ_REL) & *mask))
+		return NULL;
+	return w;
 }
 
-void mpk__vl_handed(struct mpk_domain *d, const void *p)
+static void unclaim(uint64_t *w, uint64_t mask)
+{
+	__atomic_fetch_and(w, ~mask, __ATOMIC_RELEASE);
+}
+
+/* Take listed block p for the user: claimed, and in use for its arena
+ * (its slab's free bit clear, read after the claim: a block given back
+ * meanwhile is seen free). */
+static bool take(struct mpk_domain *d, uintptr_t p)
+{
+	uint64_t mask, *w = claim(d, p, &mask);
+
+	if (!w)
+		return false;
+	const uint64_t *free_bits = (const uint64_t *)((const char *)w - offsetof(struct run, live) +
+						       offsetof(struct run, bits));
+	if (__atomic_load_n(free_bits, __ATOMIC_ACQUIRE) & mask) {
+		unclaim(w, mask);
+		return false;
+	}
+	return true;
+}
+
+/* Give listed (or just freed) block p of h back to its arena, claimed
+ * first: a block a list took meanwhile is the user's, and stays. */
+static int give_back(struct heap *h, uintptr_t p, struct mpk_misuse *m)
+{
+	uint64_t mask, *w = claim(h->domain, p, &mask);
+
+	if (!w)
+		return 0;
+	int rc = mpk__heap_release(h, (void *)p, m, "mpk_secret_free");
+	if (rc)
+		unclaim(w, mask); /* still there: not given back */
+	return rc;
+}
+
+bool mpk__vl_handed(struct mpk_domain *d, const void *p)
 {
 	struct tcache *tc = mpk__tc_vault(d);
+	uint64_t mask;
+	size_t cap;
+	struct chunk *c = mpk__map_find((uintptr_t)p);
 
-	mark(p);
 	/* The slow path locked the vault's runs in this process (after a
 	 * fork: again): the thread's listed blocks are locked too. */
 	if (tc)
 		tc->gen = __atomic_load_n(&mpk__fork_gen, __ATOMIC_RELAXED);
+	if (!c || !live_bit(c->heap, (uintptr_t)p, &mask, &cap))
+		return true; /* not a slab block: no live bit */
+	return claim(d, (uintptr_t)p, &mask) != NULL;
 }
 
 void *mpk__vl_alloc(struct mpk_domain *d, size_t len)
@@ -71,12 +127,11 @@ void *mpk__vl_alloc(struct mpk_domain *d, size_t len)
 		return NULL;
 	unsigned n = tc->n[cls];
 	uintptr_t p = tc->slot[cls][n - 1] ^ tc->mkey;
-	if (p & 15) {
-		tc->n[cls] = 0; /* overwritten without the key: dropped */
+	if ((p & 15) || !take(d, p)) {
+		tc->n[cls] = 0; /* overwritten, or planted: dropped */
 		return NULL;
 	}
 	tc->n[cls] = (uint8_t)(n - 1);
-	mark((void *)p);
 	return (void *)p;
 }
 
@@ -107,7 +162,7 @@ static void drop_range(struct tcache *tc, unsigned cls, uintptr_t lo, uintptr_t 
 	}
 	tc->n[cls] = (uint8_t)kept;
 	for (unsigned j = 0; j < k; j++)
-		(void)mpk__heap_release(tc->heap, (void *)out[j], &m, "mpk_secret_free");
+		(void)give_back(tc->heap, out[j], &m);
 }
 
 /* A free left slab run r (block class cls) with no secret: whether the
@@ -159,9 +214,10 @@ int mpk__vl_free(struct heap *h, void *p, struct mpk_misuse *m)
 	if (!tc || (!(old & ~mask) && run_unused(r) && !keep_run(tc, c, r, cls)) ||
 	    tc->n[cls] >= lim) {
 		/* Full, or not kept: back to the arena, wiped there. */
-		if ((rc = mpk__heap_release(h, p, m, "mpk_secret_free")))
-			__atomic_fetch_or(w, mask, __ATOMIC_RELAXED); /* still the user's */
-		return rc;
+		if (!(__atomic_fetch_or(w, mask, __ATOMIC_ACQ_REL) & mask) &&
+		    (rc = mpk__heap_release(h, p, m, "mpk_secret_free")))
+			return rc; /* still the user's (its bit set again) */
+		return 0;
 	}
 	mpk_scope s;
 	if (mpk__heap_reach(h->domain, MPK_RW, &s)) {
@@ -196,8 +252,8 @@ unsigned mpk__vl_flush(struct tcache *tc)
 		all += n;
 		for (unsigned i = 0; i < n; i++) {
 			uintptr_t a = tc->slot[c][i] ^ tc->mkey;
-			if (!(a & 15) && mpk__chunk_tag(a) == tc->uid)
-				(void)mpk__heap_release(tc->heap, (void *)a, &m, "mpk_secret_free");
+			if (!(a & 15))
+				(void)give_back(tc->heap, a, &m);
 		}
 	}
 	return all;

@@ -167,3 +167,68 @@ int t_attack_heap_objects(struct t_obj *o, int max)
 		t_skip("no symbol table (a stripped test)");
 	return n;
 }
+
+static const uint64_t hdr_c1 = 0x9e3779b97f4a7c15ull, hdr_c2 = 0xd6e8feb86659fd93ull;
+
+static uint64_t inverse(uint64_t a)
+{
+	uint64_t x = a; /* right to 3 bits for odd a; Newton doubles them */
+
+	for (int i = 0; i < 5; i++)
+		x *= 2 - a * x;
+	return x;
+}
+
+uint64_t t_attack_hdr_key(const void *p, uint64_t off)
+{
+	uint64_t w[2];
+
+	t_attack_copy(w, (const char *)p - 16, 16);
+	uint64_t x = w[1] ^ (w[1] >> 32); /* the top half is x's own */
+	return (x * inverse(hdr_c2) - w[0] * hdr_c1 - off) ^ (uintptr_t)p;
+}
+
+void t_attack_hdr_forge(void *p, uint64_t size, uint64_t off, uint64_t key)
+{
+	uint64_t x = ((key ^ (uintptr_t)p) + size * hdr_c1 + off) * hdr_c2;
+	uint64_t w[2] = { size, x ^ (x >> 32) };
+
+	t_attack_copy((char *)p - 16, w, 16);
+}
+
+/* (an attacker's reads: no sanitizer looks) */
+#if defined(__SANITIZE_ADDRESS__)
+__attribute__((no_sanitize_address))
+#endif
+#if defined(__SANITIZE_THREAD__)
+__attribute__((no_sanitize_thread))
+#endif
+void *t_attack_find(uintptr_t w0, size_t off1, uintptr_t w1)
+{
+	FILE *f = fopen("/proc/self/maps", "r");
+	char line[512];
+	void *found = NULL;
+
+	REQUIRE(f);
+	while (!found && fgets(line, sizeof(line), f)) {
+		uintptr_t lo, hi;
+		char perms[8];
+		/* (not a sanitizer's shadow: terabytes, untouched) */
+		if (sscanf(line, "%lx-%lx %7s", &lo, &hi, perms) != 3 || strncmp(perms, "rw-p", 4) ||
+		    hi - lo > ((size_t)64 << 20))
+			continue;
+		for (uintptr_t pg = lo; pg < hi && !found; pg += 4096) {
+			if (mpk_domain_of((void *)pg))
+				continue; /* closed to a reader on hw: a fault, not a read */
+			for (uintptr_t a = pg; a < pg + 4096 && a + off1 + 8 <= hi; a += 8) {
+				uintptr_t x = *(volatile uintptr_t *)a;
+				if ((w0 ? x == w0 : x != 0) && *(volatile uintptr_t *)(a + off1) == w1 &&
+				    *(volatile uint32_t *)(a + 8) - 1 < (1u << 20) &&
+				    *(volatile uint64_t *)(a + 16) - 1 < (1ull << 32))
+					found = (void *)a;
+			}
+		}
+	}
+	fclose(f);
+	return found;
+}
