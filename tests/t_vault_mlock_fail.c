@@ -106,7 +106,7 @@ static void to_the_limit(mpk_domain *d)
 	CHECK(n < MAXS && errno == ENOMEM);
 	CHECK(n > 100); /* the limit's worth, 512 KiB, in 3000-byte secrets */
 	CHECK_ERR(mpk_secret_alloc(d, 3000), ENOMEM);
-	CHECK(t_locked_kib() == locked && locked <= 512);
+	CHECK(t_locked_kib() == (long)locked && locked <= 512);
 	REQUIRE(mpk_set(d, MPK_READ) == 0);
 	for (int i = 0; i < n; i++)
 		CHECK(s[i][0] == (i & 0xff) && s[i][2999] == (i & 0xff));
