@@ -247,6 +247,9 @@ static inline uint64_t mpk__hdr_sum(uint64_t key, uintptr_t p, size_t size, size
  * Heap calls take core locks inside their own (mpk_enter, mpk__alloc_owned,
  * mpk_domain_create); the core never calls into the heap layer with its
  * lock held.  The misuse handler's lock is a leaf, taken with no other.
+ * In writable data, unsealed: a lock word rewritten lets a second call in
+ * beside the first (a race on sealed state the attacker must win while a
+ * call is under way) or stops calls; it never names a block.
  */
 extern pthread_mutex_t mpk__heaps_lock; /* the registry */
 extern pthread_mutex_t mpk__meta_lock;  /* area, map, big table */
@@ -424,7 +427,9 @@ struct run *mpk__run_alloc(struct arena *a, size_t pages, struct chunk **cp);
 void mpk__run_free(struct arena *a, struct chunk *c, struct run *r);
 /* Moves on whenever a run is given back or a chunk goes (and in a forked
  * child): an address may then name other metadata, so whatever a thread
- * remembered about a block (vault.c) is stale. */
+ * remembered about a block (vault.c) is stale.  Unsealed: it guards a
+ * thread-local hint (as writable) that picks a secret's domain, never a
+ * block malloc returns or free releases. */
 extern uint64_t mpk__runs_epoch;
 void mpk__runs_moved(void);
 /* Grow r to pages in place, from the free run after it: whether it did. */
@@ -617,7 +622,10 @@ struct tcache {
 	uintptr_t slot[NTC][TC_MAX];   /* user pointer ^ mkey */
 };
 /* Bumped when a heap goes, and when a chunk goes back (a cache's chunk
- * hint is good only until then): caches check their heap again. */
+ * hint is good only until then): caches check their heap again.
+ * Unsealed: pinned, it keeps hints of a thread cache, which is itself
+ * plain memory an attacker can rewrite; without caches (sealed heaps)
+ * nothing that picks a block reads it.  docs/heaps.md. */
 extern uint64_t mpk__heap_epoch;
 extern __thread struct tcache *mpk__tc_last __attribute__((tls_model("initial-exec")));
 #define mpk__tc_lim (mpk__seal_pg.s.tc_lim) /* entries per class (seal.c) */
@@ -660,7 +668,8 @@ void mpk__tc_flush(struct tcache *tc, unsigned cls, unsigned k);
 /* ---- fork.c: locks around fork() ---- */
 
 /* Bumped in every forked child: mlock() is not inherited, so a vault whose
- * lock_gen differs has unlocked runs. */
+ * lock_gen differs has unlocked runs.  Unsealed: rewritten, a child's
+ * vault relocks again or not at all, never another block. */
 extern unsigned mpk__fork_gen;
 void mpk__heap_atfork(void); /* registers the handlers, once */
 /* Lock a vault's runs in use and its big blocks again (in a child), under
