@@ -17,6 +17,8 @@ struct t_span {
 	const void *p;
 	size_t len;
 };
+/* qsort()'s order of spans by address. */
+int t_span_by_addr(const void *a, const void *b);
 
 /*
  * After an attack on h: allocate blocks of every kind (small sizes, page

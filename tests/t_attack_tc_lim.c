@@ -38,13 +38,6 @@ static unsigned char *find_limits(void)
 	return NULL;
 }
 
-static int by_addr(const void *a, const void *b)
-{
-	uintptr_t x = (uintptr_t)((const struct t_span *)a)->p;
-	uintptr_t y = (uintptr_t)((const struct t_span *)b)->p;
-	return x < y ? -1 : x > y;
-}
-
 struct arg {
 	mpk_heap *h;
 	unsigned char *lim;
@@ -71,7 +64,7 @@ static void spill(void *p)
 		REQUIRE(q);
 		got[i] = (struct t_span){ q - 16, n + 16 }; /* its header too */
 	}
-	qsort(got, SMALL + NEXT, sizeof(*got), by_addr);
+	qsort(got, SMALL + NEXT, sizeof(*got), t_span_by_addr);
 	for (int i = 1; i < SMALL + NEXT; i++)
 		if ((const char *)got[i - 1].p + got[i - 1].len > (const char *)got[i].p)
 			t_fail("blocks %p+%zu and %p+%zu overlap", got[i - 1].p, got[i - 1].len, got[i].p,

@@ -19,6 +19,7 @@
 #define _GNU_SOURCE
 #include <errno.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <unistd.h>
 
 #include "heap.h"
@@ -36,18 +37,16 @@ static const uint16_t class_size[NCLASSES] = {
 	15360, 16384, 18432, 20480, 22528, 24576, 26624, 28672,
 	30720, 32768,
 };
-uint8_t mpk__class_of16[SMALL_MAX / 16 + 1]; /* ceil(n / 16) -> class */
-static uint8_t slab_pages[NCLASSES];
-static uint16_t slab_blocks[NCLASSES];
-static uint32_t class_inv[NCLASSES]; /* ceil(2^32 / size): index by multiply */
-unsigned mpk__narenas_default;     /* twice the CPUs, a power of two, up to 8 */
+/* The tables made from them (heap.h): read-only once made, so that no
+ * store outside the allocator can resize a slab or a class. */
+union mpk__classes_page mpk__classes_pg __attribute__((aligned(SEAL_PAGE)));
+_Static_assert(sizeof(union mpk__classes_page) == SEAL_PAGE, "the tables fill their page");
+#define slab_pages (mpk__classes_pg.c.slab_pages)
+#define slab_blocks (mpk__classes_pg.c.slab_blocks)
+#define class_inv (mpk__classes_pg.c.class_inv)
 /* Page-run blocks the thread caches take: runs of NLCLASSES lengths from
  * the first one past the slabs, a class per page. */
-static unsigned lclass_first; /* pages */
-int mpk__lclass_base;         /* cache class of a run of 0 pages */
-size_t mpk__ltc_max;          /* the longest, at most LARGE_MAX */
-uint32_t mpk__tc_cap[NTC];  /* usable bytes of a cached block of the class */
-uint64_t mpk__tc_off[NTC];  /* the offset its header's check covers */
+#define lclass_first (mpk__classes_pg.c.lclass_first)
 static pthread_once_t classes_once = PTHREAD_ONCE_INIT;
 
 /* Added to the offset a header's check covers for blocks that are not
@@ -118,6 +117,9 @@ static void classes_init(void)
 		mpk__tc_cap[NCLASSES + c] = (uint32_t)(len - HDR);
 		mpk__tc_off[NCLASSES + c] = run_off(HDR, lclass_first + c);
 	}
+	/* For good (fork keeps it).  Failing (no memory for the split
+	 * mapping), they stay writable, as before. */
+	(void)!mpk_os_mprotect(&mpk__classes_pg, sizeof(mpk__classes_pg), PROT_READ);
 }
 
 void mpk__heap_classes_init(void)

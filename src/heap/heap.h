@@ -261,6 +261,9 @@ static inline uint64_t mpk__hdr_sum(uint64_t key, uintptr_t p, size_t size, size
  * Heap calls take core locks inside their own (mpk_enter, mpk__alloc_owned,
  * mpk_domain_create); the core never calls into the heap layer with its
  * lock held.  The misuse handler's lock is a leaf, taken with no other.
+ * In writable data, unsealed: a lock word rewritten lets a second call in
+ * beside the first (a race on sealed state the attacker must win while a
+ * call is under way) or stops calls; it never names a block.
  */
 extern pthread_mutex_t mpk__heaps_lock; /* the registry */
 extern pthread_mutex_t mpk__meta_lock;  /* area, map, big table */
@@ -307,6 +310,25 @@ int mpk__seal_write(void *p, size_t len, bool on);
 /* Seal (on) or unseal every sealed global: the page, the tag root and
  * its leaves.  Under the meta lock.  0 or -1/errno. */
 int mpk__seal_all(bool on);
+/* heap.c's class tables, read-only once made (see there). */
+struct mpk__classes {
+	size_t page;              /* mpk__page() */
+	unsigned page_shift;      /* its log2 */
+	unsigned narenas_default; /* twice the CPUs, a power of two, up to 8 */
+	unsigned lclass_first;    /* pages of the first page run class */
+	int lclass_base;          /* + pages: a run's cache class */
+	size_t ltc_max;           /* the longest the caches take, at most LARGE_MAX */
+	uint8_t class_of16[SMALL_MAX / 16 + 1]; /* ceil(n / 16) -> class */
+	uint8_t slab_pages[NCLASSES];
+	uint16_t slab_blocks[NCLASSES];
+	uint32_t class_inv[NCLASSES]; /* ceil(2^32 / size): index by multiply */
+	uint32_t tc_cap[NTC];         /* usable bytes of a cached block of the class */
+	uint64_t tc_off[NTC];         /* the offset its header's check covers */
+};
+extern union mpk__classes_page {
+	struct mpk__classes c;
+	char page[SEAL_PAGE];
+} mpk__classes_pg __attribute__((aligned(SEAL_PAGE)));
 
 /*
  * The allocator's state, at the start of the area (meta.c): sealed with
@@ -407,9 +429,10 @@ void mpk__map_reset(void);
 
 /* ---- run.c: chunks and page runs (under the arena lock) ---- */
 
-/* The page size and its log2, known once a heap exists. */
-extern size_t mpk__heap_page;
-extern unsigned mpk__heap_page_shift;
+/* The page size and its log2, known once a heap exists (heap.c's
+ * sealed class tables). */
+#define mpk__heap_page (mpk__classes_pg.c.page)
+#define mpk__heap_page_shift (mpk__classes_pg.c.page_shift)
 static inline size_t mpk__page(void)
 {
 	return mpk__heap_page;
@@ -418,7 +441,9 @@ struct run *mpk__run_alloc(struct arena *a, size_t pages, struct chunk **cp);
 void mpk__run_free(struct arena *a, struct chunk *c, struct run *r);
 /* Moves on whenever a run is given back or a chunk goes (and in a forked
  * child): an address may then name other metadata, so whatever a thread
- * remembered about a block (vault.c) is stale. */
+ * remembered about a block (vault.c) is stale.  Unsealed: it guards a
+ * thread-local hint (as writable) that picks a secret's domain, never a
+ * block malloc returns or free releases. */
 extern uint64_t mpk__runs_epoch;
 void mpk__runs_moved(void);
 /* Grow r to pages in place, from the free run after it: whether it did. */
@@ -508,13 +533,19 @@ void mpk__heap_delete(struct heap *h, mpk_scope *s);
 /* The size classes, made once (mpk__heap_classes_init()): small sizes
  * and page runs to their class, the largest size the caches take, and
  * per cache class a cached block's usable bytes and the offset its
- * header's check covers; the arenas an ordinary heap gets. */
-extern uint8_t mpk__class_of16[SMALL_MAX / 16 + 1]; /* ceil(n / 16) -> class */
-extern int mpk__lclass_base;                         /* + pages: a run's cache class */
-extern size_t mpk__ltc_max;
-extern uint32_t mpk__tc_cap[NTC];
-extern uint64_t mpk__tc_off[NTC];
-extern unsigned mpk__narenas_default;
+ * header's check covers; the arenas an ordinary heap gets; the page size.
+ * They live in a page of their own made read-only for good once they are
+ * made, in every mode (one mprotect() a process, nothing per call): a
+ * write to a slab's length or block count, a class's size or the page
+ * shift (libmpkit's .bss, found through its symbol table) would make
+ * slabs or blocks overlap.  Not compile-time constants, as the page size
+ * is the kernel's answer. */
+#define mpk__class_of16 (mpk__classes_pg.c.class_of16)
+#define mpk__lclass_base (mpk__classes_pg.c.lclass_base)
+#define mpk__ltc_max (mpk__classes_pg.c.ltc_max)
+#define mpk__tc_cap (mpk__classes_pg.c.tc_cap)
+#define mpk__tc_off (mpk__classes_pg.c.tc_off)
+#define mpk__narenas_default (mpk__classes_pg.c.narenas_default)
 void mpk__heap_classes_init(void);
 
 #define TC_INLINE static inline __attribute__((always_inline))
@@ -639,7 +670,10 @@ struct tcache {
 	uintptr_t slot[NTC][TC_MAX];   /* user pointer ^ mkey */
 };
 /* Bumped when a heap goes, and when a chunk goes back (a cache's chunk
- * hint is good only until then): caches check their heap again. */
+ * hint is good only until then): caches check their heap again.
+ * Unsealed: pinned, it keeps hints of a thread cache, which is itself
+ * plain memory an attacker can rewrite; without caches (sealed heaps)
+ * nothing that picks a block reads it.  docs/heaps.md. */
 extern uint64_t mpk__heap_epoch;
 extern __thread struct tcache *mpk__tc_last __attribute__((tls_model("initial-exec")));
 #define mpk__tc_lim (mpk__seal_pg.s.tc_lim) /* entries per class (seal.c) */
@@ -683,7 +717,8 @@ void mpk__tc_flush(struct tcache *tc, unsigned cls, unsigned k);
 /* ---- fork.c: locks around fork() ---- */
 
 /* Bumped in every forked child: mlock() is not inherited, so a vault whose
- * lock_gen differs has unlocked runs. */
+ * lock_gen differs has unlocked runs.  Unsealed: rewritten, a child's
+ * vault relocks again or not at all, never another block. */
 extern unsigned mpk__fork_gen;
 void mpk__heap_atfork(void); /* registers the handlers, once */
 /* Lock a vault's runs in use and its big blocks again (in a child), under

@@ -33,9 +33,6 @@
 #define DECAY_MS 250
 #define FIT_SCAN 16                  /* runs that fit, looked at for the best */
 
-size_t mpk__heap_page;
-unsigned mpk__heap_page_shift;
-
 static unsigned bucket(size_t pages)
 {
 	unsigned b = 63 - (unsigned)__builtin_clzll(pages); /* pages > 0 */

@@ -70,6 +70,10 @@ static union {
 	} f;
 	char page[BOOT_PAGE];
 } fixed __attribute__((aligned(BOOT_PAGE)));
+/* Both in writable data: the lock rewritten to free lets two calls write
+ * the table at once (a race to win; one may also fault as the other
+ * seals it), and the wipe flag only says whether free zeroes a block,
+ * which an attacker who reads memory could read before the free. */
 static volatile int lock;
 bool mpk__boot_wipe;
 

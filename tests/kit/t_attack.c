@@ -10,7 +10,7 @@ int main(void);
 
 enum { SWEEP_MAX = 1024 };
 
-static int by_addr(const void *a, const void *b)
+int t_span_by_addr(const void *a, const void *b)
 {
 	uintptr_t x = (uintptr_t)((const struct t_span *)a)->p;
 	uintptr_t y = (uintptr_t)((const struct t_span *)b)->p;
@@ -50,7 +50,7 @@ void t_attack_sweep(mpk_heap *h, const struct t_span *keep, int nkeep)
 					       keep[k].len);
 			n++;
 		}
-	qsort(got, (size_t)n, sizeof(*got), by_addr);
+	qsort(got, (size_t)n, sizeof(*got), t_span_by_addr);
 	for (int i = 1; i < n; i++)
 		if (overlap(&got[i - 1], &got[i]))
 			t_fail("blocks %p+%zu and %p+%zu overlap", got[i - 1].p, got[i - 1].len, got[i].p,
@@ -110,7 +110,8 @@ static const char *const heap_files[] = { "meta.c",  "seal.c",  "map.c",  "big.c
 					  "calls.c", "cache.c", "fork.c", "vault.c", "vlist.c", "misuse.c" };
 static const char *const heap_globals[] = { "mpk__meta_dom",   "mpk__seal_pg",    "mpk__tag_root",
 					    "mpk__heap_epoch", "mpk__tc_lim",     "mpk__fork_gen",
-					    "mpk__heaps_lock", "mpk__meta_lock",  "mpk__runs_epoch" };
+					    "mpk__heaps_lock", "mpk__meta_lock",  "mpk__runs_epoch",
+					    "mpk__class_of16", "mpk__classes_pg" };
 
 static bool listed(const char *s, const char *const *l, size_t n)
 {
