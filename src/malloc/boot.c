@@ -31,12 +31,12 @@
 
 #include "malloc.h"
 
-#define BOOT_RESERVE ((size_t)1 << 32) /* address space only: PROT_NONE until used */
+#define BOOT_RESERVE MPK__BOOT_RESERVE
 #define BOOT_COMMIT ((size_t)1 << 20)
 #define BOOT_MIN_SHIFT 5
 #define BOOT_GRAIN ((size_t)1 << BOOT_MIN_SHIFT)
 #define BOOT_CLASSES 32                /* 32 B .. 2^36 B: bounded by the reserve */
-#define BOOT_PAGE 4096
+#define BOOT_PAGE MPK__BOOT_PAGE
 #define BOOT_TABLE (BOOT_RESERVE / BOOT_GRAIN * sizeof(uint64_t))
 #define BOOT_STATE BOOT_PAGE           /* the state's page, before the table */
 
@@ -61,15 +61,8 @@ struct boot_state {
 	size_t free[BOOT_CLASSES];       /* first free block's granule + 1 */
 };
 
-/* Where everything is: set once, then read-only. */
-static union {
-	struct {
-		char *blocks;            /* the reserve for blocks */
-		struct boot_state *st;   /* then the table after it */
-		uint64_t *table;
-	} f;
-	char page[BOOT_PAGE];
-} fixed __attribute__((aligned(BOOT_PAGE)));
+/* Where everything is: set once, then read-only (malloc.h). */
+union mpk__boot_fixed mpk__boot_fixed __attribute__((aligned(BOOT_PAGE)));
 /* Both in writable data: the lock rewritten to free lets two calls write
  * the table at once (a race to win; one may also fault as the other
  * seals it), and the wipe flag only says whether free zeroes a block,
@@ -91,17 +84,10 @@ void mpk__boot_unlock(void)
 	__atomic_store_n(&lock, 0, __ATOMIC_RELEASE);
 }
 
-bool mpk__boot_owns(const void *p)
-{
-	const char *b = __atomic_load_n(&fixed.f.blocks, __ATOMIC_ACQUIRE);
-
-	return b && (const char *)p >= b && (const char *)p < b + BOOT_RESERVE;
-}
-
 /* The state and table writable (on) or read-only again, lock held. */
 static void unseal(bool on)
 {
-	if (mprotect(fixed.f.st, BOOT_STATE + BOOT_TABLE, on ? PROT_READ | PROT_WRITE : PROT_READ))
+	if (mprotect(mpk__boot_fixed.f.st, BOOT_STATE + BOOT_TABLE, on ? PROT_READ | PROT_WRITE : PROT_READ))
 		mpk__malloc_die(on ? "the internal allocator's table cannot be written (mprotect)"
 				   : "the internal allocator's table cannot be sealed (mprotect)");
 }
@@ -117,10 +103,10 @@ static int setup(void)
 		munmap(m, BOOT_STATE + BOOT_TABLE + BOOT_RESERVE);
 		return -1;
 	}
-	fixed.f.st = (struct boot_state *)m;
-	fixed.f.table = (uint64_t *)(m + BOOT_STATE);
-	__atomic_store_n(&fixed.f.blocks, m + BOOT_STATE + BOOT_TABLE, __ATOMIC_RELEASE);
-	if (mprotect(&fixed, sizeof(fixed), PROT_READ))
+	mpk__boot_fixed.f.st = (struct boot_state *)m;
+	mpk__boot_fixed.f.table = (uint64_t *)(m + BOOT_STATE);
+	__atomic_store_n(&mpk__boot_fixed.f.blocks, m + BOOT_STATE + BOOT_TABLE, __ATOMIC_RELEASE);
+	if (mprotect(&mpk__boot_fixed, sizeof(mpk__boot_fixed), PROT_READ))
 		mpk__malloc_die("the internal allocator's fixed page cannot be sealed (mprotect)");
 	return 0;
 }
@@ -128,9 +114,9 @@ static int setup(void)
 /* A fresh block of class c (lock held, state writable), or NULL. */
 static char *carve(unsigned c)
 {
-	struct boot_state *st = fixed.f.st;
+	struct boot_state *st = mpk__boot_fixed.f.st;
 	size_t len = (size_t)1 << (c + BOOT_MIN_SHIFT);
-	char *base = fixed.f.blocks;
+	char *base = mpk__boot_fixed.f.blocks;
 
 	/* Blocks are aligned to their size (up to a page): aligned requests
 	 * waste less. */
@@ -167,14 +153,14 @@ void *mpk__boot_alloc(size_t size, size_t align)
 		return NULL;
 	}
 	mpk__boot_lock();
-	if (!fixed.f.blocks && setup()) {
+	if (!mpk__boot_fixed.f.blocks && setup()) {
 		mpk__boot_unlock();
 		errno = ENOMEM;
 		return NULL;
 	}
-	struct boot_state *st = fixed.f.st;
-	uint64_t *tab = fixed.f.table;
-	char *base = fixed.f.blocks, *blk;
+	struct boot_state *st = mpk__boot_fixed.f.st;
+	uint64_t *tab = mpk__boot_fixed.f.table;
+	char *base = mpk__boot_fixed.f.blocks, *blk;
 	unseal(true);
 	size_t g = st->free[c];
 	if (g) {
@@ -205,8 +191,8 @@ void *mpk__boot_alloc(size_t size, size_t align)
  * readable), or die: p starts no live block of ours. */
 static size_t block_of(const void *p)
 {
-	const uint64_t *tab = fixed.f.table;
-	size_t at = (size_t)((const char *)p - fixed.f.blocks);
+	const uint64_t *tab = mpk__boot_fixed.f.table;
+	size_t at = (size_t)((const char *)p - mpk__boot_fixed.f.blocks);
 
 	if (at % BOOT_GRAIN || at >= BOOT_RESERVE)
 		mpk__malloc_die("free(): invalid pointer in the internal allocator");
@@ -231,7 +217,7 @@ static size_t block_of(const void *p)
 size_t mpk__boot_usable(const void *p)
 {
 	size_t g = block_of(p);
-	uint64_t e = fixed.f.table[g];
+	uint64_t e = mpk__boot_fixed.f.table[g];
 
 	return ((size_t)1 << (E_CLS(e) + BOOT_MIN_SHIFT)) - E_OFF(e) * BOOT_GRAIN;
 }
@@ -241,8 +227,8 @@ void mpk__boot_free(void *p)
 	if (mpk__boot_wipe)
 		memset(p, 0, mpk__boot_usable(p));
 	mpk__boot_lock();
-	struct boot_state *st = fixed.f.st;
-	uint64_t *tab = fixed.f.table;
+	struct boot_state *st = mpk__boot_fixed.f.st;
+	uint64_t *tab = mpk__boot_fixed.f.table;
 	size_t g = block_of(p); /* again, under the lock: a racing free is named */
 	unsigned c = E_CLS(tab[g]);
 	size_t off = E_OFF(tab[g]);

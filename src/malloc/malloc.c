@@ -44,6 +44,10 @@
 #define HEAP_ALIGN_MAX ((size_t)2 << 20) /* mpk_heap_aligned_alloc()'s limit */
 
 static mpk_heap *heap;
+/* The heap when a call needs nothing beside it (no MPKIT_MALLOC_STATS
+ * count, no MPKIT_MALLOC_DEBUG stack): malloc() and free() test this
+ * alone before they go to it; NULL sends them the long way. */
+static mpk_heap *plain;
 static int starting;
 static bool fallback; /* no heap could be made: the internal allocator serves all */
 /* The heap is made after the C library is up, from the first call once
@@ -89,6 +93,9 @@ static void misuse(const struct mpk_misuse *m, void *arg)
 		sched_yield(); /* another thread's report: it aborts the process */
 	if (entry)
 		named.call = entry;
+	else if (m->heap && m->heap == __atomic_load_n(&heap, __ATOMIC_ACQUIRE) && m->call &&
+		 !strcmp(m->call, "mpk_heap_free"))
+		named.call = "free()"; /* free() sets no entry: one store less on its way */
 	size_t n = mpk_misuse_format(&named, buf, sizeof(buf));
 	t.len = n < sizeof(buf) ? n : sizeof(buf) - 1;
 	mpk__trace_format(&t, frames, mpk__bt(frames, 48), 0, NULL);
@@ -154,6 +161,8 @@ static __attribute__((noinline)) mpk_heap *start(void)
 		stats_fd = fcntl(2, F_DUPFD_CLOEXEC, 3);
 	inside--;
 	__atomic_store_n(&heap, h, __ATOMIC_RELEASE);
+	if (!stats && !debug)
+		__atomic_store_n(&plain, h, __ATOMIC_RELEASE);
 	return h;
 }
 
@@ -228,7 +237,9 @@ static __attribute__((noinline)) void traced_free(void *p)
  * goes to the internal allocator. */
 #define IN_HEAP(expr) ({ inside++; __typeof__(expr) r_ = (expr); inside--; r_; })
 
-EXPORT void *malloc(size_t size)
+/* malloc() and free() past their first test: no plain heap (none yet,
+ * none to be had, stats or debug on), or a call from inside mpkit. */
+static __attribute__((noinline)) void *malloc_long(size_t size)
 {
 	mpk_heap *h = use_heap();
 
@@ -240,12 +251,19 @@ EXPORT void *malloc(size_t size)
 	return p;
 }
 
-EXPORT void free(void *p)
+EXPORT void *malloc(size_t size)
 {
-	int err = errno; /* free() keeps errno (POSIX.1-2024, glibc 2.33) */
+	mpk_heap *h = __atomic_load_n(&plain, __ATOMIC_ACQUIRE);
 
-	if (!p)
-		return;
+	if (likely(h) && likely(!inside))
+		return IN_HEAP(mpk_heap_malloc(h, size));
+	return malloc_long(size);
+}
+
+static __attribute__((noinline)) void free_long(void *p)
+{
+	int err = errno;
+
 	if (mpk__boot_owns(p)) {
 		mpk__boot_free(p);
 	} else {
@@ -254,13 +272,29 @@ EXPORT void free(void *p)
 			mpk__malloc_die("free(): a pointer from no allocator");
 		if (unlikely(debug))
 			traced_free(p);
-		inside++;
-		entry = "free()";
-		(void)mpk_heap_free(h, p); /* misuse: the handler reports and aborts */
-		entry = NULL;
-		inside--;
+		(void)IN_HEAP(mpk_heap_free(h, p)); /* misuse: the handler reports and aborts */
 	}
 	errno = err;
+}
+
+/* A misuse report names free() without a store here: misuse() knows the
+ * drop-in's heap and mpk_heap_free's name. */
+EXPORT void free(void *p)
+{
+	mpk_heap *h = __atomic_load_n(&plain, __ATOMIC_ACQUIRE);
+
+	if (!p)
+		return;
+	if (likely(h) && likely(!mpk__boot_owns(p))) {
+		int *e = &errno, err = *e; /* free() keeps errno (POSIX.1-2024, glibc 2.33) */
+		/* h read again: not kept across __errno_location(), one
+		 * register less to save */
+		h = __atomic_load_n(&plain, __ATOMIC_RELAXED);
+		(void)IN_HEAP(mpk_heap_free(h, p)); /* misuse: the handler reports and aborts */
+		*e = err;
+		return;
+	}
+	free_long(p);
 }
 
 EXPORT void *calloc(size_t n, size_t size)

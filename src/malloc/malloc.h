@@ -5,13 +5,35 @@
 
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdint.h>
 
 /* boot.c: the internal allocator.  Alignment a power of two. */
 void *mpk__boot_alloc(size_t size, size_t align);
 void *mpk__boot_realloc(void *p, size_t size);
 void mpk__boot_free(void *p);
 size_t mpk__boot_usable(const void *p);
-bool mpk__boot_owns(const void *p);
+#define MPK__BOOT_RESERVE ((size_t)1 << 32) /* address space only: PROT_NONE until used */
+#define MPK__BOOT_PAGE 4096
+/* Where its blocks, state and table are: set once, then read-only (a
+ * page of its own, mprotect), so the test below cannot be talked into
+ * calling a heap block the internal allocator's. */
+union mpk__boot_fixed {
+	struct {
+		char *blocks;             /* the reserve for blocks */
+		struct boot_state *st;    /* then the table after it */
+		uint64_t *table;
+	} f;
+	char page[MPK__BOOT_PAGE];
+};
+extern union mpk__boot_fixed mpk__boot_fixed;
+/* Whether p is the internal allocator's: inline, as free() asks it of
+ * every block. */
+static inline bool mpk__boot_owns(const void *p)
+{
+	const char *b = __atomic_load_n(&mpk__boot_fixed.f.blocks, __ATOMIC_ACQUIRE);
+
+	return b && (uintptr_t)p - (uintptr_t)b < MPK__BOOT_RESERVE;
+}
 extern bool mpk__boot_wipe; /* MPKIT_MALLOC_WIPE: free zeroes a block */
 void mpk__boot_lock(void);
 void mpk__boot_unlock(void);
