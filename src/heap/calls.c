@@ -36,11 +36,14 @@ TC_INLINE bool tc_rw(const struct tcache *tc)
  * make valgrind's client requests (false on the fast paths). */
 TC_INLINE void *tc_malloc(struct tcache *tc, size_t size, bool vg)
 {
+	/* The rights first: RDPKRU takes three registers, fewer live here. */
+	if (unlikely(!tc_rw(tc)))
+		return NULL;
 	int cls = tc_class(size);
 	if (unlikely(cls < 0))
 		return NULL; /* 0 too: the slow path makes it 1 */
 	unsigned n = tc->n[cls];
-	if (unlikely(!n) || unlikely(!tc_rw(tc)))
+	if (unlikely(!n))
 		return NULL;
 	uintptr_t p = tc->slot[cls][n - 1] ^ tc->mkey;
 	if (unlikely(p & 15) || unlikely(mpk__hdr_get_vg(p, vg).size != mpk__hdr_mark(tc->tok, p))) {
@@ -53,9 +56,11 @@ TC_INLINE void *tc_malloc(struct tcache *tc, size_t size, bool vg)
 	}
 	tc->n[cls] = (uint8_t)(n - 1);
 	mpk__san_alloc_vg(p, mpk__tc_cap[cls], vg);
-	/* Small blocks' offset is known without a load. */
-	uint64_t off = cls < NCLASSES ? HDR : mpk__tc_off[cls];
-	mpk__hdr_set_vg(p, size, mpk__hdr_sum(tc->key, p, size, off), vg);
+	/* One load, not a test and a constant for small classes (HDR there). */
+	mpk__hdr_set_vg(p, size, mpk__hdr_sum(tc->key, p, size, mpk__tc_off[cls]), vg);
+	/* p - HDR was read: p is not NULL (the caller need not test it). */
+	if (!p)
+		__builtin_unreachable();
 	return (void *)p;
 }
 
@@ -88,18 +93,18 @@ TC_INLINE int tc_live(struct tcache *tc, uintptr_t a, struct hdr *hd, bool vg)
 	    unlikely(!tc_rw(tc)))
 		return -1;
 	*hd = mpk__hdr_get_vg(a, vg);
-	uint64_t size = hd->size, off = HDR;
+	uint64_t size = hd->size;
 	int cls = tc_class(size);
 	if (unlikely(cls < 0))
 		return -1;
-	if (unlikely(cls >= NCLASSES))
-		off = mpk__tc_off[cls];
-	if (unlikely(hd->check != mpk__hdr_sum(tc->key, a, size, off)))
+	if (unlikely(hd->check != mpk__hdr_sum(tc->key, a, size, mpk__tc_off[cls])))
 		return -1;
 	return cls;
 }
 
-TC_INLINE int tc_free(struct tcache *tc, void *ptr, bool vg)
+/* fast: free's own fast path, which leaves a wiping heap's blocks to the
+ * slow path (TC_NOT): no call on it, so nothing to save around one. */
+TC_INLINE int tc_free(struct tcache *tc, void *ptr, bool vg, bool fast)
 {
 	uintptr_t a = (uintptr_t)ptr;
 	struct hdr hd;
@@ -110,8 +115,11 @@ TC_INLINE int tc_free(struct tcache *tc, void *ptr, bool vg)
 	unsigned n = tc->n[cls];
 	if (unlikely(n >= mpk__tc_lim[cls]))
 		return TC_FULL;
-	if (unlikely(tc->wipe))
+	if (unlikely(tc->wipe)) {
+		if (fast)
+			return TC_NOT;
 		memset((void *)a, 0, mpk__tc_cap[cls]);
+	}
 	mpk__hdr_set_vg(a, mpk__hdr_mark(tc->tok, a), hd.check ^ tc->ckey, vg);
 	mpk__san_free_vg(a, mpk__tc_cap[cls], vg);
 	tc->slot[cls][n] = a ^ tc->mkey;
@@ -137,9 +145,14 @@ static inline struct tcache *tc_of(const mpk_heap *hp)
  * a block into it: a leak, the block never handed out again.) */
 static inline struct tcache *tc_of_take(const mpk_heap *hp)
 {
-	struct tcache *tc = tc_of(hp);
+	struct tcache *tc = mpk__tc_last;
 
-	return likely(!__atomic_load_n(&mpk__meta_dom, __ATOMIC_RELAXED)) ? tc : NULL;
+	/* tc_of()'s epoch test and the seal's in one branch */
+	if (likely(tc && tc->heap == (const struct heap *)hp &&
+		   !((tc->epoch ^ __atomic_load_n(&mpk__heap_epoch, __ATOMIC_RELAXED)) |
+		     (uintptr_t)__atomic_load_n(&mpk__meta_dom, __ATOMIC_RELAXED))))
+		return tc;
+	return NULL;
 }
 
 /* Whether h's small blocks go through thread caches: ordinary heaps with
@@ -423,11 +436,11 @@ static __attribute__((noinline)) int free_slow(mpk_heap *hp, void *p)
 		rc = 0;
 	} else if (cacheable(h)) {
 		struct tcache *tc = mpk__tc_attach(h);
-		int k = tc ? tc_free(tc, p, mpk__san_vg) : TC_NOT;
+		int k = tc ? tc_free(tc, p, mpk__san_vg, false) : TC_NOT;
 		if (k == TC_FULL) {
 			int cls = tc_class(mpk__hdr_get((uintptr_t)p).size);
 			mpk__tc_flush(tc, (unsigned)cls, mpk__tc_lim[cls] / 2);
-			k = tc_free(tc, p, mpk__san_vg);
+			k = tc_free(tc, p, mpk__san_vg, false);
 		}
 		if (k == TC_DONE)
 			rc = 0;
@@ -443,7 +456,7 @@ MPK_EXPORT int mpk_heap_free(mpk_heap *hp, void *p)
 {
 	struct tcache *tc = tc_of(hp);
 
-	if (likely(tc && p) && likely(tc_free(tc, p, false) == TC_DONE))
+	if (likely(tc && p) && likely(tc_free(tc, p, false, true) == TC_DONE))
 		return 0;
 	return free_slow(hp, p);
 }
@@ -478,10 +491,10 @@ static inline void *tc_realloc(struct tcache *tc, mpk_heap *hp, void *p, size_t 
 	if (!q)
 		return NULL;
 	memcpy(q, p, size < hd.size ? size : hd.size);
-	int k = tc_free(tc, p, vg);
+	int k = tc_free(tc, p, vg, false);
 	if (k == TC_FULL && h) {
 		mpk__tc_flush(tc, (unsigned)old, mpk__tc_lim[old] / 2);
-		k = tc_free(tc, p, vg);
+		k = tc_free(tc, p, vg, false);
 	}
 	if (k != TC_DONE)
 		mpk_heap_free(hp, p); /* the usual way (it opens what it needs) */
