@@ -456,7 +456,9 @@ MPK_EXPORT int mpk_heap_free(mpk_heap *hp, void *p)
 {
 	struct tcache *tc = tc_of(hp);
 
-	if (likely(tc && p) && likely(tc_free(tc, p, false, true) == TC_DONE))
+	/* p NULL needs no test of its own: tc_live() sends a chunk's start
+	 * (0 is one) the slow way, which frees nothing. */
+	if (likely(tc) && likely(tc_free(tc, p, false, true) == TC_DONE))
 		return 0;
 	return free_slow(hp, p);
 }
