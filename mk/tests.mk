@@ -86,7 +86,7 @@ $(B)/tests/libguardtest.so: tests/helpers/guard_lib.c
 	$(CC) $(PRELOAD_CFLAGS) -shared -fPIC -Wl,-soname,libguardtest.so $< -o $@
 $(B)/tests/guard-prog: tests/helpers/guard_prog.c $(B)/tests/libguardtest.so
 	@mkdir -p $(@D)
-	$(CC) $(PRELOAD_CFLAGS) $< -L$(@D) -lguardtest -Wl,-rpath,'$$ORIGIN' -ldl -o $@
+	$(CC) $(PRELOAD_CFLAGS) $< -L$(@D) -lguardtest -Wl,-rpath,'$$ORIGIN' -pthread -ldl -o $@
 # The drop-in's tests run these with it preloaded (no sanitizer there).
 $(B)/tests/malloc-%: tests/helpers/malloc_%.c
 	@mkdir -p $(@D)
