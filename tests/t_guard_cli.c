@@ -11,7 +11,8 @@
  * another thread that writes while the main thread is inside the library
  * (in a callback) faults; on soft it writes (rights are process-wide,
  * as documented).  Bad arguments: 2; a library not loaded:
- * 125, PROG not run.  g_zero(), 3 bytes, is named as not gated and works.  Both backends: soft forced, hw where there are keys.
+ * 125, PROG not run.  g_zero(), 3 bytes, is named as not gated and works;
+ * g_store() starts with test+je, a branch the patch moves.  Both backends: soft forced, hw where there are keys.
  */
 #include <signal.h>
 
@@ -56,6 +57,7 @@ static void backend_runs(const char *backend, const char *code)
 	CHECK(WIFEXITED(st) && WEXITSTATUS(st) == 0);
 	CHECK(strstr(out, "mpkit guard: g_zero not gated: shorter than a jump (5 bytes)\n") != NULL);
 	CHECK(t_cli_count(out, "not gated") == 1);
+	CHECK(strstr(out, "branch -1 0 205\n") != NULL);
 	if (t_failures)
 		fprintf(stderr, "%s, calls:\n%s\nunguarded:\n%s\n", backend, out, plain);
 

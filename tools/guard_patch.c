@@ -16,7 +16,7 @@
 #include "guard.h"
 #include "insn.h"
 
-#define NEAR_SIZE (1u << 20) /* 48 bytes a function at most: 21,000 */
+#define NEAR_SIZE (1u << 20) /* 80 bytes a function at most: 13,000 */
 #define JMP_LEN 5
 
 static uint8_t *near_lo, *near_next;
@@ -50,11 +50,37 @@ static void put_rel32(uint8_t *at, const uint8_t *from_end, const uint8_t *to)
 	memcpy(at, &r, 4);
 }
 
-/* Copy fn's first instructions (JMP_LEN bytes at least) to rest: their
- * length, or 0 with *why. */
-static size_t displace(const uint8_t *fn, size_t size, uint8_t *rest, const char **why)
+/* A direct branch copied to rest: its rel32 form aimed at the same
+ * target (jcc rel8 -> 0f 8x rel32, jmp rel8 -> e9, call e8 kept): the
+ * bytes written, or 0 if it has no such form (loop, jrcxz, xbegin). */
+static size_t move_branch(const struct insn *in, const uint8_t *at, uint8_t *to)
 {
-	size_t n = 0;
+	const uint8_t *target = at + in->target;
+	size_t n;
+
+	if (in->map == 0 && in->op >= 0x70 && in->op <= 0x7f)
+		to[0] = 0x0f, to[1] = (uint8_t)(0x80 + (in->op - 0x70)), n = 6;
+	else if (in->map == 1 && in->op >= 0x80 && in->op <= 0x8f)
+		to[0] = 0x0f, to[1] = in->op, n = 6;
+	else if (in->map == 0 && (in->op == 0xeb || in->op == 0xe9))
+		to[0] = 0xe9, n = 5;
+	else if (in->map == 0 && in->op == 0xe8)
+		to[0] = 0xe8, n = 5;
+	else
+		return 0;
+	int64_t rel = target - (to + n);
+	if (rel != (int32_t)rel)
+		return 0;
+	put_rel32(to + n - 4, to + n, target);
+	return n;
+}
+
+/* Copy fn's first instructions (JMP_LEN bytes at least) to rest: how
+ * many bytes of fn they are (*out: how many of rest), or 0 with *why. */
+static size_t displace(const uint8_t *fn, size_t size, uint8_t *rest, size_t *out, const char **why)
+{
+	size_t n = 0, o = 0, ntargets = 0;
+	int64_t targets[JMP_LEN];
 
 	while (n < JMP_LEN) {
 		struct insn in;
@@ -63,26 +89,44 @@ static size_t displace(const uint8_t *fn, size_t size, uint8_t *rest, const char
 			*why = n < size ? "its first instructions cannot be decoded" : "shorter than a jump (5 bytes)";
 			return 0;
 		}
-		if (in.has_target || in.flow == FLOW_JUMP || in.flow == FLOW_STOP) {
-			*why = "a branch or return in its first 5 bytes";
+		if (in.has_target) {
+			size_t w = move_branch(&in, fn + n, rest + o);
+			targets[ntargets++] = (int64_t)n + in.target;
+			if (!w) {
+				*why = "a branch in its first 5 bytes that cannot be moved";
+				return 0;
+			}
+			n += (size_t)len, o += w;
+			continue;
+		}
+		if (in.flow == FLOW_JUMP || in.flow == FLOW_STOP) {
+			*why = "a return or computed jump in its first 5 bytes";
 			return 0;
 		}
-		memcpy(rest + n, fn + n, (size_t)len);
+		memcpy(rest + o, fn + n, (size_t)len);
 		if (in.riprel) {
 			/* disp32 comes last but for the immediate */
 			size_t at = (size_t)len - in.imm_n - 4;
 			int32_t disp;
 			memcpy(&disp, fn + n + at, 4);
-			int64_t moved = (int64_t)disp + (fn - rest);
+			int64_t moved = (int64_t)disp + (fn + n - (rest + o));
 			if (disp != in.disp || moved != (int32_t)moved) {
 				*why = "a RIP-relative operand out of reach";
 				return 0;
 			}
 			disp = (int32_t)moved;
-			memcpy(rest + n + at, &disp, 4);
+			memcpy(rest + o + at, &disp, 4);
 		}
-		n += (size_t)len;
+		n += (size_t)len, o += (size_t)len;
 	}
+	/* a branch into the instructions moved would land in the copy's old
+	 * place, now the jmp */
+	for (size_t k = 0; k < ntargets; k++)
+		if (targets[k] > 0 && targets[k] < (int64_t)n) {
+			*why = "a branch in its first 5 bytes into its first 5 bytes";
+			return 0;
+		}
+	*out = o;
 	return n;
 }
 
@@ -113,7 +157,7 @@ int guard_patch(const char *name, uint8_t *fn, size_t size, const char **why)
 		*why = "shorter than a jump (5 bytes)";
 		return -1;
 	}
-	if (near_next + 48 > near_lo + NEAR_SIZE) {
+	if (near_next + 80 > near_lo + NEAR_SIZE) {
 		*why = "no room left for gates";
 		return -1;
 	}
@@ -121,7 +165,7 @@ int guard_patch(const char *name, uint8_t *fn, size_t size, const char **why)
 		*why = "a branch into its first 5 bytes, or code the decoder does not know";
 		return -1;
 	}
-	size_t n = displace(fn, size, rest, why);
+	size_t o, n = displace(fn, size, rest, &o, why);
 	if (!n)
 		return -1;
 	struct guard_fn *g = malloc(sizeof(*g));
@@ -132,7 +176,7 @@ int guard_patch(const char *name, uint8_t *fn, size_t size, const char **why)
 	g->name = name;
 	g->rest = rest;
 	/* rest: the displaced instructions, jmp fn+n */
-	uint8_t *j = rest + n;
+	uint8_t *j = rest + o;
 	j[0] = 0xe9;
 	put_rel32(j + 1, j + 5, fn + n);
 	/* stub: movabs $g, %r11; jmp *guard_gate(%rip) */

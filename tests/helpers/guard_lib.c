@@ -50,6 +50,15 @@ long g_apply(long (*fn)(long), long v)
 	return fn(v);
 }
 
+/* Starts with test+je: the patch moves a conditional branch. */
+long g_store(long *p)
+{
+	if (!p)
+		return -1;
+	*p = state;
+	return 0;
+}
+
 /* 3 bytes (xor, ret): too short for the patch's jmp, so left ungated and
  * named; it touches no state. */
 long g_zero(void)

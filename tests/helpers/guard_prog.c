@@ -65,6 +65,8 @@ int main(int argc, char **argv)
 	printf("callback %ld\n", g_apply(back_in, 1));
 	printf("errno %d\n", errno);
 	printf("ungated %ld\n", g_zero());
+	long copy = 0, none = g_store(NULL), some = g_store(&copy);
+	printf("branch %ld %ld %ld\n", none, some, copy);
 	fflush(stdout);
 	if (argc > 1 && !strcmp(argv[1], "write")) {
 		*g_ptr() = 7;
