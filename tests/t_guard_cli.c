@@ -22,10 +22,10 @@
 static char plain[1 << 14];
 
 /* mpkit guard ARGS... with the backend forced: the wait status, and
- * stdout (and stderr unless quiet) in out. */
+ * stdout in out, and unless quiet stderr too, with MPKIT_GUARD_VERBOSE=1. */
 static int guard_run(const char *backend, int quiet, char *out, size_t cap, char *const *args)
 {
-	static char cwd[4096], helper[4200], be[64];
+	static char cwd[4096], helper[4200], be[64], verbose[32];
 	char *argv[16] = { "mpkit", "guard" };
 	int n = 2;
 
@@ -35,7 +35,9 @@ static int guard_run(const char *backend, int quiet, char *out, size_t cap, char
 	while (*args && n < 15)
 		argv[n++] = *args++;
 	argv[n] = NULL;
-	char *env[] = { helper, be, NULL };
+	/* The exports left ungated are named only when asked. */
+	snprintf(verbose, sizeof(verbose), quiet ? "MPKIT_GUARD_VERBOSE" : "MPKIT_GUARD_VERBOSE=1");
+	char *env[] = { helper, be, verbose, NULL };
 	return t_exec_capture(t_cli_prog(), argv, env, !quiet, out, cap);
 }
 
@@ -57,6 +59,7 @@ static void backend_runs(const char *backend, const char *code)
 	CHECK(WIFEXITED(st) && WEXITSTATUS(st) == 0);
 	CHECK(strstr(out, "mpkit guard: g_zero not gated: shorter than a jump (5 bytes)\n") != NULL);
 	CHECK(t_cli_count(out, "not gated") == 1);
+	CHECK(strstr(out, "7 functions gated, 1 not\n") != NULL);
 	CHECK(strstr(out, "branch -1 0 205\n") != NULL);
 	if (t_failures)
 		fprintf(stderr, "%s, calls:\n%s\nunguarded:\n%s\n", backend, out, plain);

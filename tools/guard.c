@@ -79,7 +79,8 @@ const struct cli_command cli_guard = {
 	"environment:\n"
 	"  MPKIT_GUARD_HELPER=PATH  the helper to preload, instead of\n"
 	"                           libmpkit-guard.so in mpkit's helpers' directory\n"
-	"  MPKIT_GUARD_VERBOSE=1    say what was guarded, at PROG's start\n"
+	"  MPKIT_GUARD_VERBOSE=1    say what was guarded at PROG's start, and name\n"
+	"                           each export left ungated (too short to patch)\n"
 	"PROG alone is guarded: the programs it starts run as they would.\n"
 	"exit status: PROG's; 125 the library could not be guarded (not loaded,\n"
 	"no helper), 126 PROG cannot run, 127 PROG not found, 2 usage\n",

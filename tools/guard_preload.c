@@ -11,6 +11,8 @@
  *   MPKIT_GUARD_LIB=NAME    the library: its file name, or that name up to
  *                           a dot (libfoo for libfoo.so.1)
  *   MPKIT_GUARD_DENY=write|all
+ *   MPKIT_GUARD_VERBOSE=1   say what was guarded, and name each export
+ *                           left ungated and why
  *   MPKIT_GUARD_PID=PID     set by mpkit guard: in that process (PROG) a
  *                           library that cannot be guarded ends it with
  *                           125; other processes (PROG's children, which
@@ -45,7 +47,8 @@ struct lib {
 	uintptr_t base, data_lo, data_hi, text_lo, text_hi;
 };
 
-static int must; /* this process is PROG: failing to guard ends it */
+static int must;    /* this process is PROG: failing to guard ends it */
+static int verbose; /* MPKIT_GUARD_VERBOSE: say what was guarded, and not */
 
 static void guard_fail(const char *what, const char *why)
 {
@@ -153,7 +156,9 @@ static int patch_exports(struct lib *l, int *patched, int *refused)
 				continue;
 			}
 			++*refused;
-			fprintf(stderr, "mpkit guard: %s not gated: %s\n", name ? name : "?", name ? why : "out of memory");
+			if (verbose) /* PROG's stderr stays its own otherwise */
+				fprintf(stderr, "mpkit guard: %s not gated: %s\n", name ? name : "?",
+					name ? why : "out of memory");
 		}
 	}
 	rc = guard_patch_end();
@@ -170,6 +175,7 @@ __attribute__((constructor)) static void guard_start(void)
 	int patched = 0, refused = 0;
 
 	must = pid && atol(pid) == (long)getpid();
+	verbose = getenv("MPKIT_GUARD_VERBOSE") != NULL;
 	l.want = getenv("MPKIT_GUARD_LIB");
 	if (!l.want || !*l.want) {
 		guard_fail("MPKIT_GUARD_LIB", "not set: no library to guard");
@@ -191,7 +197,7 @@ __attribute__((constructor)) static void guard_start(void)
 		guard_fail(l.want, strerror(errno));
 		return;
 	}
-	if (getenv("MPKIT_GUARD_VERBOSE"))
+	if (verbose)
 		fprintf(stderr, "mpkit guard: %s: %zu bytes of data in domain %s, %d functions gated, %d not\n", l.path,
 			(size_t)(l.data_hi - l.data_lo), dname, patched, refused);
 }
