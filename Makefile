@@ -169,7 +169,7 @@ CONFIG := sodium=$(SODIUM_OK) openssl=$(OPENSSL_OK) sqlite=$(SQLITE_OK) valgrind
 $(shell mkdir -p $(B) && [ "$$(cat $(B)/config 2>/dev/null)" = '$(CONFIG)' ] || echo '$(CONFIG)' > $(B)/config)
 
 # `make`: the first goal, defined before the fragments' rules.
-ALL_BIN := $(B)/libmpkit.a $(B)/libmpkit.so $(B)/mpkit $(B)/libmpkit-watch.so $(B)/libmpkit-malloc.so \
+ALL_BIN := $(B)/libmpkit.a $(B)/libmpkit.so $(B)/mpkit $(B)/libmpkit-watch.so $(B)/libmpkit-guard.so $(B)/libmpkit-malloc.so \
 	   $(B)/examples/jit
 all: $(ALL_BIN)
 

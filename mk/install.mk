@@ -77,6 +77,8 @@ $(INST)/mpkit-bench-threads: $(B)/mpkit-bench-threads $(INST)/layout
 	$(call relink,$(BENCH_THREADS_OBJ),$(BENCH_THREADS_LIBS),$(HELPER_DIR))
 $(INST)/libmpkit-watch.so: $(B)/libmpkit-watch.so $(INST)/layout
 	$(CC) $(HELPER_LINK) $(call inst_rpath,$(HELPER_DIR)) -o $@
+$(INST)/libmpkit-guard.so: $(B)/libmpkit-guard.so $(INST)/layout
+	$(CC) $(GUARD_LINK) $(call inst_rpath,$(HELPER_DIR)) -o $@
 $(INST)/libmpkit-malloc.so: $(B)/libmpkit-malloc.so $(INST)/layout
 	$(CC) $(MALLOC_LINK) $(call inst_rpath,$(HELPER_DIR)) -o $@
 # What goes into $(HELPER_DIR): mpkit-bench-scale and mpkit-bench-malloc
@@ -88,11 +90,11 @@ HELPERS := $(addprefix $(INST)/,mpkit-bench mpkit-bench-alloc mpkit-bench-vault 
 INST_FILES = $(INCDIR)/mpkit.h $(LIBDIR)/libmpkit.a $(LIBDIR)/libmpkit.so.$(VERSION) \
 	$(LIBDIR)/$(SONAME) $(LIBDIR)/libmpkit.so $(PCDIR)/mpkit.pc \
 	$(CMAKEDIR)/mpkitConfig.cmake $(CMAKEDIR)/mpkitConfigVersion.cmake \
-	$(BINDIR)/mpkit $(addprefix $(HELPER_DIR)/,$(notdir $(HELPERS)) libmpkit-watch.so libmpkit-malloc.so) \
+	$(BINDIR)/mpkit $(addprefix $(HELPER_DIR)/,$(notdir $(HELPERS)) libmpkit-watch.so libmpkit-guard.so libmpkit-malloc.so) \
 	$(patsubst man/%,$(MANDIR)/%,$(MAN1) $(MAN3) $(MAN7)) $(patsubst docs/%,$(DOCDIR)/%,$(DOCS))
 INST_DIRS = $(CMAKEDIR) $(HELPER_DIR) $(sort $(patsubst %/,%,$(dir $(patsubst docs/%,$(DOCDIR)/%,$(DOCS))))) $(DOCDIR)
 
-install: $(ALL_BIN) $(INST)/mpkit $(INST)/libmpkit-watch.so $(INST)/libmpkit-malloc.so $(HELPERS) gen-install-files
+install: $(ALL_BIN) $(INST)/mpkit $(INST)/libmpkit-watch.so $(INST)/libmpkit-guard.so $(INST)/libmpkit-malloc.so $(HELPERS) gen-install-files
 	install -d $(DESTDIR)$(INCDIR) $(DESTDIR)$(LIBDIR) $(DESTDIR)$(PCDIR) $(DESTDIR)$(BINDIR) \
 		$(DESTDIR)$(CMAKEDIR) $(DESTDIR)$(HELPER_DIR)
 	install -m 644 include/mpkit.h $(DESTDIR)$(INCDIR)/
@@ -100,7 +102,7 @@ install: $(ALL_BIN) $(INST)/mpkit $(INST)/libmpkit-watch.so $(INST)/libmpkit-mal
 	install -m 644 $(B)/libmpkit.so $(DESTDIR)$(LIBDIR)/libmpkit.so.$(VERSION)
 	ln -sf libmpkit.so.$(VERSION) $(DESTDIR)$(LIBDIR)/$(SONAME)
 	ln -sf $(SONAME) $(DESTDIR)$(LIBDIR)/libmpkit.so
-	install -m 644 $(INST)/libmpkit-watch.so $(INST)/libmpkit-malloc.so $(DESTDIR)$(HELPER_DIR)/
+	install -m 644 $(INST)/libmpkit-watch.so $(INST)/libmpkit-guard.so $(INST)/libmpkit-malloc.so $(DESTDIR)$(HELPER_DIR)/
 	install -m 644 $(GEN)/mpkit.pc $(DESTDIR)$(PCDIR)/
 	install -m 644 $(GEN)/mpkitConfig.cmake $(GEN)/mpkitConfigVersion.cmake $(DESTDIR)$(CMAKEDIR)/
 	install -m 755 $(INST)/mpkit $(DESTDIR)$(BINDIR)/

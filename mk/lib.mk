@@ -54,7 +54,7 @@ SO_RPATH = -Wl,-rpath,$(abspath $(B))
 # the installed layout).
 CLI_LIB_SRC := src/shared/scan.c src/shared/scan_class.c src/shared/scan_expr.c src/shared/insn.c src/shared/insn_0f.c src/shared/env.c
 CLI_OBJ := $(addprefix $(B)/obj/tools/,mpkit.o cli.o info.o scan.o maps.o maps_check.o run.o watch.o watch_spec.o \
-             watch_trace.o bench.o symbolize.o) $(CLI_LIB_SRC:%.c=$(B)/obj/%.o) $(SHARED_OBJ) $(B)/obj/src/shared/json.o
+             watch_trace.o guard.o bench.o symbolize.o) $(CLI_LIB_SRC:%.c=$(B)/obj/%.o) $(SHARED_OBJ) $(B)/obj/src/shared/json.o
 $(B)/mpkit: $(CLI_OBJ) $(B)/obj/tools/paths.o $(B)/libmpkit.so
 	$(CC) $(ALL_LDFLAGS) $^ $(SO_RPATH) -o $@
 $(B)/obj/tools/paths.o: MPK_XCFLAGS += -DMPKIT_DOCDIR='"$(abspath docs)"'
@@ -73,6 +73,16 @@ HELPER_LINK = -shared -Wl,--version-script=tools/watch_preload.map -Wl,-z,defs -
 	$(PRELOAD_LDFLAGS) $(HELPER_OBJ) $(HELPER_LIB)
 $(B)/libmpkit-watch.so: $(HELPER_OBJ) $(HELPER_LIB) tools/watch_preload.map
 	$(CC) $(HELPER_LINK) -Wl,-rpath,$(abspath $(dir $(HELPER_LIB))) -o $@
+
+# `mpkit guard`'s LD_PRELOAD helper (docs/guard.md), linked as the watch
+# helper is; the exports' first instructions are decoded with a copy of
+# its own of the decoder (src/shared/insn.c).
+GUARD_OBJ := $(addprefix $(B)/preload/tools/,guard_preload.o guard_patch.o guard_gate.o) \
+	     $(B)/preload/src/shared/insn.o $(B)/preload/src/shared/insn_0f.o
+GUARD_LINK = -shared -Wl,--version-script=tools/guard_preload.map -Wl,-z,defs -Wl,-z,now \
+	$(PRELOAD_LDFLAGS) $(GUARD_OBJ) $(HELPER_LIB)
+$(B)/libmpkit-guard.so: $(GUARD_OBJ) $(HELPER_LIB) tools/guard_preload.map
+	$(CC) $(GUARD_LINK) -Wl,-rpath,$(abspath $(dir $(HELPER_LIB))) -o $@
 
 # The drop-in allocator (src/malloc/): its own objects, linked to
 # libmpkit.so like the watch helper, so that a process has one mpkit even

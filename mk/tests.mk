@@ -60,6 +60,7 @@ endif
 # carries ld.so's trampolines too; no sanitizer links statically), and
 # the shared library for `mpkit scan` to read.
 TEST_FILES := $(B)/tests/ex-jit $(B)/tests/libmpkit-watch.so $(B)/tests/watch-target \
+	      $(B)/tests/libmpkit-guard.so $(B)/tests/guard-prog \
 	      $(B)/tests/watch-plain $(B)/tests/watch-plain-stripped \
 	      $(B)/tests/libmpkit-malloc.so $(B)/tests/malloc-edge $(B)/tests/malloc-stress $(B)/tests/malloc-misuse $(B)/tests/malloc-args \
 	      $(B)/tests/malloc-misuse-static \
@@ -75,6 +76,17 @@ $(B)/tests/libmpkit-watch.so: $(B)/libmpkit-watch.so
 $(B)/tests/libmpkit-malloc.so: $(B)/libmpkit-malloc.so
 	@mkdir -p $(@D)
 	cp $< $@
+$(B)/tests/libmpkit-guard.so: $(B)/libmpkit-guard.so
+	@mkdir -p $(@D)
+	cp $< $@
+# t_guard_cli's library and the program that calls it ($$ORIGIN: the VM
+# has them side by side too).
+$(B)/tests/libguardtest.so: tests/helpers/guard_lib.c
+	@mkdir -p $(@D)
+	$(CC) $(PRELOAD_CFLAGS) -shared -fPIC -Wl,-soname,libguardtest.so $< -o $@
+$(B)/tests/guard-prog: tests/helpers/guard_prog.c $(B)/tests/libguardtest.so
+	@mkdir -p $(@D)
+	$(CC) $(PRELOAD_CFLAGS) $< -L$(@D) -lguardtest -Wl,-rpath,'$$ORIGIN' -pthread -ldl -o $@
 # The drop-in's tests run these with it preloaded (no sanitizer there).
 $(B)/tests/malloc-%: tests/helpers/malloc_%.c
 	@mkdir -p $(@D)

@@ -22,7 +22,7 @@ struct cli_command {
 	const char *help;     /* the rest of `mpkit help NAME` */
 };
 
-extern const struct cli_command cli_info, cli_maps, cli_scan, cli_watch, cli_run, cli_bench, cli_symbolize;
+extern const struct cli_command cli_info, cli_maps, cli_scan, cli_watch, cli_run, cli_guard, cli_bench, cli_symbolize;
 
 /* `usage: mpkit NAME SYNOPSIS` and the help text, on f. */
 void cli_usage(const struct cli_command *c, FILE *f);

@@ -21,7 +21,7 @@ static const struct cli_command cli_help_cmd = {
 
 /* In the order `mpkit --help` lists them. */
 static const struct cli_command *const commands[] = {
-	&cli_info, &cli_maps, &cli_scan, &cli_watch, &cli_run, &cli_symbolize, &cli_bench, &cli_help_cmd,
+	&cli_info, &cli_maps, &cli_scan, &cli_watch, &cli_run, &cli_guard, &cli_symbolize, &cli_bench, &cli_help_cmd,
 };
 
 static const struct cli_command *find(const char *name)
@@ -49,6 +49,7 @@ static void usage(FILE *f)
 		   "  MPKIT_REPORT=fd:N|PATH        where reports go (default stderr; %%p: pid)\n"
 		   "  MPKIT_MALLOC_STATS, MPKIT_MALLOC_DEBUG, MPKIT_MALLOC_LIB: mpkit help run\n"
 		   "options take their value as --opt VALUE or --opt=VALUE.\n"
+		   "  MPKIT_GUARD_HELPER, MPKIT_GUARD_VERBOSE: mpkit help guard\n"
 		   "helpers: %s/ (libmpkit-malloc.so for LD_PRELOAD, libmpkit-watch.so, benchmarks)\n"
 		   "documents: %s/ (guide.md first)\n",
 		cli_helper_dir(helpers, sizeof(helpers)), cli_docdir);

@@ -1,0 +1,72 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * libguardtest.so, the library `mpkit guard` guards in t_guard_cli: its
+ * state is a static (never copy-relocated into the program), changed by
+ * calls of every shape a gate must pass untouched (stack and variadic
+ * arguments, a double returned, recursion, a callback that calls back
+ * in), and g_ptr() hands out its address as a library's API might;
+ * g_zero() is too short to patch.
+ */
+#include <stdarg.h>
+
+#include "guard_lib.h"
+
+static long state;
+
+long g_add(long by)
+{
+	state += by;
+	return state;
+}
+
+long g_sum(int n, ...)
+{
+	va_list ap;
+	va_start(ap, n);
+	for (int i = 0; i < n; i++)
+		state += va_arg(ap, int);
+	va_end(ap);
+	return state;
+}
+
+double g_many(int a, int b, int c, int d, int e, int f, int g, int h, double x)
+{
+	state += a + b + c + d + e + f + g + h;
+	return x * 2 + (double)state;
+}
+
+/* Not a loop: each level is a call through the gate. */
+__attribute__((noinline, optimize("no-optimize-sibling-calls"))) long g_rec(int n)
+{
+	if (n <= 0)
+		return state;
+	state++;
+	return g_rec(n - 1) + 0;
+}
+
+long g_apply(long (*fn)(long), long v)
+{
+	state += 100;
+	return fn(v);
+}
+
+/* Starts with test+je: the patch moves a conditional branch. */
+long g_store(long *p)
+{
+	if (!p)
+		return -1;
+	*p = state;
+	return 0;
+}
+
+/* 3 bytes (xor, ret): too short for the patch's jmp, so left ungated and
+ * named; it touches no state. */
+long g_zero(void)
+{
+	return 0;
+}
+
+long *g_ptr(void)
+{
+	return &state;
+}

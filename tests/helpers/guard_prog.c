@@ -1,0 +1,83 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * A program that knows nothing of mpkit, calling libguardtest.so every
+ * way a program can (t_guard_cli): through its PLT, through a pointer it
+ * took, through dlsym(), with stack and variadic arguments, recursion and
+ * a callback that calls back in.  With an argument it then does one
+ * forbidden thing: "write" stores into the library's state through the
+ * pointer the library handed out, "read" loads it, "thread" has another
+ * thread store into it while the main thread is inside the library (in
+ * a callback): on hw only the thread inside holds the rights.
+ */
+#define _GNU_SOURCE
+#include <dlfcn.h>
+#include <errno.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "guard_lib.h"
+
+static long back_in(long v)
+{
+	return g_add(v);
+}
+
+static int go[2];
+
+/* Started outside the library: waits until main is inside, then writes. */
+static void *writer(void *arg)
+{
+	long *state = arg;
+	char c;
+
+	if (read(go[0], &c, 1) != 1)
+		return NULL;
+	*state = 9;
+	printf("other thread wrote %ld\n", *state);
+	fflush(stdout);
+	return NULL;
+}
+
+static pthread_t writer_thread;
+
+/* Called by the library: main is inside it now. */
+static long let_writer_write(long v)
+{
+	if (write(go[1], "x", 1) != 1 || pthread_join(writer_thread, NULL))
+		return -1;
+	return v;
+}
+
+int main(int argc, char **argv)
+{
+	long (*p)(long) = &g_add, (*q)(long);
+
+	*(void **)&q = dlsym(RTLD_DEFAULT, "g_add");
+	printf("plt %ld\n", g_add(1));
+	printf("pointer %ld\n", p(1));
+	printf("dlsym %ld\n", q ? q(1) : -1);
+	printf("variadic %ld\n", g_sum(3, 10, 20, 30));
+	printf("stack %.1f\n", g_many(1, 2, 3, 4, 5, 6, 7, 8, 1.5));
+	printf("recursion %ld\n", g_rec(5));
+	errno = 42;
+	printf("callback %ld\n", g_apply(back_in, 1));
+	printf("errno %d\n", errno);
+	printf("ungated %ld\n", g_zero());
+	long copy = 0, none = g_store(NULL), some = g_store(&copy);
+	printf("branch %ld %ld %ld\n", none, some, copy);
+	fflush(stdout);
+	if (argc > 1 && !strcmp(argv[1], "write")) {
+		*g_ptr() = 7;
+		printf("wrote %ld\n", *g_ptr());
+	}
+	if (argc > 1 && !strcmp(argv[1], "thread")) {
+		if (pipe(go) || pthread_create(&writer_thread, NULL, writer, g_ptr()))
+			return 1;
+		printf("inside %ld\n", g_apply(let_writer_write, 5));
+	}
+	if (argc > 1 && !strcmp(argv[1], "read"))
+		printf("read %ld\n", *(volatile long *)g_ptr());
+	return 0;
+}

@@ -1,0 +1,130 @@
+/*
+ * `mpkit guard --lib libguardtest -- ./guard-prog`: a program that knows
+ * nothing of mpkit calls the guarded library through its PLT, a pointer,
+ * dlsym(), with stack and variadic arguments, recursion and a callback
+ * that calls back in: its output is the unguarded run's, errno included.
+ * Then the program writes the library's state through the pointer the
+ * library handed out: killed by mpkit's report, which names the domain
+ * guard:libguardtest.so, the write and the signal code (SEGV_PKUERR on
+ * hw, SEGV_ACCERR on soft).  Reading it is allowed under --deny write
+ * and faults under --deny all.  Rights are the calling thread's on hw:
+ * another thread that writes while the main thread is inside the library
+ * (in a callback) faults; on soft it writes (rights are process-wide,
+ * as documented).  Bad arguments: 2; a library not loaded:
+ * 125, PROG not run.  g_zero(), 3 bytes, is named as not gated and works;
+ * g_store() starts with test+je, a branch the patch moves.  Both backends: soft forced, hw where there are keys.
+ */
+#include <signal.h>
+
+#include "t_cli.h"
+#include "t_exec.h"
+
+static char plain[1 << 14];
+
+/* mpkit guard ARGS... with the backend forced: the wait status, and
+ * stdout in out, and unless quiet stderr too, with MPKIT_GUARD_VERBOSE=1. */
+static int guard_run(const char *backend, int quiet, char *out, size_t cap, char *const *args)
+{
+	static char cwd[4096], helper[4200], be[64], verbose[32];
+	char *argv[16] = { "mpkit", "guard" };
+	int n = 2;
+
+	REQUIRE(getcwd(cwd, sizeof(cwd)));
+	snprintf(helper, sizeof(helper), "MPKIT_GUARD_HELPER=%s/libmpkit-guard.so", cwd);
+	snprintf(be, sizeof(be), "MPKIT_BACKEND=%s", backend);
+	while (*args && n < 15)
+		argv[n++] = *args++;
+	argv[n] = NULL;
+	/* The exports left ungated are named only when asked. */
+	snprintf(verbose, sizeof(verbose), quiet ? "MPKIT_GUARD_VERBOSE" : "MPKIT_GUARD_VERBOSE=1");
+	char *env[] = { helper, be, verbose, NULL };
+	return t_exec_capture(t_cli_prog(), argv, env, !quiet, out, cap);
+}
+
+static int guard(const char *backend, char *out, size_t cap, char *const *args)
+{
+	return guard_run(backend, 0, out, cap, args);
+}
+
+static void backend_runs(const char *backend, const char *code)
+{
+	static char out[1 << 14];
+
+	int st = guard_run(backend, 1, out, sizeof(out),
+			   (char *[]){ "--lib", "libguardtest", "--", "./guard-prog", NULL });
+	CHECK(WIFEXITED(st) && WEXITSTATUS(st) == 0);
+	CHECK(!strcmp(out, plain));
+	/* The one export too short to patch is named, and still works. */
+	st = guard(backend, out, sizeof(out), (char *[]){ "--lib", "libguardtest", "--", "./guard-prog", NULL });
+	CHECK(WIFEXITED(st) && WEXITSTATUS(st) == 0);
+	CHECK(strstr(out, "mpkit guard: g_zero not gated: shorter than a jump (5 bytes)\n") != NULL);
+	CHECK(t_cli_count(out, "not gated") == 1);
+	CHECK(strstr(out, "7 functions gated, 1 not\n") != NULL);
+	CHECK(strstr(out, "branch -1 0 205\n") != NULL);
+	if (t_failures)
+		fprintf(stderr, "%s, calls:\n%s\nunguarded:\n%s\n", backend, out, plain);
+
+	st = guard(backend, out, sizeof(out), (char *[]){ "--lib", "libguardtest.so", "--", "./guard-prog", "write", NULL });
+	CHECK(WIFSIGNALED(st) && WTERMSIG(st) == SIGABRT);
+	CHECK(strstr(out, "callback 205\nerrno 42\nungated 0\n") != NULL); /* every call worked first */
+	CHECK(strstr(out, "mpkit: protection fault: write of domain \"guard:libguardtest.so\"") != NULL);
+	CHECK(strstr(out, "holds read") != NULL);
+	CHECK(strstr(out, code) != NULL);
+	CHECK(strstr(out, "wrote") == NULL);
+	if (t_failures)
+		fprintf(stderr, "%s, write:\n%s\n", backend, out);
+
+	st = guard(backend, out, sizeof(out), (char *[]){ "--lib", "libguardtest", "--", "./guard-prog", "read", NULL });
+	CHECK(WIFEXITED(st) && WEXITSTATUS(st) == 0);
+	CHECK(strstr(out, "read 205\n") != NULL);
+
+	st = guard(backend, out, sizeof(out),
+		   (char *[]){ "--deny", "all", "--lib", "libguardtest", "--", "./guard-prog", "read", NULL });
+	CHECK(WIFSIGNALED(st) && WTERMSIG(st) == SIGABRT);
+	CHECK(strstr(out, "mpkit: protection fault: read of domain \"guard:libguardtest.so\"") != NULL);
+	CHECK(strstr(out, code) != NULL);
+	CHECK(strstr(out, "read 205") == NULL);
+	if (t_failures)
+		fprintf(stderr, "%s, read under --deny all:\n%s\n", backend, out);
+
+	st = guard(backend, out, sizeof(out), (char *[]){ "--lib", "libguardtest", "--", "./guard-prog", "thread", NULL });
+	if (!strcmp(code, "SEGV_PKUERR")) {
+		CHECK(WIFSIGNALED(st) && WTERMSIG(st) == SIGABRT);
+		CHECK(strstr(out, "mpkit: protection fault: write of domain \"guard:libguardtest.so\"") != NULL);
+		CHECK(strstr(out, code) != NULL);
+		CHECK(strstr(out, "other thread wrote") == NULL);
+	} else {
+		CHECK(WIFEXITED(st) && WEXITSTATUS(st) == 0);
+		CHECK(strstr(out, "other thread wrote 9\ninside 5\n") != NULL);
+	}
+	if (t_failures)
+		fprintf(stderr, "%s, another thread:\n%s\n", backend, out);
+}
+
+int main(void)
+{
+	static char out[1 << 14];
+
+	if (access("./guard-prog", X_OK) || access("./libmpkit-guard.so", R_OK))
+		t_skip("guard-prog or libmpkit-guard.so missing (make tests)");
+	int st = t_exec_capture("./guard-prog", (char *[]){ "guard-prog", NULL }, (char *[]){ NULL }, 1, plain,
+				sizeof(plain));
+	REQUIRE(WIFEXITED(st) && WEXITSTATUS(st) == 0 && strstr(plain, "callback 205\nerrno 42\n"));
+
+	/* Bad input: usage, and a library PROG does not load. */
+	CHECK(WEXITSTATUS(guard("soft", out, sizeof(out), (char *[]){ "--", "./guard-prog", NULL })) == 2);
+	CHECK(WEXITSTATUS(guard("soft", out, sizeof(out), (char *[]){ "--lib", "libguardtest", NULL })) == 2);
+	CHECK(WEXITSTATUS(guard("soft", out, sizeof(out),
+				(char *[]){ "--deny", "some", "--lib", "libguardtest", "--", "./guard-prog", NULL })) == 2);
+	CHECK(WEXITSTATUS(guard("soft", out, sizeof(out),
+				(char *[]){ "--lib", "./libguardtest.so", "--", "./guard-prog", NULL })) == 2);
+	st = guard("soft", out, sizeof(out), (char *[]){ "--lib", "libnosuch", "--", "./guard-prog", NULL });
+	CHECK(WIFEXITED(st) && WEXITSTATUS(st) == 125);
+	CHECK(strstr(out, "libnosuch: no such library loaded") != NULL);
+	CHECK(strstr(out, "plt 1") == NULL);
+
+	backend_runs("soft", "SEGV_ACCERR");
+	if (t_backend() == MPK_BACKEND_HW)
+		backend_runs("hw", "SEGV_PKUERR");
+	return t_done();
+}

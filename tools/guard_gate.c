@@ -1,0 +1,104 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The gate every patched export of a guarded library goes through
+ * (docs/guard.md, "The gate"): rights to the library's domain for the
+ * calling thread on the way in, the rights held before on the way out.
+ * The caller's return address is kept on a per-thread shadow stack, not
+ * on the stack, so that the callee finds its arguments (stack ones,
+ * variadic ones) exactly where the caller put them.
+ */
+#include <errno.h>
+#include <stdlib.h>
+#include <unistd.h>
+
+#include "guard.h"
+
+/* Nesting deeper than this aborts (the return address would be lost):
+ * 16 KiB of TLS a thread.  A growable stack is for later. */
+#define GUARD_DEPTH 1024
+
+struct guard_frame {
+	void *ret;   /* the caller's return address */
+	int prev;    /* the rights held before the gate */
+};
+
+/* initial-exec: a preloaded library's TLS is static, and no
+ * __tls_get_addr() call can reach the allocator from the gate. */
+static __thread __attribute__((tls_model("initial-exec"))) struct guard_frame frames[GUARD_DEPTH];
+static __thread __attribute__((tls_model("initial-exec"))) unsigned depth;
+
+static void guard_die(const char *what)
+{
+	static const char msg[] = "mpkit guard: the gate could not change rights: ";
+	if (write(STDERR_FILENO, msg, sizeof(msg) - 1) < 0 || write(STDERR_FILENO, what, 5) < 0)
+		abort();
+	abort();
+}
+
+/* From the gate, with the arguments saved: open, remember, go on to the
+ * function's own code. */
+__attribute__((used)) void *guard_enter(struct guard_fn *fn, void **slot)
+{
+	int err = errno;
+	unsigned d = depth++;
+	int prev = mpk_get(guard_domain);
+
+	if (d < GUARD_DEPTH)
+		frames[d] = (struct guard_frame){ *slot, prev };
+	else
+		abort();
+	/* Nothing to change on re-entry (recursion, a callback that calls
+	 * back in): no WRPKRU, no mprotect. */
+	if (prev != MPK_RW && mpk_set(guard_domain, MPK_RW))
+		guard_die("enter");
+	errno = err;
+	return fn->rest;
+}
+
+/* From the gate, with the return values saved: the rights of before,
+ * and where to return to. */
+__attribute__((used)) void *guard_leave(void)
+{
+	int err = errno;
+	struct guard_frame *f = &frames[--depth];
+
+	if (f->prev != MPK_RW && mpk_set(guard_domain, f->prev))
+		guard_die("leave");
+	errno = err;
+	return f->ret;
+}
+
+/* %r11: the function's struct guard_fn (from its stub).  At entry the
+ * stack is the caller's call: 8 mod 16, the return address on top.
+ * Saved: the argument registers and %rax (a variadic call's count of
+ * vector arguments), %xmm0-7; on return %rax, %rdx, %xmm0-1 (x87 st0
+ * is untouched: the C above does no x87 arithmetic). */
+__asm__(".text\n"
+	".globl guard_gate\n"
+	".hidden guard_gate\n"
+	".type guard_gate, @function\n"
+	"guard_gate:\n"
+	"	push %rdi; push %rsi; push %rdx; push %rcx; push %r8; push %r9; push %rax; push %r11\n"
+	"	sub $136, %rsp\n"
+	"	movdqu %xmm0, 0(%rsp); movdqu %xmm1, 16(%rsp); movdqu %xmm2, 32(%rsp); movdqu %xmm3, 48(%rsp)\n"
+	"	movdqu %xmm4, 64(%rsp); movdqu %xmm5, 80(%rsp); movdqu %xmm6, 96(%rsp); movdqu %xmm7, 112(%rsp)\n"
+	"	mov %r11, %rdi\n"
+	"	lea 200(%rsp), %rsi\n" /* the return address's slot */
+	"	call guard_enter\n"
+	"	mov %rax, %r11\n"
+	"	movdqu 0(%rsp), %xmm0; movdqu 16(%rsp), %xmm1; movdqu 32(%rsp), %xmm2; movdqu 48(%rsp), %xmm3\n"
+	"	movdqu 64(%rsp), %xmm4; movdqu 80(%rsp), %xmm5; movdqu 96(%rsp), %xmm6; movdqu 112(%rsp), %xmm7\n"
+	"	add $144, %rsp\n"
+	"	pop %rax; pop %r9; pop %r8; pop %rcx; pop %rdx; pop %rsi; pop %rdi\n"
+	"	add $8, %rsp\n" /* the callee's return address goes in its place */
+	"	call *%r11\n"
+	"	push %rax; push %rdx\n"
+	"	sub $32, %rsp\n"
+	"	movdqu %xmm0, 0(%rsp); movdqu %xmm1, 16(%rsp)\n"
+	"	call guard_leave\n"
+	"	mov %rax, %r11\n"
+	"	movdqu 0(%rsp), %xmm0; movdqu 16(%rsp), %xmm1\n"
+	"	add $32, %rsp\n"
+	"	pop %rdx; pop %rax\n"
+	"	jmp *%r11\n"
+	".size guard_gate, .-guard_gate\n");

@@ -1,0 +1,205 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Sending a guarded library's exports to the gate (docs/guard.md,
+ * "Patching the exported entry points"): a 5-byte jmp over the first
+ * instructions, decoded with mpkit's own decoder (src/shared/insn.c),
+ * which are copied, RIP-relative operands recomputed, to a trampoline
+ * that jumps back.  A jmp rel32 and a RIP-relative disp32 reach 2 GiB:
+ * stubs and trampolines share one mapping placed next to the library.
+ */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+
+#include "guard.h"
+#include "insn.h"
+
+#define NEAR_SIZE (1u << 20) /* 80 bytes a function at most: 13,000 */
+#define JMP_LEN 5
+
+static uint8_t *near_lo, *near_next;
+
+int guard_patch_begin(uintptr_t text_lo, uintptr_t text_hi)
+{
+	/* Below the library's first page (the hint is a hint: checked). */
+	uintptr_t hint = (text_lo & ~(uintptr_t)0xfffff) - NEAR_SIZE - (16u << 20);
+	void *m = mmap((void *)hint, NEAR_SIZE, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+
+	if (m == MAP_FAILED)
+		return -1;
+	uintptr_t a = (uintptr_t)m;
+	if ((a < text_lo ? text_hi - a : a + NEAR_SIZE - text_lo) > 0x7fff0000u) {
+		munmap(m, NEAR_SIZE);
+		errno = ENOMEM;
+		return -1;
+	}
+	near_lo = near_next = m;
+	return 0;
+}
+
+int guard_patch_end(void)
+{
+	return mprotect(near_lo, NEAR_SIZE, PROT_READ | PROT_EXEC);
+}
+
+static void put_rel32(uint8_t *at, const uint8_t *from_end, const uint8_t *to)
+{
+	int32_t r = (int32_t)(to - from_end);
+	memcpy(at, &r, 4);
+}
+
+/* A direct branch copied to rest: its rel32 form aimed at the same
+ * target (jcc rel8 -> 0f 8x rel32, jmp rel8 -> e9, call e8 kept): the
+ * bytes written, or 0 if it has no such form (loop, jrcxz, xbegin). */
+static size_t move_branch(const struct insn *in, const uint8_t *at, uint8_t *to)
+{
+	const uint8_t *target = at + in->target;
+	size_t n;
+
+	if (in->map == 0 && in->op >= 0x70 && in->op <= 0x7f)
+		to[0] = 0x0f, to[1] = (uint8_t)(0x80 + (in->op - 0x70)), n = 6;
+	else if (in->map == 1 && in->op >= 0x80 && in->op <= 0x8f)
+		to[0] = 0x0f, to[1] = in->op, n = 6;
+	else if (in->map == 0 && (in->op == 0xeb || in->op == 0xe9))
+		to[0] = 0xe9, n = 5;
+	else if (in->map == 0 && in->op == 0xe8)
+		to[0] = 0xe8, n = 5;
+	else
+		return 0;
+	int64_t rel = target - (to + n);
+	if (rel != (int32_t)rel)
+		return 0;
+	put_rel32(to + n - 4, to + n, target);
+	return n;
+}
+
+/* Copy fn's first instructions (JMP_LEN bytes at least) to rest: how
+ * many bytes of fn they are (*out: how many of rest), or 0 with *why. */
+static size_t displace(const uint8_t *fn, size_t size, uint8_t *rest, size_t *out, const char **why)
+{
+	size_t n = 0, o = 0, ntargets = 0;
+	int64_t targets[JMP_LEN];
+
+	while (n < JMP_LEN) {
+		struct insn in;
+		int len = n < size ? mpk__insn_decode(fn + n, size - n, &in) : 0;
+		if (!len) {
+			*why = n < size ? "its first instructions cannot be decoded" : "shorter than a jump (5 bytes)";
+			return 0;
+		}
+		if (in.has_target) {
+			size_t w = move_branch(&in, fn + n, rest + o);
+			targets[ntargets++] = (int64_t)n + in.target;
+			if (!w) {
+				*why = "a branch in its first 5 bytes that cannot be moved";
+				return 0;
+			}
+			n += (size_t)len, o += w;
+			continue;
+		}
+		if (in.flow == FLOW_JUMP || in.flow == FLOW_STOP) {
+			*why = "a return or computed jump in its first 5 bytes";
+			return 0;
+		}
+		memcpy(rest + o, fn + n, (size_t)len);
+		if (in.riprel) {
+			/* disp32 comes last but for the immediate */
+			size_t at = (size_t)len - in.imm_n - 4;
+			int32_t disp;
+			memcpy(&disp, fn + n + at, 4);
+			int64_t moved = (int64_t)disp + (fn + n - (rest + o));
+			if (disp != in.disp || moved != (int32_t)moved) {
+				*why = "a RIP-relative operand out of reach";
+				return 0;
+			}
+			disp = (int32_t)moved;
+			memcpy(rest + o + at, &disp, 4);
+		}
+		n += (size_t)len, o += (size_t)len;
+	}
+	/* a branch into the instructions moved would land in the copy's old
+	 * place, now the jmp */
+	for (size_t k = 0; k < ntargets; k++)
+		if (targets[k] > 0 && targets[k] < (int64_t)n) {
+			*why = "a branch in its first 5 bytes into its first 5 bytes";
+			return 0;
+		}
+	*out = o;
+	return n;
+}
+
+/* A jump from outside into the bytes the patch overwrites would land
+ * inside the jmp: any direct branch of the function into (fn, fn+5). */
+static int branches_into_patch(const uint8_t *fn, size_t size)
+{
+	for (size_t n = 0; n < size;) {
+		struct insn in;
+		int len = mpk__insn_decode(fn + n, size - n, &in);
+		if (!len)
+			return 1; /* data in the code, or a decoder gap: not sure */
+		if (in.has_target) {
+			int64_t t = (int64_t)n + in.target;
+			if (t > 0 && t < JMP_LEN)
+				return 1;
+		}
+		n += (size_t)len;
+	}
+	return 0;
+}
+
+int guard_patch(const char *name, uint8_t *fn, size_t size, const char **why)
+{
+	uint8_t *rest = near_next;
+
+	if (size < JMP_LEN) {
+		*why = "shorter than a jump (5 bytes)";
+		return -1;
+	}
+	if (near_next + 80 > near_lo + NEAR_SIZE) {
+		*why = "no room left for gates";
+		return -1;
+	}
+	if (branches_into_patch(fn, size)) {
+		*why = "a branch into its first 5 bytes, or code the decoder does not know";
+		return -1;
+	}
+	size_t o, n = displace(fn, size, rest, &o, why);
+	if (!n)
+		return -1;
+	struct guard_fn *g = malloc(sizeof(*g));
+	if (!g) {
+		*why = "out of memory";
+		return -1;
+	}
+	g->name = name;
+	g->rest = rest;
+	/* rest: the displaced instructions, jmp fn+n */
+	uint8_t *j = rest + o;
+	j[0] = 0xe9;
+	put_rel32(j + 1, j + 5, fn + n);
+	/* stub: movabs $g, %r11; jmp *guard_gate(%rip) */
+	uint8_t *stub = j + 5;
+	void *gate = (void *)guard_gate;
+	stub[0] = 0x49, stub[1] = 0xbb;
+	memcpy(stub + 2, &g, 8);
+	stub[10] = 0xff, stub[11] = 0x25;
+	memset(stub + 12, 0, 4);
+	memcpy(stub + 16, &gate, 8);
+	near_next = stub + 24;
+
+	uintptr_t pg = (uintptr_t)fn & ~(uintptr_t)4095, end = ((uintptr_t)fn + JMP_LEN + 4095) & ~(uintptr_t)4095;
+	if (mprotect((void *)pg, end - pg, PROT_READ | PROT_WRITE | PROT_EXEC)) {
+		*why = "its text cannot be made writable";
+		return -1;
+	}
+	uint8_t jmp[JMP_LEN] = { 0xe9 };
+	put_rel32(jmp + 1, fn + JMP_LEN, stub);
+	memcpy(fn, jmp, JMP_LEN);
+	if (mprotect((void *)pg, end - pg, PROT_READ | PROT_EXEC)) {
+		*why = "its text cannot be made read-only again";
+		return -1;
+	}
+	return 0;
+}

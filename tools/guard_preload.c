@@ -1,0 +1,211 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * libmpkit-guard.so, the LD_PRELOAD helper of `mpkit guard --lib NAME --
+ * PROG ARGS` (docs/guard.md): before PROG's main(), the library NAME's
+ * writable data past RELRO goes into a domain that every thread may read
+ * (MPKIT_GUARD_DENY=all: not even that), and each of its exported
+ * functions is sent through the gate (guard_gate.c), which opens the
+ * domain to the calling thread while it runs.  A write from outside then
+ * faults, and mpkit's report names the domain "guard:NAME".
+ *
+ *   MPKIT_GUARD_LIB=NAME    the library: its file name, or that name up to
+ *                           a dot (libfoo for libfoo.so.1)
+ *   MPKIT_GUARD_DENY=write|all
+ *   MPKIT_GUARD_VERBOSE=1   say what was guarded, and name each export
+ *                           left ungated and why
+ *   MPKIT_GUARD_PID=PID     set by mpkit guard: in that process (PROG) a
+ *                           library that cannot be guarded ends it with
+ *                           125; other processes (PROG's children, which
+ *                           inherit the environment) run unguarded
+ *
+ * First slice: the library must be loaded at startup (not dlopen), and
+ * what docs/guard.md lists as later is not here (the fault fallback for
+ * the library's own ungated code but its destructors, threads' inherited
+ * rights, longjmp, unwinding).
+ */
+#define _GNU_SOURCE
+#include <elf.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <link.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "guard.h"
+
+#define GUARD_FAILED 125 /* tools/mpkit.c */
+
+mpk_domain *guard_domain;
+
+struct lib {
+	const char *want;
+	char path[4096];
+	uintptr_t base, data_lo, data_hi, text_lo, text_hi;
+};
+
+static int must;    /* this process is PROG: failing to guard ends it */
+static int verbose; /* MPKIT_GUARD_VERBOSE: say what was guarded, and not */
+
+static void guard_fail(const char *what, const char *why)
+{
+	fprintf(stderr, "mpkit guard: %s: %s\n", what, why);
+	if (must)
+		_exit(GUARD_FAILED);
+}
+
+/* NAME is the file's name, or its name up to a dot. */
+static int name_matches(const char *path, const char *want)
+{
+	const char *b = strrchr(path, '/');
+	size_t n = strlen(want);
+
+	b = b ? b + 1 : path;
+	return !strncmp(b, want, n) && (b[n] == 0 || b[n] == '.');
+}
+
+static int find_lib(struct dl_phdr_info *o, size_t size, void *arg)
+{
+	struct lib *l = arg;
+	uintptr_t relro = 0;
+
+	(void)size;
+	if (!o->dlpi_name || o->dlpi_name[0] != '/' || !name_matches(o->dlpi_name, l->want))
+		return 0;
+	l->text_lo = UINTPTR_MAX;
+	for (int k = 0; k < o->dlpi_phnum; k++) {
+		const ElfW(Phdr) *p = &o->dlpi_phdr[k];
+		uintptr_t lo = o->dlpi_addr + p->p_vaddr, hi = lo + p->p_memsz;
+		if (p->p_type == PT_GNU_RELRO)
+			relro = hi;
+		if (p->p_type != PT_LOAD)
+			continue;
+		if (p->p_flags & PF_W)
+			l->data_lo = lo, l->data_hi = hi;
+		if (p->p_flags & PF_X) {
+			l->text_lo = lo < l->text_lo ? lo : l->text_lo;
+			l->text_hi = hi > l->text_hi ? hi : l->text_hi;
+		}
+	}
+	/* RELRO stays read-only, outside the domain (ld aligns its end). */
+	if (relro > l->data_lo)
+		l->data_lo = relro;
+	l->data_lo = (l->data_lo + 4095) & ~(uintptr_t)4095;
+	l->data_hi = (l->data_hi + 4095) & ~(uintptr_t)4095;
+	l->base = o->dlpi_addr;
+	snprintf(l->path, sizeof(l->path), "%s", o->dlpi_name);
+	return 1;
+}
+
+/* mpk_adopt() takes private anonymous memory: an anonymous copy moved
+ * over the library's data in one mremap(), so no thread sees it gone. */
+static int adopt_data(struct lib *l)
+{
+	size_t len = l->data_hi - l->data_lo;
+	void *copy = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+
+	if (copy == MAP_FAILED)
+		return -1;
+	memcpy(copy, (void *)l->data_lo, len);
+	if (mremap(copy, len, len, MREMAP_MAYMOVE | MREMAP_FIXED, (void *)l->data_lo) == MAP_FAILED) {
+		munmap(copy, len);
+		return -1;
+	}
+	return mpk_adopt(guard_domain, (void *)l->data_lo, len);
+}
+
+/* Every function the library defines in its .dynsym, from its file. */
+static int patch_exports(struct lib *l, int *patched, int *refused)
+{
+	int fd = open(l->path, O_RDONLY | O_CLOEXEC);
+	struct stat st;
+
+	if (fd < 0 || fstat(fd, &st)) {
+		if (fd >= 0)
+			close(fd);
+		return -1;
+	}
+	const uint8_t *f = mmap(NULL, (size_t)st.st_size, PROT_READ, MAP_PRIVATE, fd, 0);
+	close(fd);
+	if (f == MAP_FAILED)
+		return -1;
+	const ElfW(Ehdr) *eh = (const void *)f;
+	const ElfW(Shdr) *sh = (const void *)(f + eh->e_shoff);
+	int rc = -1;
+	if (memcmp(eh->e_ident, ELFMAG, SELFMAG) || eh->e_shoff + (size_t)eh->e_shnum * sizeof(*sh) > (size_t)st.st_size)
+		goto out;
+	if (guard_patch_begin(l->text_lo, l->text_hi))
+		goto out;
+	for (int k = 0; k < eh->e_shnum; k++) {
+		if (sh[k].sh_type != SHT_DYNSYM || sh[k].sh_link >= eh->e_shnum)
+			continue;
+		const ElfW(Sym) *sym = (const void *)(f + sh[k].sh_offset);
+		const char *str = (const char *)f + sh[sh[k].sh_link].sh_offset;
+		for (size_t s = 0; s < sh[k].sh_size / sizeof(*sym); s++) {
+			if (ELF64_ST_TYPE(sym[s].st_info) != STT_FUNC || sym[s].st_shndx == SHN_UNDEF)
+				continue;
+			uintptr_t at = l->base + sym[s].st_value;
+			if (at < l->text_lo || at + sym[s].st_size > l->text_hi)
+				continue;
+			const char *why, *name = strdup(str + sym[s].st_name);
+			if (name && !guard_patch(name, (uint8_t *)at, sym[s].st_size, &why)) {
+				++*patched;
+				continue;
+			}
+			++*refused;
+			if (verbose) /* PROG's stderr stays its own otherwise */
+				fprintf(stderr, "mpkit guard: %s not gated: %s\n", name ? name : "?",
+					name ? why : "out of memory");
+		}
+	}
+	rc = guard_patch_end();
+out:
+	munmap((void *)f, (size_t)st.st_size);
+	return rc;
+}
+
+__attribute__((constructor)) static void guard_start(void)
+{
+	static struct lib l;
+	static char dname[64];
+	const char *pid = getenv("MPKIT_GUARD_PID"), *deny = getenv("MPKIT_GUARD_DENY");
+	int patched = 0, refused = 0;
+
+	must = pid && atol(pid) == (long)getpid();
+	verbose = getenv("MPKIT_GUARD_VERBOSE") != NULL;
+	l.want = getenv("MPKIT_GUARD_LIB");
+	if (!l.want || !*l.want) {
+		guard_fail("MPKIT_GUARD_LIB", "not set: no library to guard");
+		return;
+	}
+	if (!dl_iterate_phdr(find_lib, &l)) {
+		guard_fail(l.want, "no such library loaded at startup (one PROG loads with dlopen is not guarded yet)");
+		return;
+	}
+	if (l.data_hi <= l.data_lo) {
+		guard_fail(l.want, "it has no writable data past RELRO");
+		return;
+	}
+	int rights = deny && !strcmp(deny, "all") ? MPK_NONE : MPK_READ;
+	snprintf(dname, sizeof(dname), "guard:%.56s", strrchr(l.path, '/') + 1);
+	guard_domain = mpk_domain_create(dname, MPK_RW, MPK_DOMAIN_SHARED);
+	if (!guard_domain || adopt_data(&l) || patch_exports(&l, &patched, &refused) ||
+	    mpk_fault_handler_install(NULL, NULL) || mpk_set_all(guard_domain, rights)) {
+		guard_fail(l.want, strerror(errno));
+		return;
+	}
+	if (verbose)
+		fprintf(stderr, "mpkit guard: %s: %zu bytes of data in domain %s, %d functions gated, %d not\n", l.path,
+			(size_t)(l.data_hi - l.data_lo), dname, patched, refused);
+}
+
+/* The library's destructors run after this one (docs/guard.md,
+ * experiment 4) and through no gate: they write freely. */
+__attribute__((destructor)) static void guard_end(void)
+{
+	if (guard_domain && mpk_set_all(guard_domain, MPK_RW))
+		return;
+}
