@@ -109,6 +109,17 @@ static int closed_prot(const struct wpage *p, int mode)
 	return mode == MODE_WRITES ? p->orig & ~PROT_WRITE : p->orig;
 }
 
+/* One opening of page pi ends: the last one closes it again. */
+static void page_close(int pi, size_t ps)
+{
+	struct wpage *p = &pages[pi];
+
+	if (__atomic_sub_fetch(&p->open, 1, __ATOMIC_ACQ_REL) == 0) {
+		int mode = __atomic_load_n(&p->mode, __ATOMIC_ACQUIRE);
+		mpk_os_mprotect((void *)p->page, ps, closed_prot(p, mode));
+	}
+}
+
 /* Close page i the way mode says (or give it back as it was: MODE_OFF). */
 static int page_apply(int i, int mode)
 {
@@ -479,21 +490,27 @@ static bool on_fault(siginfo_t *si, void *uc)
 		   __atomic_load_n(&pages[pi].mode, __ATOMIC_ACQUIRE) == MODE_OFF) {
 		return false;
 	}
-	if (t_nopen == STEP_MAX || (hw() && !mpk_arch_frame_reg_get(uc, &reg)))
+	if (hw() && !mpk_arch_frame_reg_get(uc, &reg))
 		return false; /* cannot be: report it as a fault */
-	/* The page is opened before the report, not after: the unwinder
-	 * reads the loader's list of objects, which musl's loader keeps in
-	 * the free tail of an object's last data page, often the page of a
-	 * watched global.  A fault there now would kill the process. */
-	struct opened *o = &t_open[t_nopen++];
-	o->key = key;
-	o->page = pi;
-	if (key >= 0) {
-		o->bits = reg & mpk_arch_key_mask(key);
-	} else {
+	/* The page is opened before the report, and before this thread's
+	 * own TLS is written: musl's loader gives the free tail of an
+	 * object's last data page, often the page of a watched global, to
+	 * its malloc, which keeps there the loader's list of objects (the
+	 * unwinder reads it) and the first thread's TLS (t_open). */
+	if (key < 0) {
 		__atomic_add_fetch(&pages[pi].open, 1, __ATOMIC_ACQ_REL);
 		mpk_os_mprotect((void *)pages[pi].page, ps, pages[pi].orig);
 	}
+	if (t_nopen == STEP_MAX) {
+		if (key < 0)
+			page_close(pi, ps);
+		return false; /* cannot be: report it as a fault */
+	}
+	struct opened *o = &t_open[t_nopen++];
+	o->key = key;
+	o->page = pi;
+	if (key >= 0)
+		o->bits = reg & mpk_arch_key_mask(key);
 	if (hw())
 		mpk_arch_reg_write(report_rights(reg));
 	report(a, mpk_arch_fault_is_write(uc), uc);
@@ -592,21 +609,24 @@ static void on_trap(int sig, siginfo_t *si, void *uc)
 		return;
 	}
 	int idx[PENDING], n = snapshot(idx);
-	while (t_nopen) {
-		struct opened *o = &t_open[--t_nopen];
+	/* Everything that may touch this thread's TLS (the callbacks,
+	 * errno, the list of opened pages) runs while the pages are still
+	 * open: it may lie in one of them (on_fault()). */
+	mpk_arch_frame_step(uc, false);
+	deliver(uc, idx, n);
+	struct opened op[STEP_MAX];
+	int k = t_nopen;
+	memcpy(op, t_open, (size_t)k * sizeof(*op));
+	t_nopen = 0;
+	errno = saved;
+	while (k) {
+		struct opened *o = &op[--k];
 		if (o->key >= 0) {
 			mpk_reg_t reg;
 			if (mpk_arch_frame_reg_get(uc, &reg))
 				mpk_arch_frame_reg_set(uc, (reg & ~mpk_arch_key_mask(o->key)) | o->bits);
 			continue;
 		}
-		struct wpage *p = &pages[o->page];
-		if (__atomic_sub_fetch(&p->open, 1, __ATOMIC_ACQ_REL) == 0) {
-			int mode = __atomic_load_n(&p->mode, __ATOMIC_ACQUIRE);
-			mpk_os_mprotect((void *)p->page, ps, closed_prot(p, mode));
-		}
+		page_close(o->page, ps);
 	}
-	mpk_arch_frame_step(uc, false);
-	deliver(uc, idx, n);
-	errno = saved;
 }
