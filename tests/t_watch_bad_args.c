@@ -2,13 +2,15 @@
  * Argument checks of mpk_watch()/mpk_unwatch(), state unchanged on
  * failure (both backends): NULL address, length 0 or wrapping, flags 0, unknown or
  * MPK_WATCH_VALUES alone, no callback, domain memory, a read-only page (EINVAL); an
- * unmapped page (ENOMEM); more than 64 watches (ENOSPC).  After each
+ * unmapped page (ENOMEM); more than 64 watches (ENOSPC); a page of this
+ * thread's TLS (EBUSY: libc writes it with signals blocked).  After each
  * failure the memory is as it was (rw-p, key 0, writes unreported).
  * mpk_unwatch() of -1, 64, a free id and a stopped one: EINVAL.
  */
 #include "t_code.h"
 
 static int hits;
+static __thread uint64_t tls_word;
 static void on_hit(const struct mpk_watch_hit *h, void *arg)
 {
 	(void)h;
@@ -52,6 +54,14 @@ static void scenario(void)
 	REQUIRE(munmap(p + 2 * 4096, 4096) == 0);
 	CHECK_ERR(mpk_watch(p + 2 * 4096, 8, MPK_WATCH_WRITE, on_hit, NULL), ENOMEM);
 	unchanged(p);
+	CHECK_ERR(mpk_watch(&tls_word, 8, MPK_WATCH_WRITE, on_hit, NULL), EBUSY);
+	CHECK_ERR(mpk_watch(&tls_word, 8, MPK_WATCH_READ, on_hit, NULL), EBUSY);
+	char perms[5];
+	t_perms(&tls_word, perms);
+	CHECK(!strcmp(perms, "rw-p"));
+	tls_word = 7;
+	__asm__ volatile("" ::: "memory");
+	CHECK(tls_word == 7 && hits == 0);
 
 	int ids[64];
 	for (int i = 0; i < 64; i++)

@@ -80,6 +80,10 @@ bool mpk_arch_fault_is_fetch(const void *ucontext);
  * stop a thread between a WRPKRU and its check. */
 void mpk_arch_gate_span(uintptr_t *lo, uintptr_t *hi);
 
+/* The calling thread's thread pointer (x86-64: TLS blocks below it, the
+ * libc's thread descriptor from it upward); 0 where unknown. */
+uintptr_t mpk_arch_thread_pointer(void);
+
 /* Single-stepping the interrupted thread (watch.c): set or clear the trap
  * flag in the frame; the faulting instruction address. */
 void mpk_arch_frame_step(void *ucontext, bool on);

@@ -206,10 +206,15 @@ static bool describe(siginfo_t *si, void *uc, struct mpk_fault *f)
 static void on_segv(int sig, siginfo_t *si, void *uc)
 {
 	struct mpk_fault f;
-	int saved = errno;
 
-	/* Watchpoints and code windows first: their faults are not strays. */
-	if (mpk__fault_hooks_run(si, uc) || mpk__code_fault(si, uc)) {
+	/* Watchpoints and code windows first: their faults are not strays.
+	 * The hooks run before errno is read, and keep it themselves: a
+	 * watched page may hold this thread's TLS (musl's loader puts it in
+	 * the free tail of a data page), readable only once a hook opens it. */
+	if (mpk__fault_hooks_run(si, uc))
+		return;
+	int saved = errno;
+	if (mpk__code_fault(si, uc)) {
 		errno = saved;
 		return;
 	}

@@ -19,6 +19,7 @@
  */
 #define _GNU_SOURCE
 #include <errno.h>
+#include <link.h>
 #include <pthread.h>
 #include <signal.h>
 #include <stdint.h>
@@ -268,6 +269,40 @@ static int pages_take(uintptr_t lo, uintptr_t hi)
 	return 0;
 }
 
+/* A thread descriptor's size at most (glibc's struct pthread is about
+ * 2.3 KiB, musl's a few hundred bytes). */
+#define THREAD_DESC_MAX 3072
+
+/* Every module's TLS block, each at its alignment: what lies below the
+ * thread pointer at most (modules loaded later included). */
+static int add_tls(struct dl_phdr_info *info, size_t size, void *arg)
+{
+	(void)size;
+	for (int i = 0; i < info->dlpi_phnum; i++) {
+		const ElfW(Phdr) *ph = &info->dlpi_phdr[i];
+		if (ph->p_type == PT_TLS)
+			*(size_t *)arg += (ph->p_memsz + ph->p_align - 1) & ~(ph->p_align - 1);
+	}
+	return 0;
+}
+
+/* Whether [lo, hi) shares a page with the calling thread's TLS or thread
+ * descriptor.  musl's loader can put the first thread's there (in the
+ * free tail of an object's last data page), and libc writes it with
+ * signals blocked (pthread_create(), a thread's exit): a fault then ends
+ * the process before any handler runs, so no watch can step over it. */
+static bool holds_thread_data(uintptr_t lo, uintptr_t hi)
+{
+	uintptr_t tp = mpk_arch_thread_pointer();
+	size_t tls = 0;
+
+	if (!tp)
+		return false;
+	dl_iterate_phdr(add_tls, &tls);
+	uintptr_t dlo = tp > tls ? tp - tls : 0, dhi = tp + THREAD_DESC_MAX;
+	return dlo < hi && dhi > lo;
+}
+
 MPK_EXPORT int mpk_watch(void *addr, size_t len, unsigned flags, mpk_watch_fn fn, void *arg)
 {
 	size_t ps = mpk_os_page_size();
@@ -293,6 +328,10 @@ MPK_EXPORT int mpk_watch(void *addr, size_t len, unsigned flags, mpk_watch_fn fn
 	int err = EINVAL;
 	if (domain_memory)
 		goto fail;
+	if (holds_thread_data(lo, hi)) {
+		err = EBUSY;
+		goto fail;
+	}
 	/* Every check before any change: a watch that cannot be leaves no
 	 * domain, key or handler behind (what the first watch makes). */
 	for (id = 0; id < WATCH_MAX && watches[id].addr; id++)
@@ -473,8 +512,24 @@ static mpk_reg_t report_rights(mpk_reg_t reg)
 	return reg;
 }
 
+/* On hw, every watched key open to this handler: a handler starts with
+ * the kernel's default PKRU, and this thread's TLS may lie in a watched
+ * page (on_fault()).  Returns the rights it found. */
+static mpk_reg_t handler_open(void)
+{
+	mpk_reg_t reg = mpk_arch_reg_read(), open = reg;
+
+	for (int m = 0; m < 2; m++)
+		if (dom_key[m] > 0)
+			open &= ~mpk_arch_key_mask(dom_key[m]);
+	if (open != reg)
+		mpk_arch_reg_write(open);
+	return reg;
+}
+
 /* The fault hook: a watched page's fault is reported and the access
- * stepped over with the page open (on_trap closes it again). */
+ * stepped over with the page open (on_trap closes it again).  errno is
+ * this hook's to keep (the core's handler reads it only after). */
 static bool on_fault(siginfo_t *si, void *uc)
 {
 	size_t ps = mpk_os_page_size();
@@ -500,10 +555,14 @@ static bool on_fault(siginfo_t *si, void *uc)
 	if (key < 0) {
 		__atomic_add_fetch(&pages[pi].open, 1, __ATOMIC_ACQ_REL);
 		mpk_os_mprotect((void *)pages[pi].page, ps, pages[pi].orig);
+	} else {
+		handler_open();
 	}
+	int saved = errno;
 	if (t_nopen == STEP_MAX) {
 		if (key < 0)
 			page_close(pi, ps);
+		errno = saved;
 		return false; /* cannot be: report it as a fault */
 	}
 	struct opened *o = &t_open[t_nopen++];
@@ -514,6 +573,9 @@ static bool on_fault(siginfo_t *si, void *uc)
 	if (hw())
 		mpk_arch_reg_write(report_rights(reg));
 	report(a, mpk_arch_fault_is_write(uc), uc);
+	if (hw())
+		handler_open(); /* errno, below, may share a page with t_open */
+	errno = saved;
 	if (key >= 0)
 		mpk_arch_frame_reg_set(uc, reg & ~mpk_arch_key_mask(key));
 	mpk_arch_frame_step(uc, true);
@@ -601,6 +663,9 @@ static void deliver(void *uc, const int *idx, int n)
 static void on_trap(int sig, siginfo_t *si, void *uc)
 {
 	size_t ps = mpk_os_page_size();
+
+	if (hw())
+		handler_open();
 	int saved = errno;
 
 	if (!t_nopen) {
@@ -614,6 +679,8 @@ static void on_trap(int sig, siginfo_t *si, void *uc)
 	 * open: it may lie in one of them (on_fault()). */
 	mpk_arch_frame_step(uc, false);
 	deliver(uc, idx, n);
+	if (hw())
+		handler_open(); /* deliver() left the watched keys read-only */
 	struct opened op[STEP_MAX];
 	int k = t_nopen;
 	memcpy(op, t_open, (size_t)k * sizeof(*op));

@@ -16,6 +16,7 @@ void mpk_arch_frame_step(void *uc, bool on) { (void)uc; (void)on; }
 void *mpk_arch_frame_ip(const void *uc) { (void)uc; return NULL; }
 size_t mpk_arch_self_read(void *buf, uintptr_t addr, size_t len) { (void)buf; (void)addr; (void)len; return 0; }
 void mpk_arch_gate_span(uintptr_t *lo, uintptr_t *hi) { *lo = *hi = 0; }
+uintptr_t mpk_arch_thread_pointer(void) { return 0; }
 
 #include <errno.h>
 #include <unistd.h>

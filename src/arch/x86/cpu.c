@@ -156,6 +156,15 @@ void mpk_arch_frame_restart(void *ucontext)
 		}
 }
 
+uintptr_t mpk_arch_thread_pointer(void)
+{
+	uintptr_t tp;
+
+	/* glibc and musl both keep the pointer itself at %fs:0. */
+	__asm__ volatile("mov %%fs:0, %0" : "=r"(tp));
+	return tp;
+}
+
 /* Every checked WRPKRU site (pkru.h), as self-relative offsets. */
 extern const int32_t __start_mpk_wrpkru_sites[] __attribute__((weak, visibility("hidden")));
 extern const int32_t __stop_mpk_wrpkru_sites[] __attribute__((weak, visibility("hidden")));
