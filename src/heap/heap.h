@@ -260,7 +260,8 @@ static inline uint64_t mpk__hdr_sum(uint64_t key, uintptr_t p, size_t size, size
  *   -> mpk__meta_lock -> the core's mpk_g.lock.
  * Heap calls take core locks inside their own (mpk_enter, mpk__alloc_owned,
  * mpk_domain_create); the core never calls into the heap layer with its
- * lock held.  The misuse handler's lock is a leaf, taken with no other.
+ * lock held.  The misuse handler's lock is a leaf: a thread holding it
+ * takes no other (its setter holds the meta lock to write the seal).
  * In writable data, unsealed: a lock word rewritten lets a second call in
  * beside the first (a race on sealed state the attacker must win while a
  * call is under way) or stops calls; it never names a block.
@@ -296,6 +297,11 @@ struct mpk__seal {
 	 * raised past TC_MAX would spill a push into the next class's
 	 * stack, whose malloc would then hand out a smaller block. */
 	uint8_t tc_lim[NCLASSES + NLCLASSES];
+	/* mpk_misuse_handler_set()'s (misuse.c): a function pointer in
+	 * writable data would let a write there choose what a detected
+	 * misuse calls, or silence the abort. */
+	mpk_misuse_fn misuse_fn;
+	void *misuse_arg;
 };
 #define SEAL_PAGE 4096 /* x86's; the object fills its pages alone */
 extern union mpk__seal_page {

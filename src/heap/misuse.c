@@ -15,8 +15,8 @@
 #include "heap.h"
 
 pthread_mutex_t mpk__misuse_lock = PTHREAD_MUTEX_INITIALIZER; /* the handler */
-static mpk_misuse_fn user_fn;
-static void *user_arg;
+#define user_fn (mpk__seal_pg.s.misuse_fn) /* sealed with the allocator's globals */
+#define user_arg (mpk__seal_pg.s.misuse_arg)
 
 static const char *what(int kind)
 {
@@ -109,9 +109,27 @@ MPK_EXPORT int mpk_misuse_handler_set(mpk_misuse_fn fn, void *arg)
 		errno = EINVAL; /* an argument for nobody: a mistake */
 		return -1;
 	}
-	pthread_mutex_lock(&mpk__misuse_lock);
-	user_fn = fn;
-	user_arg = arg;
-	pthread_mutex_unlock(&mpk__misuse_lock);
-	return 0;
+	int rc = 0;
+	pthread_mutex_lock(&mpk__meta_lock);
+	if (mpk__seal_write(&user_fn, 2 * sizeof(void *), true)) {
+		rc = -1;
+	} else {
+		mpk_misuse_fn old_fn = user_fn;
+		void *old_arg = user_arg;
+		pthread_mutex_lock(&mpk__misuse_lock);
+		user_fn = fn;
+		user_arg = arg;
+		pthread_mutex_unlock(&mpk__misuse_lock);
+		if (mpk__seal_write(&user_fn, 2 * sizeof(void *), false)) {
+			int err = errno; /* not sealed again: the old handler back */
+			pthread_mutex_lock(&mpk__misuse_lock);
+			user_fn = old_fn;
+			user_arg = old_arg;
+			pthread_mutex_unlock(&mpk__misuse_lock);
+			errno = err;
+			rc = -1;
+		}
+	}
+	pthread_mutex_unlock(&mpk__meta_lock);
+	return rc;
 }
