@@ -136,7 +136,8 @@ static int parse(int argc, char **argv, struct opts *o)
 		  "mean nothing, no verdict against the targets)" },
 		{ "workloads", 0, BO_STR, &o->workloads, "LIST", names },
 		{ "allocators", 0, BO_STR, &o->allocators, "LIST", "of: jemalloc,mimalloc,sealed,open (default:\n"
-		  "all; glibc, the reference, always runs)" },
+		  "all, but sealed on the soft backend; glibc, the\n"
+		  "reference, always runs)" },
 		{ "timeout", 0, BO_NUM, &o->timeout, "S", "a step still running after S seconds fails its\n"
 		  "cell (default 600; --smoke: 120)", 1e-3, 1e6 },
 		{ "plot", 0, BO_STR, &o->plot, "FILE.svg", "the ratios as bar charts, drawn by gnuplot when\n"
@@ -331,6 +332,14 @@ static void find_allocators(struct state *st)
 			if (mpk_init()) {
 				snprintf(al[a].why, sizeof(al[a].why), "mpkit cannot start: %s (mpkit info says why)",
 					 strerror(errno));
+				continue;
+			}
+			/* Sealed on soft opens with mprotect() on every call (a
+			 * debugging mode there): minutes a program, so only asked. */
+			if (a == A_SEALED && !st->o.allocators && mpk_backend() == MPK_BACKEND_SOFT) {
+				snprintf(al[a].why, sizeof(al[a].why),
+					 "soft backend, where sealed is a debugging mode (4 mprotect() a malloc+free pair); "
+					 "--allocators sealed runs it");
 				continue;
 			}
 			if (access(lib, R_OK)) {
@@ -664,7 +673,7 @@ static void print_header(const struct state *st, const char *load0)
 			printf("  %-13s %s%s%s\n", al[a].name, al[a].path, al[a].meta ? ", MPKIT_HEAP_META=" : "",
 			       al[a].meta ? al[a].meta : "");
 	}
-	if (be == MPK_BACKEND_SOFT && (al[A_SEALED].on || al[A_OPEN].on))
+	if (be == MPK_BACKEND_SOFT && al[A_SEALED].on)
 		printf("  (soft backend: sealed opens the metadata with 2 mprotect() calls per open)\n");
 }
 

@@ -15,7 +15,7 @@
 
 #include "t_cli.h"
 
-static const char *const args[] = { "bench", "malloc", "--smoke", "--quiet", "--workloads", NULL, NULL };
+static const char *const args[] = { "bench", "malloc", "--smoke", "--quiet", "--workloads", NULL, NULL, NULL, NULL };
 
 int main(void)
 {
@@ -42,9 +42,19 @@ int main(void)
 	a[5] = list;
 
 	unsetenv("MPKIT_MALLOC_LIB");
+	/* By default, sealed is left out on soft (a debugging mode there),
+	 * with the option that asks for it. */
 	t_cli_run(&r, NULL, a);
 	if (r.status == 1 && strstr(r.err, "not found"))
 		t_skip("mpkit-bench-malloc is not next to mpkit here");
+	CHECK(r.status == 0);
+	if (mpk_backend() == MPK_BACKEND_SOFT)
+		CHECK(strstr(r.out, "mpkit sealed  left out: soft backend") && strstr(r.out, "--allocators sealed runs it"));
+	else
+		CHECK(!strstr(r.out, "mpkit sealed  left out"));
+	a[6] = "--allocators";
+	a[7] = "jemalloc,mimalloc,sealed,open";
+	t_cli_run(&r, NULL, a);
 	printf("%s", r.out);
 	CHECK(r.status == 0);
 	CHECK(strstr(r.out, "SMOKE RUN") != NULL);
