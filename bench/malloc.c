@@ -336,7 +336,7 @@ static void find_allocators(struct state *st)
 			}
 			/* Sealed on soft opens with mprotect() on every call (a
 			 * debugging mode there): minutes a program, so only asked. */
-			if (a == A_SEALED && !st->o.allocators && mpk_backend() == MPK_BACKEND_SOFT) {
+			if (a == A_SEALED && !st->o.allocators && !st->o.count && mpk_backend() == MPK_BACKEND_SOFT) {
 				snprintf(al[a].why, sizeof(al[a].why),
 					 "soft backend, where sealed is a debugging mode (4 mprotect() a malloc+free pair); "
 					 "--allocators sealed runs it");
