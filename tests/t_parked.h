@@ -29,4 +29,15 @@ void t_park_enter(void);
 
 void t_park_release(void);
 
+/*
+ * After a thread holding RW to A came back from a handler during which
+ * mpk_set_all(C, MPK_READ) ran and B (RW in the caller) took a key from
+ * an eviction (t_hw_evict_in_nodefer_handler, t_hw_evict_at_handler_return):
+ * the calling thread still holds RW to A (reads pa[1], writes pa[2]),
+ * READ to C (reads pc[3], a write to pc[4] faults), none to B (a read of
+ * pb[5] faults naming B).
+ */
+void t_park_check_abc(mpk_domain *a, unsigned char *pa, mpk_domain *b, unsigned char *pb,
+		      mpk_domain *c, unsigned char *pc);
+
 #endif

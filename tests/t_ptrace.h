@@ -32,6 +32,12 @@ pid_t t_fork_seize(int (*child)(void), int rd, pid_t *tid);
 /* Whether tid has a signal pending for itself (a revoke is thread-directed). */
 int t_has_pending(pid_t pid, pid_t tid);
 
+/* Let tid go, passing on each signal it stops with (sig first), until it
+ * exits: whether one of them was a real-time signal (a broadcast's).
+ * *first_ip, if first_ip is not NULL: where tid stood at its first stop,
+ * if that was for a real-time signal (else 0). */
+int t_pass_signals(pid_t tid, int sig, uintptr_t *first_ip);
+
 /*
  * A revoke that arrives while a thread is being handed a SIGSEGV: in a
  * child, thread T holds RW to domain d (key k) and, once traced, makes an

@@ -42,9 +42,10 @@ void mpk_arch_frame_restart(void *ucontext);
 /*
  * The signal frames a thread is nested in, innermost first: frames[0] is
  * ucontext (the frame of the signal now being handled), frames[1] the
- * frame of the handler that signal interrupted, if it interrupted one, and
- * so on out to the frame whose sigreturn gives the thread's own code its
- * registers back.  Returns how many (1..max).  Frames of handlers that
+ * frame of the handler that signal interrupted, if it interrupted one
+ * (also in its restorer: the handler returned, its frame not yet loaded
+ * back), and so on out to the frame whose sigreturn gives the thread's
+ * own code its registers back.  Returns how many (1..max).  Frames of handlers that
  * block nothing more than what they interrupted (SA_NODEFER) cannot be
  * told from stale ones: they are listed too, and *own is the index of the
  * outermost frame known to be live (0: ucontext), so the thread's own code

@@ -58,3 +58,20 @@ void t_park_release(void)
 	for (size_t i = 0; i < sizeof(fds) / sizeof(fds[0]); i++)
 		close(fds[i][0]), close(fds[i][1]);
 }
+
+void t_park_check_abc(mpk_domain *a, unsigned char *pa, mpk_domain *b, unsigned char *pb,
+		      mpk_domain *c, unsigned char *pc)
+{
+	if (mpk_get(a) != MPK_RW)
+		t_fail("holds %d to A (key %d), not RW", mpk_get(a), mpk_domain_key(a));
+	CHECK_NO_FAULT(t_read_in_child(pa + 1));
+	CHECK_NO_FAULT(t_write_in_child(pa + 2));
+	if (mpk_get(c) != MPK_READ)
+		t_fail("holds %d to C (key %d), not READ: the set_all missed its own code",
+		       mpk_get(c), mpk_domain_key(c));
+	CHECK_NO_FAULT(t_read_in_child(pc + 3));
+	struct t_fault f = t_write_in_child(pc + 4);
+	CHECK(f.faulted && f.where == (void *)(pc + 4));
+	CHECK(mpk_get(b) == MPK_NONE);
+	CHECK_FAULT(t_read_in_child(pb + 5), b, pb + 5);
+}

@@ -1,4 +1,6 @@
 /* SPDX-License-Identifier: MIT */
+#include <sys/user.h>
+
 #include "t_ptrace.h"
 
 struct t_rof_state t_rof;
@@ -36,6 +38,26 @@ int t_has_pending(pid_t pid, pid_t tid)
 			mask = strtoull(line + 7, NULL, 16);
 	fclose(f);
 	return mask != 0;
+}
+
+int t_pass_signals(pid_t tid, int sig, uintptr_t *first_ip)
+{
+	struct user_regs_struct regs;
+	int st, rt_seen = 0;
+
+	for (bool first = true;; first = false) {
+		REQUIRE(ptrace(PTRACE_CONT, tid, 0, (void *)(intptr_t)sig) == 0);
+		REQUIRE(waitpid(tid, &st, __WALL) == tid);
+		if (!WIFSTOPPED(st))
+			return rt_seen; /* it exited */
+		sig = (st >> 16) ? 0 : WSTOPSIG(st);
+		bool rt = sig >= SIGRTMIN && sig <= SIGRTMAX;
+		if (first && first_ip) {
+			REQUIRE(ptrace(PTRACE_GETREGS, tid, 0, &regs) == 0);
+			*first_ip = rt ? (uintptr_t)regs.rip : 0;
+		}
+		rt_seen |= rt;
+	}
 }
 
 void *t_rof_thread(void *arg)
@@ -96,17 +118,7 @@ int t_revoke_on_fault_entry(void (*setup)(void), void (*fault)(void))
 	while (!t_has_pending(pid, tid))
 		sched_yield();
 	/* Both go now; pass on every signal until T is done. */
-	int sig = SIGSEGV, revoke_seen = 0;
-	for (;;) {
-		REQUIRE(ptrace(PTRACE_CONT, tid, 0, (void *)(intptr_t)sig) == 0);
-		REQUIRE(waitpid(tid, &st, __WALL) == tid);
-		if (!WIFSTOPPED(st))
-			break; /* T exited */
-		sig = (st >> 16) ? 0 : WSTOPSIG(st);
-		if (sig >= SIGRTMIN && sig <= SIGRTMAX)
-			revoke_seen = 1;
-	}
-	CHECK(revoke_seen);
+	CHECK(t_pass_signals(tid, SIGSEGV, NULL));
 	REQUIRE(waitpid(pid, &st, 0) == pid);
 	if (!WIFEXITED(st) || WEXITSTATUS(st))
 		t_fail("the child failed (status 0x%x)", st);

@@ -236,17 +236,47 @@ static int walk_out(struct walk *w, void **frames, int n, int max, int *own)
 	return n;
 }
 
+/*
+ * A context interrupted in the restorer (the handler's ret has popped the
+ * frame's first word, the rt_sigreturn system call is yet to run): the
+ * frame that sigreturn will load starts 8 bytes below the stack pointer,
+ * where no scan from that stack pointer looks.  Kept intact there: the
+ * kernel leaves the 128-byte red zone below the stack pointer alone when
+ * it pushes the frame of the signal that interrupted it.  The frame is
+ * live whatever its signal mask says (a SA_NODEFER handler's is the same
+ * as its context's): the thread is about to return into it.  NULL if the
+ * context is not in the restorer (its two instructions, mov and syscall).
+ */
+#define RESTORER_LEN 16
+
+static ucontext_t *returning(struct walk *w, const ucontext_t *uc)
+{
+	uintptr_t ip = (uintptr_t)uc->uc_mcontext.gregs[REG_RIP];
+	uintptr_t p = (uintptr_t)uc->uc_mcontext.gregs[REG_RSP] - 8;
+
+	if (ip - w->restorer >= RESTORER_LEN || !frame_at(w->pid, p, w->restorer))
+		return NULL;
+	return (ucontext_t *)(p + 8);
+}
+
 int mpk_arch_frame_chain(void *ucontext, void **frames, int max, int *own)
 {
-	ucontext_t *uc = ucontext;
+	ucontext_t *uc = ucontext, *ret;
 	/* The handler that got ucontext returns to the restorer too. */
 	struct walk w = { .pid = getpid(), .restorer = ((const uintptr_t *)ucontext)[-1],
 			  .mask = mask_of(uc), .nodefer = -1 };
+	int n = 1;
 
-	walk_from(&w, (uintptr_t)uc->uc_mcontext.gregs[REG_RSP], &uc->uc_stack);
 	frames[0] = uc;
 	*own = 0;
-	return walk_out(&w, frames, 1, max, own);
+	if (max > 1 && (ret = returning(&w, uc))) {
+		frames[n] = ret;
+		*own = n++;
+		w.mask = mask_of(ret);
+		uc = ret;
+	}
+	walk_from(&w, (uintptr_t)uc->uc_mcontext.gregs[REG_RSP], &uc->uc_stack);
+	return walk_out(&w, frames, n, max, own);
 }
 
 int mpk_arch_self_frames(int sig, void **frames, int max, int *own)
