@@ -146,6 +146,9 @@ static inline int mpk__rights_now(const mpk_domain *dom)
 	return mpk__soft_rights_now(d);
 }
 
+/* rights.c: mpk_set() called from inside the library (no PLT). */
+int mpk__set(mpk_domain *d, int rights);
+
 /* domain.c: a layer that builds on a domain holds it (EINVAL if the
  * domain is bad); mpk_domain_destroy() fails with EBUSY while it is held.
  * mpk__domain_detach is called by mpk_domain_destroy() before anything

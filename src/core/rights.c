@@ -125,6 +125,11 @@ MPK_EXPORT int mpk_set(mpk_domain *d, int rights)
 	return set_rights(d, rights);
 }
 
+/* mpk_set() for the library's own callers: the same code (not a copy: its
+ * WRPKRU is a site the gadget scan and mpk_restart know), called directly,
+ * not through the PLT. */
+extern __typeof__(mpk_set) mpk__set __attribute__((alias("mpk_set"), nothrow));
+
 MPK_EXPORT int mpk_get(const mpk_domain *d)
 {
 	if (unlikely(!mpk__domain_ok(d))) {
