@@ -235,6 +235,10 @@ static inline bool mpk__soft_holds(const struct mpk_domain *d, int rights)
  * mpk_set(), with d->lock alone (d checked again under it). */
 int mpk__soft_set_locked(struct mpk_domain *d, int rights);
 int mpk__soft_set(struct mpk_domain *d, int rights);
+/* mpk_enter() of valid d and rights 0, 1 or 3 on the soft backend (saved:
+ * the rights held before), and mpk_leave() of a scope of such a domain. */
+mpk_scope mpk__soft_enter(struct mpk_domain *d, int rights, int saved);
+int mpk__soft_leave(mpk_scope *s);
 void mpk__soft_forget(struct mpk_domain *d); /* on destroy, d->lock held */
 /* fork() and mpk_audit(), mpk_g.lock held: every live domain's lock
  * (fork.c; the child makes them anew). */

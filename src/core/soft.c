@@ -329,13 +329,38 @@ int mpk__soft_set_locked(struct mpk_domain *d, int rights)
 
 /* A change takes d's lock alone: a fork waits for it by taking every
  * domain's lock (mpk__domains_lock), so a change costs no shared counter. */
-int mpk__soft_set(struct mpk_domain *d, int rights)
+FLAT int change(struct mpk_domain *d, int rights)
 {
 	mpk__lock(&d->lock);
 	/* Checked again: a destroy marks d dead under its lock. */
 	int rc = mpk__domain_ok(d) ? set_held(d, rights) : (errno = EINVAL, -1);
 	mpk__unlock(&d->lock);
 	return rc;
+}
+
+int mpk__soft_set(struct mpk_domain *d, int rights)
+{
+	return change(d, rights);
+}
+
+/* mpk_enter() and mpk_leave() on the soft backend, each the last call of
+ * its caller: the scope is made or cleared here, in the frame that made
+ * the system call, so that no frame of rights.c's is left above it. */
+mpk_scope mpk__soft_enter(struct mpk_domain *d, int rights, int saved)
+{
+	if (!mpk__soft_holds(d, rights) && change(d, rights))
+		return (mpk_scope){ .domain = NULL, .saved = -1 };
+	return (mpk_scope){ .domain = d, .saved = saved };
+}
+
+int mpk__soft_leave(mpk_scope *s)
+{
+	struct mpk_domain *d = s->domain;
+
+	if (!mpk__soft_holds(d, s->saved) && change(d, s->saved))
+		return -1;
+	s->domain = NULL;
+	return 0;
 }
 
 int mpk__soft_set_all_locked(struct mpk_domain *d, int rights)
