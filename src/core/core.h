@@ -362,7 +362,7 @@ int mpk__cover(uintptr_t lo, uintptr_t hi);
 
 /*
  * fork.c: fork() while other threads are inside mpkit.  The core's fork
- * handlers take its locks (mpk_g.lock, no soft change in flight, the
+ * handlers take its locks (mpk_g.lock, every domain's lock, the
  * broadcast lock, the thread registry's, then the window lock) in prepare,
  * release them in the parent, and make them (and the registry, which keeps
  * only the forking thread, and the broadcast state) anew in the child.  A
