@@ -15,7 +15,7 @@ $(KIT_LIB): $(KIT_SRC:%.c=$(B)/obj/%.o)
 
 # Unit tests of internals: the scanner (src/shared/), the core's state.
 $(B)/obj/tests/t_scan_%.o: MPK_XCFLAGS += -Isrc/shared
-$(B)/obj/tests/t_soft_domain_lock.o: MPK_XCFLAGS += -Isrc/core
+$(B)/obj/tests/t_soft_domain_lock.o $(B)/obj/tests/t_soft_fork_lock.o: MPK_XCFLAGS += -Isrc/core
 # The VM smoke test of the benchmark engine: tiny sizes, both backends.
 $(B)/tests/t_bench_smoke: $(B)/obj/tests/t_bench_smoke.o $(BENCH_OBJ) $(KIT_LIB) $(B)/libmpkit.a
 	@mkdir -p $(@D)

@@ -143,6 +143,13 @@ static void scenario(void)
 		FAILS_AT(1, mpk_set(n, MPK_RW));
 		FAILS_AT(2, mpk_set(n, MPK_READ));
 		FAILS_AT(1, mpk_enter(n, MPK_READ).saved);
+		/* A leave that fails keeps the scope (and the rights): it may
+		 * be retried. */
+		mpk_scope s = mpk_enter(n, MPK_RW);
+		REQUIRE(s.domain == n);
+		FAILS_AT(1, mpk_leave(&s));
+		CHECK(s.domain == n && mpk_get(n) == MPK_RW);
+		CHECK(mpk_leave(&s) == 0 && !s.domain && mpk_get(n) == MPK_NONE);
 		FAILS_AT(2, mpk_set_all(n, MPK_RW));
 		mpk_rights_t r;
 		REQUIRE(mpk_set(n, MPK_RW) == 0 && mpk_rights_save(&r) == 0);

@@ -99,12 +99,12 @@ int main(void)
 
 	/* 2 */
 	atomic_store(&done_a, 0);
-	pthread_mutex_lock(&a->lock);
+	mpk__lock(&a->lock);
 	REQUIRE(pthread_create(&t, NULL, set_one, a) == 0);
 	REQUIRE(pthread_create(&u, NULL, set_one, b) == 0);
 	CHECK(wait_for(&done_b, 5000));
 	CHECK(!wait_for(&done_a, 50)); /* waits for a's lock */
-	pthread_mutex_unlock(&a->lock);
+	mpk__unlock(&a->lock);
 	REQUIRE(pthread_join(t, NULL) == 0 && pthread_join(u, NULL) == 0);
 	CHECK(atomic_load(&done_a));
 

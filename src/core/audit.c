@@ -184,21 +184,6 @@ static int expectations(struct wants *s)
 	}
 }
 
-/* Every live domain's lock, taken or released (mpk_g.lock held: no
- * domain comes or goes, and nobody else takes two of them). */
-static void domains_lock(bool take)
-{
-	for (uint32_t i = 0; i < mpk_g.nslots; i++) {
-		struct mpk_domain *d = mpk_g.slots[i];
-		if (!d)
-			continue;
-		if (take)
-			pthread_mutex_lock(&d->lock);
-		else
-			pthread_mutex_unlock(&d->lock);
-	}
-}
-
 /* The mismatches found so far: out[] holds the first max of them. */
 struct found {
 	struct mpk_audit_entry *out;
@@ -249,13 +234,13 @@ MPK_EXPORT int mpk_audit(struct mpk_audit_entry *out, size_t max)
 		int rc = 0, err = 0;
 		pthread_mutex_lock(&mpk_g.lock);
 		size_t kept = mpk__window_kept();
-		domains_lock(true);
+		mpk__domains_lock();
 		bool same = signature(kept) == s.sig;
 		if (same) {
 			rc = mpk_mapcheck(s.w, s.n, NULL, mismatch, &f);
 			err = errno;
 		}
-		domains_lock(false);
+		mpk__domains_unlock();
 		pthread_mutex_unlock(&mpk_g.lock);
 		mpk_os_unmap(s.w, s.cap * sizeof(*s.w));
 		if (rc) {

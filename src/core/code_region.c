@@ -15,17 +15,6 @@
 
 #include "internal.h"
 
-int mpk__region_prot(const struct mpk_region *r, int prot, int key)
-{
-	if (!r->exec)
-		return prot;
-	if (key > 0)
-		return prot | PROT_EXEC; /* the key alone decides who writes */
-	if (prot & PROT_WRITE)
-		return PROT_READ | PROT_WRITE;
-	return prot ? prot | PROT_EXEC : PROT_NONE;
-}
-
 bool mpk__code_fault(siginfo_t *si, void *uc)
 {
 	if (si->si_code != SEGV_ACCERR || !mpk_arch_fault_is_fetch(uc))

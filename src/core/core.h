@@ -146,6 +146,9 @@ static inline int mpk__rights_now(const mpk_domain *dom)
 	return mpk__soft_rights_now(d);
 }
 
+/* rights.c: mpk_set() called from inside the library (no PLT). */
+int mpk__set(mpk_domain *d, int rights);
+
 /* domain.c: a layer that builds on a domain holds it (EINVAL if the
  * domain is bad); mpk_domain_destroy() fails with EBUSY while it is held.
  * mpk__domain_detach is called by mpk_domain_destroy() before anything
@@ -359,7 +362,7 @@ int mpk__cover(uintptr_t lo, uintptr_t hi);
 
 /*
  * fork.c: fork() while other threads are inside mpkit.  The core's fork
- * handlers take its locks (mpk_g.lock, no soft change in flight, the
+ * handlers take its locks (mpk_g.lock, every domain's lock, the
  * broadcast lock, the thread registry's, then the window lock) in prepare,
  * release them in the parent, and make them (and the registry, which keeps
  * only the forking thread, and the broadcast state) anew in the child.  A

@@ -391,7 +391,7 @@ MPK_EXPORT mpk_domain *mpk_domain_create(const char *name, int rights, unsigned 
 		return NULL;
 	}
 	strcpy(d->name, name);
-	pthread_mutex_init(&d->lock, NULL);
+	d->lock = (struct mpk_lock){ 0 };
 	d->key = -1;
 	d->prot = PROT_NONE;
 	d->secretmem = flags & MPK_DOMAIN_SECRETMEM;
@@ -519,7 +519,7 @@ MPK_EXPORT int mpk_domain_destroy(mpk_domain *d)
 	/* Memory first: no page may carry the key once it is released.
 	 * Under d's lock too: a soft rights change holds only that, and
 	 * finds d dead once it gets it. */
-	pthread_mutex_lock(&d->lock);
+	mpk__lock(&d->lock);
 	mpk__domain_unmap_all(d);
 	if (d->key >= 0) {
 		int k = d->key;
@@ -534,7 +534,7 @@ MPK_EXPORT int mpk_domain_destroy(mpk_domain *d)
 	mpk_g.slots[d->slot] = NULL;
 	mpk_g.ndomains--;
 	quarantine(d); /* marks d dead; frees only older ones */
-	pthread_mutex_unlock(&d->lock);
+	mpk__unlock(&d->lock);
 	pthread_mutex_unlock(&mpk_g.lock);
 	return 0;
 }
@@ -566,4 +566,17 @@ struct mpk_domain *mpk__domain_by_key(int key)
 	if (key < 0 || key >= MPK_ARCH_NKEYS)
 		return NULL;
 	return __atomic_load_n(&mpk_g.key_owner[key], __ATOMIC_ACQUIRE);
+}
+
+/* mpk__lock() found the lock held: mark it waited for, and sleep until
+ * it is free (a private futex, as glibc's mutex). */
+void mpk__lock_wait(struct mpk_lock *l)
+{
+	while (__atomic_exchange_n(&l->word, 2, __ATOMIC_ACQUIRE))
+		mpk_os_futex_wait(&l->word, 2, 100000000); /* 0.1 s: woken before */
+}
+
+void mpk__lock_wake(struct mpk_lock *l)
+{
+	mpk_os_futex_wake(&l->word);
 }

@@ -4,7 +4,7 @@
  * lives on in the child, so a lock another thread held at the fork would
  * stay held there for good and the child's first mpkit call would hang.
  * As glibc's malloc does, prepare takes every lock (layers above first,
- * then the core's in its order: mpk_g.lock, no soft change in flight, the
+ * then the core's in its order: mpk_g.lock, every domain's lock, the
  * broadcast lock, the registry's, the window's, the internal allocator's),
  * the parent releases them, and the child makes them anew,
  * with a registry of one thread and no broadcast under way.

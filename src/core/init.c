@@ -102,6 +102,9 @@ static void do_init(void)
  * (mpk_info() reports, it does not complain). */
 static int init_quietly(void)
 {
+	/* A registered thread: mpkit is set up, and registered it after. */
+	if (likely(mpk__self))
+		return 0;
 	pthread_once(&init_once, do_init);
 	if (unlikely(mpk_g.init_errno)) {
 		errno = mpk_g.init_errno;

@@ -8,6 +8,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <sys/mman.h>
 #include <sys/types.h>
 
 #include "mpkit.h"
@@ -37,6 +38,32 @@ struct mpk_region {
 	uint32_t reg;            /* its registry entry + 1, 0 none (registry.c) */
 };
 
+/*
+ * A domain's lock: a futex word, 0 free, 1 held, 2 held with a waiter.
+ * Taken and released inline: a soft open+close takes it twice, and
+ * glibc's mutex calls were a sixth of that pair's instructions.  Not
+ * recursive, not robust, like the default mutex it replaces.
+ */
+struct mpk_lock {
+	int word;
+};
+void mpk__lock_wait(struct mpk_lock *l);
+void mpk__lock_wake(struct mpk_lock *l);
+
+static inline void mpk__lock(struct mpk_lock *l)
+{
+	int free = 0;
+
+	if (!__atomic_compare_exchange_n(&l->word, &free, 1, false, __ATOMIC_ACQUIRE, __ATOMIC_RELAXED))
+		mpk__lock_wait(l);
+}
+
+static inline void mpk__unlock(struct mpk_lock *l)
+{
+	if (__atomic_exchange_n(&l->word, 0, __ATOMIC_RELEASE) == 2)
+		mpk__lock_wake(l);
+}
+
 struct mpk_domain {
 	uint32_t magic;
 	int key;          /* hardware key, or -1: protected by mprotect() */
@@ -60,7 +87,7 @@ struct mpk_domain {
 	 * alone by a soft rights change on the soft backend (soft.c), so that
 	 * threads changing rights to different domains do not wait for each
 	 * other's mprotect() calls.  On hw, soft rights change under both. */
-	pthread_mutex_t lock;
+	struct mpk_lock lock;
 	/* soft protection (key == -1): threads holding each right, and the
 	 * protection the regions have now (their union). */
 	int readers, writers;
@@ -165,14 +192,26 @@ void mpk__region_release(void *start, size_t len);
 void mpk__registry_add(struct mpk_region *r);
 void mpk__registry_del(struct mpk_region *r);
 void mpk__registry_sync(struct mpk_domain *d);
+/* mpk__registry_sync() of a keyless domain whose pages became prot (soft.c). */
+void mpk__registry_soft(struct mpk_domain *d, int prot);
 void mpk__registry_set(struct mpk_region *r);
 
 
-/* code_region.c: the page protection region r gets where data would get
- * prot (key > 0: pages carry that key, else protected by mprotect()): a
- * code region is executable too, but without a key never while writable
- * (W^X by mprotect flipping). */
-int mpk__region_prot(const struct mpk_region *r, int prot, int key);
+/* The page protection region r gets where data would get prot (key > 0:
+ * pages carry that key, else protected by mprotect()): a code region
+ * (code_region.c) is executable too, but without a key never while
+ * writable (W^X by mprotect flipping).  Inline: every soft rights change
+ * asks it. */
+static inline int mpk__region_prot(const struct mpk_region *r, int prot, int key)
+{
+	if (!r->exec)
+		return prot;
+	if (key > 0)
+		return prot | PROT_EXEC; /* the key alone decides who writes */
+	if (prot & PROT_WRITE)
+		return PROT_READ | PROT_WRITE;
+	return prot ? prot | PROT_EXEC : PROT_NONE;
+}
 /* audit.c: the key (0: none) and protection r's pages have now if nothing
  * touched them behind mpkit's back (d->lock or mpk_g.lock held, or a
  * snapshot that may race). */
@@ -196,8 +235,13 @@ static inline bool mpk__soft_holds(const struct mpk_domain *d, int rights)
  * mpk_set(), with d->lock alone (d checked again under it). */
 int mpk__soft_set_locked(struct mpk_domain *d, int rights);
 int mpk__soft_set(struct mpk_domain *d, int rights);
+/* mpk_enter() of valid d and rights 0, 1 or 3 on the soft backend (saved:
+ * the rights held before), and mpk_leave() of a scope of such a domain. */
+mpk_scope mpk__soft_enter(struct mpk_domain *d, int rights, int saved);
+int mpk__soft_leave(mpk_scope *s);
 void mpk__soft_forget(struct mpk_domain *d); /* on destroy, d->lock held */
-/* fork(): after mpk_g.lock, wait for soft changes in flight (fork.c). */
+/* fork() and mpk_audit(), mpk_g.lock held: every live domain's lock
+ * (fork.c; the child makes them anew). */
 void mpk__domains_lock(void), mpk__domains_unlock(void), mpk__domains_child(void);
 int mpk__soft_prot(const struct mpk_domain *d);
 /* Every thread's rights to d become rights (process-wide). */

@@ -53,7 +53,7 @@ void *mpk__alloc_region(struct mpk_domain *d, size_t len, unsigned flags)
 	pthread_mutex_lock(&mpk_g.lock);
 	bool ok = mpk__domain_ok(d);
 	if (ok)
-		pthread_mutex_lock(&d->lock);
+		mpk__lock(&d->lock);
 	if (!ok || mpk__protect_new(d, p, len, flags & MPK__REGION_EXEC) || !(r = mpk__region_add(d, p, len))) {
 		int err = ok ? errno : EINVAL;
 		mpk__window_unmap(p, len);
@@ -69,7 +69,7 @@ void *mpk__alloc_region(struct mpk_domain *d, size_t len, unsigned flags)
 	mpk_os_name_region(p, len, d->name);
 fail:
 	if (ok)
-		pthread_mutex_unlock(&d->lock);
+		mpk__unlock(&d->lock);
 	pthread_mutex_unlock(&mpk_g.lock);
 	return p;
 }
@@ -91,9 +91,9 @@ static int free_region(struct mpk_domain *d, void *addr, bool owned)
 	bool sealed = r && r->sealed;
 	if (r && !sealed) {
 		size_t len = r->cap;
-		pthread_mutex_lock(&d->lock);
+		mpk__lock(&d->lock);
 		mpk__region_del(r);
-		pthread_mutex_unlock(&d->lock);
+		mpk__unlock(&d->lock);
 		mpk__region_release(addr, len);
 	}
 	pthread_mutex_unlock(&mpk_g.lock);
@@ -127,7 +127,7 @@ int mpk__free_owned(struct mpk_domain *d, void *addr)
 /* The end of an adopt or own: both locks go, errno says why it failed. */
 int mpk__unlock_both(struct mpk_domain *d, int rc, int err)
 {
-	pthread_mutex_unlock(&d->lock);
+	mpk__unlock(&d->lock);
 	pthread_mutex_unlock(&mpk_g.lock);
 	if (rc)
 		errno = err;
@@ -167,7 +167,7 @@ MPK_EXPORT int mpk_adopt(mpk_domain *d, void *addr, size_t len)
 		errno = EINVAL;
 		return -1;
 	}
-	pthread_mutex_lock(&d->lock);
+	mpk__lock(&d->lock);
 	int anon = mpk_os_range_is_private_anon_rw(addr, len);
 	if (anon <= 0) {
 		err = anon < 0 ? errno : EINVAL;
@@ -232,7 +232,7 @@ MPK_EXPORT void *mpk_map_file(mpk_domain *d, int fd, off_t offset, size_t len)
 		errno = EINVAL;
 		return NULL;
 	}
-	pthread_mutex_lock(&d->lock);
+	mpk__lock(&d->lock);
 	/* Outside the windows: after lockdown, covered before it is used. */
 	p = mpk__covered_map(len, PROT_READ | PROT_WRITE, MAP_SHARED, fd, offset);
 	if (!p) {
@@ -247,7 +247,7 @@ MPK_EXPORT void *mpk_map_file(mpk_domain *d, int fd, off_t offset, size_t len)
 	}
 	r->owned = false; /* the caller's: mpk_free() unmaps it */
 out:
-	pthread_mutex_unlock(&d->lock);
+	mpk__unlock(&d->lock);
 	pthread_mutex_unlock(&mpk_g.lock);
 	if (!p)
 		errno = err;

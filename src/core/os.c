@@ -62,16 +62,16 @@ static long sys_key(long nr, long a, long b, long c, long d)
 #define PR_SET_VMA_ANON_NAME 0
 #endif
 
-static unsigned long long mprotect_calls;
+unsigned long long mpk_os_mprotect_calls;
 
 static void count_mprotect(void)
 {
-	__atomic_add_fetch(&mprotect_calls, 1, __ATOMIC_RELAXED);
+	__atomic_add_fetch(&mpk_os_mprotect_calls, 1, __ATOMIC_RELAXED);
 }
 
 unsigned long long mpk_os_mprotect_count(void)
 {
-	return __atomic_load_n(&mprotect_calls, __ATOMIC_RELAXED);
+	return __atomic_load_n(&mpk_os_mprotect_calls, __ATOMIC_RELAXED);
 }
 
 /*
@@ -81,25 +81,26 @@ unsigned long long mpk_os_mprotect_count(void)
  * disarmed; 0 disarms.  Kinds:
  * MPK_OS_FAIL_MPROTECT (mprotect and pkey_mprotect), MPK_OS_FAIL_PKEY_ALLOC.
  */
-static int fail_in[2], fail_err[2];
+int mpk_os_fail_in[2];
+static int fail_err[2];
 
 void mpk__test_fail(int kind, int nth, int err)
 {
 	if (kind < 0 || kind > 1)
 		return;
 	__atomic_store_n(&fail_err[kind], err, __ATOMIC_RELAXED);
-	__atomic_store_n(&fail_in[kind], nth, __ATOMIC_RELEASE);
+	__atomic_store_n(&mpk_os_fail_in[kind], nth, __ATOMIC_RELEASE);
 }
 
 static bool injected(int kind)
 {
-	int n = __atomic_load_n(&fail_in[kind], __ATOMIC_ACQUIRE);
+	int n = __atomic_load_n(&mpk_os_fail_in[kind], __ATOMIC_ACQUIRE);
 	if (n == -1) {
 		errno = __atomic_load_n(&fail_err[kind], __ATOMIC_RELAXED);
 		return true;
 	}
 	while (n > 0) {
-		if (__atomic_compare_exchange_n(&fail_in[kind], &n, n - 1, false,
+		if (__atomic_compare_exchange_n(&mpk_os_fail_in[kind], &n, n - 1, false,
 						__ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE)) {
 			if (n != 1)
 				return false;

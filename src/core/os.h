@@ -9,6 +9,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <sys/mman.h>
 #include <sys/types.h>
 
 int mpk_os_pkey_alloc(unsigned flags, unsigned rights);
@@ -37,6 +38,27 @@ static inline bool mpk_os_is_locked(void)
 
 	return __atomic_load_n(&mpk_os_locked, __ATOMIC_ACQUIRE) ||
 	       (peer && __atomic_load_n(peer, __ATOMIC_ACQUIRE));
+}
+/* mpk_os_mprotect()'s count and fault injection (os.c). */
+extern unsigned long long mpk_os_mprotect_calls;
+extern int mpk_os_fail_in[2];
+/*
+ * mpk_os_mprotect(), inline: libc's mprotect() straight from the caller's
+ * frame, unless under a lockdown or with a failure injected (then the call
+ * above).  For the soft backend's rights changes: where the kernel refills
+ * the return stack buffer on the way back to user space (spectre_v2's
+ * "RSB filling", as on the 2-CPU AMD EPYC guest of docs/heaps.md), every
+ * return past the system call is mispredicted, about 8 ns each there;
+ * libsodium's pair has two or three.
+ */
+static inline int mpk_os_mprotect_inline(void *addr, size_t len, int prot)
+{
+	int failing = __atomic_load_n(&mpk_os_fail_in[0] /* MPK_OS_FAIL_MPROTECT */, __ATOMIC_ACQUIRE);
+
+	if (__builtin_expect(failing != 0 || mpk_os_is_locked(), 0))
+		return mpk_os_mprotect(addr, len, prot);
+	__atomic_add_fetch(&mpk_os_mprotect_calls, 1, __ATOMIC_RELAXED);
+	return mprotect(addr, len, prot);
 }
 /* mremap(MREMAP_MAYMOVE | MREMAP_FIXED) onto to: to, or NULL/errno. */
 void *mpk_os_remap_fixed(void *addr, size_t old_len, size_t new_len, void *to);

@@ -29,7 +29,7 @@ void *mpk__remap_owned(struct mpk_domain *d, void *addr, size_t new_len)
 		pthread_mutex_unlock(&mpk_g.lock);
 		return NULL;
 	}
-	pthread_mutex_lock(&d->lock); /* d owns r: alive */
+	mpk__lock(&d->lock); /* d owns r: alive */
 	if (new_len == r->len) {
 		p = addr;
 		goto out;
@@ -60,7 +60,7 @@ void *mpk__remap_owned(struct mpk_domain *d, void *addr, size_t new_len)
 	mpk_os_name_region(q, new_len, d->name);
 	p = q;
 out:
-	pthread_mutex_unlock(&d->lock);
+	mpk__unlock(&d->lock);
 	pthread_mutex_unlock(&mpk_g.lock);
 	return p;
 }
@@ -89,7 +89,7 @@ static int adopt_fresh(struct mpk_domain *d, void *addr, size_t len, bool grows,
 		errno = EINVAL;
 		return -1;
 	}
-	pthread_mutex_lock(&d->lock);
+	mpk__lock(&d->lock);
 	/* The tail apart (see mpk__map_fresh), or all live.  Under the core
 	 * lock, which mpk_lockdown() holds while it installs its filter.
 	 * Secret memory's tail is reserved memory, apart already. */
@@ -160,7 +160,7 @@ static struct mpk_region *owned_locked(struct mpk_domain *d, void *addr, size_t 
 		errno = EINVAL;
 		return NULL;
 	}
-	pthread_mutex_lock(&d->lock); /* d owns r: alive */
+	mpk__lock(&d->lock); /* d owns r: alive */
 	return r;
 }
 

@@ -390,15 +390,15 @@ int mpk__region_register(struct mpk_domain *d, void *p, size_t len, bool add)
 	if (!mpk__domain_ok(d)) {
 		errno = EINVAL;
 	} else if (add) {
-		pthread_mutex_lock(&d->lock);
+		mpk__lock(&d->lock);
 		rc = mpk__region_add(d, p, len) ? 0 : -1;
-		pthread_mutex_unlock(&d->lock);
+		mpk__unlock(&d->lock);
 	} else {
 		r = mpk__region_find(d, p);
 		if (r) {
-			pthread_mutex_lock(&d->lock);
+			mpk__lock(&d->lock);
 			mpk__region_del(r);
-			pthread_mutex_unlock(&d->lock);
+			mpk__unlock(&d->lock);
 			rc = 0;
 		} else {
 			errno = EINVAL;

@@ -17,6 +17,7 @@
  */
 #define _GNU_SOURCE
 #include <errno.h>
+#include <sched.h>
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/syscall.h>
@@ -34,17 +35,21 @@ static struct mpk_reg_header *reg;
 static struct mpk_region **owner;
 /* Writers: region changes hold mpk_g.lock, but a soft rights change holds
  * only its domain's lock, and entries of two domains share the seqlock.
+ * A spinning flag, not a mutex: it is held for a few stores (no call, no
+ * allocation, no system call under it), and a soft open or close takes it
+ * between its mprotect() calls, where a mutex's library calls showed.
  * Never held across fork(): its writers hold locks fork() waits for. */
-static pthread_mutex_t busy = PTHREAD_MUTEX_INITIALIZER;
+static bool busy;
 
 static void reg_lock(void)
 {
-	pthread_mutex_lock(&busy);
+	while (__atomic_exchange_n(&busy, true, __ATOMIC_ACQUIRE))
+		sched_yield(); /* rare: two domains' changes at once */
 }
 
 static void reg_unlock(void)
 {
-	pthread_mutex_unlock(&busy);
+	__atomic_store_n(&busy, false, __ATOMIC_RELEASE);
 }
 
 static struct mpk_reg_header *registry(void)
@@ -159,6 +164,32 @@ static void sync_entries(struct mpk_region *first, bool all)
 void mpk__registry_sync(struct mpk_domain *d)
 {
 	sync_entries(d->regions, true);
+}
+
+void mpk__registry_soft(struct mpk_domain *d, int prot)
+{
+	struct mpk_reg_header *r = reg;
+
+	if (!r)
+		return;
+	/* A key taken meanwhile: expect() reads it. */
+	if (__atomic_load_n(&d->key, __ATOMIC_ACQUIRE) >= 0) {
+		sync_entries(d->regions, true);
+		return;
+	}
+	/* What expect() writes for a keyless domain, without asking again
+	 * for what the caller knows: no key, the pages' new protection. */
+	reg_lock();
+	begin(r);
+	for (struct mpk_region *rg = d->regions; rg; rg = rg->next)
+		if (rg->reg) {
+			struct mpk_reg_entry *e = &r->entry[rg->reg - 1];
+			e->len = rg->len;
+			e->key = 0;
+			e->prot = mpk__region_prot(rg, prot, 0);
+		}
+	end(r);
+	reg_unlock();
 }
 
 void mpk__registry_set(struct mpk_region *r)

@@ -125,6 +125,11 @@ MPK_EXPORT int mpk_set(mpk_domain *d, int rights)
 	return set_rights(d, rights);
 }
 
+/* mpk_set() for the library's own callers: the same code (not a copy: its
+ * WRPKRU is a site the gadget scan and mpk_restart know), called directly,
+ * not through the PLT. */
+extern __typeof__(mpk_set) mpk__set __attribute__((alias("mpk_set"), nothrow));
+
 MPK_EXPORT int mpk_get(const mpk_domain *d)
 {
 	if (unlikely(!mpk__domain_ok(d))) {
@@ -162,6 +167,8 @@ static __attribute__((noinline, cold)) mpk_scope enter_slow(struct mpk_domain *d
 		return s;
 	}
 	int saved = mpk_get(d);
+	if (mpk_g.backend == MPK_BACKEND_SOFT && rights != 2)
+		return mpk__soft_enter(d, rights, saved); /* a tail call: see there */
 	if (set_valid(d, rights))
 		return s;
 	return (mpk_scope){ .domain = d, .saved = saved };
@@ -190,6 +197,8 @@ static int leave(mpk_scope *s)
 	}
 	if (!s->domain)
 		return 0; /* a failed enter, or left already: nothing to restore */
+	if (mpk_g.backend == MPK_BACKEND_SOFT && ARGS_OK(s->domain, s->saved) && s->saved != 2)
+		return mpk__soft_leave(s); /* a tail call: see there */
 	int rc = set_rights(s->domain, s->saved);
 	if (likely(!rc))
 		s->domain = NULL;

@@ -30,7 +30,6 @@
  */
 #define _GNU_SOURCE
 #include <errno.h>
-#include <sched.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
@@ -38,6 +37,10 @@
 #include "internal.h"
 #include "os.h"
 
+/* The steps of a rights change, inline in mpk__soft_set(): it makes its
+ * system calls from its own frame (see mpk_os_mprotect_inline), and the
+ * steps' calls were a fifth of the instructions of an open+close. */
+#define FLAT static inline __attribute__((always_inline))
 
 /* The fault handler reads this in signal context.  Tables are mmap()ed, so
  * that a thread can grow its own in signal context too (an eviction records
@@ -50,7 +53,7 @@ uint64_t mpk__soft_gepoch;
 
 /* One of this thread's entries changes (relaxed: only the thread itself,
  * or its own signal handler, reads it). */
-static void moved(void)
+FLAT void moved(void)
 {
 	__atomic_store_n(&T->epoch, T->epoch + 1, __ATOMIC_RELAXED);
 }
@@ -83,20 +86,25 @@ static uint32_t nbased;
 static pthread_key_t exit_key;
 static pthread_once_t exit_once = PTHREAD_ONCE_INIT;
 
-static int prot_of(int readers, int writers)
+FLAT int prot_of(int readers, int writers)
 {
 	if (writers)
 		return PROT_READ | PROT_WRITE;
 	return readers ? PROT_READ : PROT_NONE;
 }
 
-int mpk__soft_prot(const struct mpk_domain *d)
+FLAT int soft_prot(const struct mpk_domain *d)
 {
 	return prot_of(d->readers + (d->base == MPK_READ), d->writers + (d->base == MPK_RW));
 }
 
+int mpk__soft_prot(const struct mpk_domain *d)
+{
+	return soft_prot(d);
+}
+
 /* This thread's entry for d, if it is current (not reset by a set_all). */
-static struct mpk_soft_held *current(const struct mpk_domain *d)
+FLAT struct mpk_soft_held *current(const struct mpk_domain *d)
 {
 	if (d->slot < T->cap && T->held[d->slot].uid == d->uid &&
 	    T->held[d->slot].gen == __atomic_load_n(&d->gen, __ATOMIC_RELAXED))
@@ -124,7 +132,7 @@ static void set_base(struct mpk_domain *d, int rights)
 	}
 }
 
-static void untrack(uint32_t s)
+FLAT void untrack(uint32_t s)
 {
 	uint32_t i = T->held[s].pos - 1, last = T->list[--T->n];
 
@@ -135,7 +143,7 @@ static void untrack(uint32_t s)
 
 /* This thread's entry for d becomes rights (room reserved); listed while
  * it holds more than none. */
-static void record(struct mpk_domain *d, int rights)
+FLAT void record(struct mpk_domain *d, int rights)
 {
 	struct mpk_soft_held *h = &T->held[d->slot];
 
@@ -174,17 +182,17 @@ int mpk__soft_get(const struct mpk_domain *d)
 }
 
 /* mprotect every region to prot; on failure put back those already done. */
-static int apply(struct mpk_domain *d, int prot)
+FLAT int apply(struct mpk_domain *d, int prot)
 {
 	struct mpk_region *r, *done;
 
 	if (prot == d->prot || d->key >= 0) /* a keyed domain's pages stay RW */
 		return 0;
 	for (r = d->regions; r; r = r->next)
-		if (mpk_os_mprotect((void *)r->start, r->len, mpk__region_prot(r, prot, 0)))
+		if (mpk_os_mprotect_inline((void *)r->start, r->len, mpk__region_prot(r, prot, 0)))
 			goto undo;
 	__atomic_store_n(&d->prot, prot, __ATOMIC_RELEASE); /* code_region.c reads it in its fault hook */
-	mpk__registry_sync(d);
+	mpk__registry_soft(d, prot);
 	return 0;
 undo:;
 	int err = errno;
@@ -196,7 +204,7 @@ undo:;
 
 /* Counts change under mpk_g.lock; in signal context too (the thread that
  * holds the lock waits for the handler), hence atomic. */
-static void count(struct mpk_domain *d, int rights, int delta)
+FLAT void count(struct mpk_domain *d, int rights, int delta)
 {
 	if (rights == MPK_RW)
 		__atomic_add_fetch(&d->writers, delta, __ATOMIC_RELAXED);
@@ -225,9 +233,9 @@ static void table_unmap(struct mpk_soft_held *p, uint32_t cap)
 
 /* Room for slot in this thread's table; async-signal-safe (mmap only) when
  * in_signal, else it also unmaps the tables retired in signal context.
- * Every soft change comes here: with room and nothing retired it reads
- * two thread-local words and returns. */
-static int reserve(uint32_t slot, bool in_signal)
+ * reserve() below is every soft change's way here: with room and nothing
+ * retired it reads two thread-local words and does not call. */
+static int reserve_slow(uint32_t slot, bool in_signal)
 {
 	if (!in_signal && unlikely(t_any_retired)) {
 		t_any_retired = false;
@@ -276,8 +284,15 @@ static int reserve(uint32_t slot, bool in_signal)
 	return 0;
 }
 
+FLAT int reserve(uint32_t slot, bool in_signal)
+{
+	if (likely(slot < T->cap) && (in_signal || likely(!t_any_retired)))
+		return 0;
+	return reserve_slow(slot, in_signal);
+}
+
 /* d->lock held. */
-static int set_held(struct mpk_domain *d, int rights)
+FLAT int set_held(struct mpk_domain *d, int rights)
 {
 	/* A stale entry (or none) means this thread held the base, which is
 	 * not in the counts: only a current entry is taken out. */
@@ -290,7 +305,7 @@ static int set_held(struct mpk_domain *d, int rights)
 		return -1;
 	count(d, counted, -1);
 	count(d, rights, +1);
-	if (apply(d, mpk__soft_prot(d))) {
+	if (apply(d, soft_prot(d))) {
 		count(d, rights, -1);
 		count(d, counted, +1);
 		return -1;
@@ -306,37 +321,51 @@ int mpk__soft_set_locked(struct mpk_domain *d, int rights)
 	struct mpk_soft_held *h = current(d);
 	if ((h ? h->rights : d->base) == rights)
 		return 0;
-	pthread_mutex_lock(&d->lock);
+	mpk__lock(&d->lock);
 	int rc = set_held(d, rights);
-	pthread_mutex_unlock(&d->lock);
+	mpk__unlock(&d->lock);
 	return rc;
 }
 
-/* Soft rights changes under way with d->lock alone, and a fork waiting
- * for them to end (mpk__domains_lock); sequentially consistent, so that
- * a change and a fork starting together see each other. */
-static int inflight, forking;
+/* A change takes d's lock alone: a fork waits for it by taking every
+ * domain's lock (mpk__domains_lock), so a change costs no shared counter. */
+FLAT int change(struct mpk_domain *d, int rights)
+{
+	mpk__lock(&d->lock);
+	/* Checked again: a destroy marks d dead under its lock. */
+	int rc = mpk__domain_ok(d) ? set_held(d, rights) : (errno = EINVAL, -1);
+	mpk__unlock(&d->lock);
+	return rc;
+}
 
 int mpk__soft_set(struct mpk_domain *d, int rights)
 {
-	while (__atomic_add_fetch(&inflight, 1, __ATOMIC_SEQ_CST),
-	       __atomic_load_n(&forking, __ATOMIC_SEQ_CST)) {
-		__atomic_sub_fetch(&inflight, 1, __ATOMIC_SEQ_CST);
-		/* The fork holds it until its parent handler runs. */
-		pthread_mutex_lock(&mpk_g.lock);
-		pthread_mutex_unlock(&mpk_g.lock);
-	}
-	pthread_mutex_lock(&d->lock);
-	/* Checked again: a destroy marks d dead under its lock. */
-	int rc = mpk__domain_ok(d) ? set_held(d, rights) : (errno = EINVAL, -1);
-	pthread_mutex_unlock(&d->lock);
-	__atomic_sub_fetch(&inflight, 1, __ATOMIC_SEQ_CST);
-	return rc;
+	return change(d, rights);
+}
+
+/* mpk_enter() and mpk_leave() on the soft backend, each the last call of
+ * its caller: the scope is made or cleared here, in the frame that made
+ * the system call, so that no frame of rights.c's is left above it. */
+mpk_scope mpk__soft_enter(struct mpk_domain *d, int rights, int saved)
+{
+	if (!mpk__soft_holds(d, rights) && change(d, rights))
+		return (mpk_scope){ .domain = NULL, .saved = -1 };
+	return (mpk_scope){ .domain = d, .saved = saved };
+}
+
+int mpk__soft_leave(mpk_scope *s)
+{
+	struct mpk_domain *d = s->domain;
+
+	if (!mpk__soft_holds(d, s->saved) && change(d, s->saved))
+		return -1;
+	s->domain = NULL;
+	return 0;
 }
 
 int mpk__soft_set_all_locked(struct mpk_domain *d, int rights)
 {
-	pthread_mutex_lock(&d->lock);
+	mpk__lock(&d->lock);
 	int base = d->base, readers = d->readers, writers = d->writers, rc = 0;
 
 	set_base(d, rights);
@@ -349,7 +378,7 @@ int mpk__soft_set_all_locked(struct mpk_domain *d, int rights)
 	} else {
 		next_gen(d); /* every entry, this thread's too, is stale: all hold base */
 	}
-	pthread_mutex_unlock(&d->lock);
+	mpk__unlock(&d->lock);
 	return rc;
 }
 
@@ -487,14 +516,14 @@ static void thread_exit(void *arg)
 		struct mpk_domain *d = mpk_g.slots[s];
 		if (!d || d->uid != h->uid)
 			continue;
-		pthread_mutex_lock(&d->lock);
+		mpk__lock(&d->lock);
 		if (d->gen == h->gen) {
 			count(d, h->rights, -1);
 			/* If this fails the region stays more open than
 			 * needed, never less: nobody loses access. */
 			apply(d, mpk__soft_prot(d));
 		}
-		pthread_mutex_unlock(&d->lock);
+		mpk__unlock(&d->lock);
 	}
 	t_exiting = true;
 	pthread_mutex_unlock(&mpk_g.lock);
@@ -510,25 +539,46 @@ static void thread_exit(void *arg)
 		table_unmap(t_retired[i].p, t_retired[i].cap);
 }
 
-/* fork(): no domain lock may be held in the child, nor a change be
- * half done.  Whoever holds mpk_g.lock takes a domain's lock after it; a
- * soft rights change alone counts itself in flight; so the fork handler,
- * which holds mpk_g.lock, stops new ones and waits for those in flight
- * (they need no lock it holds), and then no domain lock is held. */
+/*
+ * fork() and mpk_audit(): every live domain's lock, taken or released, with
+ * mpk_g.lock held (no domain comes or goes, and nobody else takes two of
+ * them).  Whoever holds mpk_g.lock takes a domain's lock after it, and a
+ * soft rights change holds a domain's lock alone; so once the fork holds
+ * them all, no change is half done, and the child makes them anew.
+ */
+static void each_lock(void (*fn)(struct mpk_domain *d))
+{
+	for (uint32_t i = 0; i < mpk_g.nslots; i++)
+		if (mpk_g.slots[i])
+			fn(mpk_g.slots[i]);
+}
+
+static void lock_one(struct mpk_domain *d)
+{
+	mpk__lock(&d->lock);
+}
+
+static void unlock_one(struct mpk_domain *d)
+{
+	mpk__unlock(&d->lock);
+}
+
+static void renew_one(struct mpk_domain *d)
+{
+	d->lock = (struct mpk_lock){ 0 };
+}
+
 void mpk__domains_lock(void)
 {
-	__atomic_store_n(&forking, 1, __ATOMIC_SEQ_CST);
-	while (__atomic_load_n(&inflight, __ATOMIC_SEQ_CST))
-		sched_yield();
+	each_lock(lock_one);
 }
 
 void mpk__domains_unlock(void)
 {
-	__atomic_store_n(&forking, 0, __ATOMIC_SEQ_CST);
+	each_lock(unlock_one);
 }
 
 void mpk__domains_child(void)
 {
-	inflight = 0; /* the others' threads are gone */
-	forking = 0;
+	each_lock(renew_one);
 }

@@ -445,27 +445,35 @@ static struct mpk_domain *secret_domain(const void *p)
 	return live < 0 && mpk__heap_live(h, p) ? h->domain : NULL;
 }
 
-/* The calling thread's rights to the domain holding secret p. */
-static int secret_set(void *p, int rights)
+/* The domain of live secret p, or NULL and errno.  Out of line, so that
+ * secret_set() ends in a tail call: on soft, the mprotect() is then made
+ * with no frame of the vault's above it (see mpk_os_mprotect_inline). */
+static __attribute__((noinline)) struct mpk_domain *secret_lookup(void *p)
 {
 	struct mpk_domain *d;
 	mpk_scope s;
 
 	if (mpk__ensure_init())
-		return -1;
+		return NULL;
 	if (!p) {
 		errno = EINVAL;
-		return -1;
+		return NULL;
 	}
 	if (mpk__meta_open(&s))
-		return -1;
+		return NULL;
 	d = secret_domain(p);
 	mpk__meta_close(&s);
-	if (!d) {
+	if (!d)
 		errno = EINVAL;
-		return -1;
-	}
-	return mpk_set(d, rights);
+	return d;
+}
+
+/* The calling thread's rights to the domain holding secret p. */
+static int secret_set(void *p, int rights)
+{
+	struct mpk_domain *d = secret_lookup(p);
+
+	return d ? mpk__set(d, rights) : -1;
 }
 
 MPK_EXPORT int mpk_secret_noaccess(void *p)
