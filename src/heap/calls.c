@@ -422,11 +422,14 @@ MPK_EXPORT void *mpk_heap_aligned_alloc(mpk_heap *hp, size_t align, size_t size)
 }
 
 /* free past its fast path: a full cache gives half back; blocks the
- * cache does not take (and misuse) go through the arena. */
+ * cache does not take (and misuse) go through the arena.  A free that
+ * succeeds leaves errno as it was (the fast path touches none): the
+ * drop-in's free() need not keep it around every call. */
 static __attribute__((noinline)) int free_slow(mpk_heap *hp, void *p)
 {
 	struct mpk_misuse m;
 	mpk_scope s;
+	int err = errno;
 	struct heap *h = begin(hp, &s);
 	int rc = -2;
 
@@ -449,6 +452,8 @@ static __attribute__((noinline)) int free_slow(mpk_heap *hp, void *p)
 		rc = mpk__heap_release(h, p, &m, "mpk_heap_free");
 	mpk__meta_close(&s);
 	mpk__tc_renew();
+	if (!rc)
+		errno = err;
 	return mpk__misuse_rc(rc, &m);
 }
 

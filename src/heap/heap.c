@@ -208,7 +208,9 @@ static uintptr_t slab_alloc(struct arena *a, unsigned cls)
 	return run_addr(r->chunk, r) + (uintptr_t)i * class_size[cls];
 }
 
-static void slab_free(struct arena *a, struct run *r, unsigned i)
+/* Whether the slab went back as a free run (its chunk may have gone
+ * with it). */
+static bool slab_free(struct arena *a, struct run *r, unsigned i)
 {
 	struct bin *bin = &a->bins[r->cls];
 	uint64_t mask = 1ull << (i % 64);
@@ -221,7 +223,7 @@ static void slab_free(struct arena *a, struct run *r, unsigned i)
 	if (!r->nfree++)
 		list_push(&bin->partial, r);
 	if (r->nfree < slab_blocks[r->cls])
-		return;
+		return false;
 	list_del(&bin->partial, r);
 	struct chunk *c = r->chunk;
 	/* Keep it, unless that keeps a second idle chunk mapped. */
@@ -233,10 +235,11 @@ static void slab_free(struct arena *a, struct run *r, unsigned i)
 		c->spare_pages = (uint16_t)(c->spare_pages + r->pages);
 		if (idles)
 			a->empty_chunks++;
-		return;
+		return false;
 	}
 	r->clean = 0;
 	mpk__run_free(a, c, r);
+	return true;
 }
 
 /* ---- finding a block ---- */
@@ -401,21 +404,36 @@ static void remote_push(struct arena *ar, uintptr_t first, uintptr_t last)
 }
 
 /* Give back small block a of arena a (locked), if it is one and in use:
- * its slot, bitmap bit and the counts. */
-static void give_back(struct arena *held, struct chunk *c, uintptr_t a)
+ * its slot, bitmap bit and the counts.  Whether its slab went back as a
+ * free run (then c may have gone). */
+static bool give_back(struct arena *held, struct chunk *c, uintptr_t a)
 {
 	struct run *r = mpk__run_at(c, a);
 
 	if (!r || r->kind != RUN_SLAB)
-		return;
+		return false;
 	uintptr_t rs = run_addr(c, r);
 	unsigned idx = (unsigned)(((uint64_t)(a - HDR - rs) * class_inv[r->cls]) >> 32);
 	if (idx >= slab_blocks[r->cls] || rs + (uintptr_t)idx * class_size[r->cls] + HDR != a ||
 	    ((r->bits[idx / 64] >> (idx % 64)) & 1))
-		return;
+		return false;
 	held->blocks--;
 	held->bytes -= class_size[r->cls] - HDR;
-	slab_free(held, r, idx);
+	return slab_free(held, r, idx);
+}
+
+/* mpk__map_find() for a run of blocks: last, a chunk found before, if a
+ * is in its range (one lookup per chunk, not per block).  The caller
+ * keeps last only while the chunk cannot go: its arena's lock held (and
+ * dropped when its own give back returned a run, or when it lets the
+ * lock go), or a block of it in the caller's hands; then a lookup would
+ * find the same chunk (chunks do not overlap), for a forged address as
+ * for a block. */
+static inline struct chunk *chunk_of(uintptr_t a, const struct chunk *last)
+{
+	if (last && a - last->base < CHUNK_SIZE)
+		return (struct chunk *)last;
+	return mpk__map_find(a);
 }
 
 /* Take ar's remote list (its lock held, the domain readable) and give
@@ -424,13 +442,14 @@ void mpk__remote_drain(struct arena *ar)
 {
 	struct heap *h = ar->heap;
 	uintptr_t a = __atomic_exchange_n(&ar->remote, 0, __ATOMIC_ACQUIRE);
+	struct chunk *last = NULL;
 
 	while (a) {
-		struct chunk *c = mpk__map_find(a);
+		struct chunk *c = chunk_of(a, last);
 		if (!c || c->arena != ar || !cached_block(h, a))
 			break;
 		uintptr_t next = link_get(h, a);
-		give_back(ar, c, a);
+		last = !give_back(ar, c, a) && c->magic == CHUNK_MAGIC ? c : NULL;
 		a = next;
 	}
 }
@@ -478,17 +497,19 @@ int mpk__tc_refill(struct tcache *tc, unsigned cls)
  * (a chain per run of blocks of one arena), so a thread freeing another
  * thread's blocks does not wait for that thread's lock.  Without rights
  * to write the blocks, every block goes back under its arena's lock. */
-/* A cached page-run block a goes back to its arena (locked). */
-static void give_back_run(struct arena *held, struct chunk *c, uintptr_t a)
+/* A cached page-run block a goes back to its arena (locked): whether it
+ * did (then c may have gone). */
+static bool give_back_run(struct arena *held, struct chunk *c, uintptr_t a)
 {
 	struct run *r = mpk__run_at(c, a);
 
 	if (!r || r->kind != RUN_LARGE || a - run_addr(c, r) != r->off)
-		return;
+		return false;
 	held->blocks--;
 	held->bytes -= ((size_t)r->pages << mpk__heap_page_shift) - r->off;
 	r->clean = 0;
 	mpk__run_free(held, c, r);
+	return true;
 }
 
 void mpk__tc_flush(struct tcache *tc, unsigned cls, unsigned k)
@@ -497,17 +518,22 @@ void mpk__tc_flush(struct tcache *tc, unsigned cls, unsigned k)
 	struct arena *held = NULL, *own = tc->arena, *far = NULL;
 	bool links = mpk__rights_now(tc->domain) == MPK_RW;
 	uintptr_t first = 0, last = 0;
+	/* Chunks looked up before (chunk_of()): lastc, held's; farc, a
+	 * chunk of far's holding a block of the chain not pushed yet, which
+	 * no one else can give back, so the chunk stays. */
+	struct chunk *lastc = NULL, *farc = NULL;
 
 	if (!own)
 		own = tc->arena = pick(h);
 	for (unsigned i = 0; i < k; i++) {
 		uintptr_t a = tc->slot[cls][i] ^ tc->mkey;
-		struct chunk *c = mpk__map_find(a);
+		struct chunk *c = lastc && a - lastc->base < CHUNK_SIZE ? lastc : chunk_of(a, farc);
 		if (!c || c->heap != h)
 			continue; /* an overwritten entry: leave it be */
 		if (c->arena != own && links && cls < NCLASSES) {
 			if (!cached_block(h, a))
 				continue;
+			farc = c;
 			if (c->arena != far) {
 				if (far)
 					remote_push(far, first, last);
@@ -524,10 +550,10 @@ void mpk__tc_flush(struct tcache *tc, unsigned cls, unsigned k)
 				pthread_mutex_unlock(&held->lock);
 			pthread_mutex_lock(&(held = c->arena)->lock);
 		}
-		if (cls < NCLASSES)
-			give_back(held, c, a);
-		else
-			give_back_run(held, c, a);
+		bool went = cls < NCLASSES ? give_back(held, c, a) : give_back_run(held, c, a);
+		/* Kept for the next block only as held's live chunk, checked
+		 * under its lock (as mpk__heap_locate() does). */
+		lastc = !went && c->magic == CHUNK_MAGIC && c->arena == held ? c : NULL;
 	}
 	if (held)
 		pthread_mutex_unlock(&held->lock);
@@ -680,7 +706,7 @@ static void drop(struct arena *ar, struct loc *l, uintptr_t a)
 		mpk__san_free(a, l->cap);
 	switch (l->kind) {
 	case L_SLAB:
-		slab_free(ar, l->r, l->idx);
+		(void)slab_free(ar, l->r, l->idx);
 		break;
 	case L_LARGE:
 		l->r->clean = 0;

@@ -285,13 +285,11 @@ EXPORT void free(void *p)
 
 	if (!p)
 		return;
+	/* free() keeps errno (POSIX.1-2024, glibc 2.33): mpk_heap_free()
+	 * does when it succeeds (its fast path touches none, so no save
+	 * around every call); on misuse the handler reports and aborts. */
 	if (likely(h) && likely(!mpk__boot_owns(p))) {
-		int *e = &errno, err = *e; /* free() keeps errno (POSIX.1-2024, glibc 2.33) */
-		/* h read again: not kept across __errno_location(), one
-		 * register less to save */
-		h = __atomic_load_n(&plain, __ATOMIC_RELAXED);
-		(void)IN_HEAP(mpk_heap_free(h, p)); /* misuse: the handler reports and aborts */
-		*e = err;
+		(void)IN_HEAP(mpk_heap_free(h, p));
 		return;
 	}
 	free_long(p);
