@@ -14,6 +14,7 @@
 #include <sys/mman.h>
 
 #include "guard.h"
+#include "procmaps.h"
 #include "insn.h"
 
 #define NEAR_SIZE (1u << 20) /* 80 bytes a function at most: 13,000 */
@@ -21,16 +22,55 @@
 
 static uint8_t *near_lo, *near_next;
 
+/* Whether a mapping at a reaches every byte of [text_lo, text_hi) and back
+ * with a rel32. */
+static bool in_reach(uintptr_t a, uintptr_t text_lo, uintptr_t text_hi)
+{
+	return (a < text_lo ? text_hi - a : a + NEAR_SIZE - text_lo) <= 0x7fff0000u;
+}
+
+/* The free gap of the address space nearest the library that fits the
+ * mapping within reach (a plain hint would do where nothing else is near,
+ * but a drop-in allocator's reservations, `mpkit run`'s, fill the
+ * space around libraries): its address, or 0. */
+static uintptr_t near_gap(uintptr_t text_lo, uintptr_t text_hi)
+{
+	struct mpk_procmaps pm;
+	struct mpk_procmaps_vma v;
+	uintptr_t best = 0, best_d = UINTPTR_MAX, prev = 1u << 20;
+
+	if (mpk_procmaps_open(&pm, NULL, NULL))
+		return 0;
+	while (mpk_procmaps_next(&pm, &v) > 0) {
+		uintptr_t lo = prev, hi = (uintptr_t)v.lo;
+		prev = (uintptr_t)v.hi;
+		if (hi < lo || hi - lo < NEAR_SIZE)
+			continue;
+		/* The end of the gap nearest the library. */
+		uintptr_t a = hi <= text_lo ? hi - NEAR_SIZE : lo;
+		uintptr_t d = a < text_lo ? text_lo - a : a - text_lo;
+		if (in_reach(a, text_lo, text_hi) && d < best_d)
+			best = a, best_d = d;
+	}
+	mpk_procmaps_close(&pm);
+	return best;
+}
+
 int guard_patch_begin(uintptr_t text_lo, uintptr_t text_hi)
 {
-	/* Below the library's first page (the hint is a hint: checked). */
-	uintptr_t hint = (text_lo & ~(uintptr_t)0xfffff) - NEAR_SIZE - (16u << 20);
-	void *m = mmap((void *)hint, NEAR_SIZE, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	uintptr_t at = near_gap(text_lo, text_hi);
+	void *m = MAP_FAILED;
 
+	/* NOREPLACE: a gap taken since the maps were read is not clobbered. */
+	if (at)
+		m = mmap((void *)at, NEAR_SIZE, PROT_READ | PROT_WRITE,
+			 MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED_NOREPLACE, -1, 0);
+	if (m == MAP_FAILED) /* before Linux 4.17, or no gap found: a hint below the library */
+		m = mmap((void *)((text_lo & ~(uintptr_t)0xfffff) - NEAR_SIZE - (16u << 20)), NEAR_SIZE,
+			 PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
 	if (m == MAP_FAILED)
 		return -1;
-	uintptr_t a = (uintptr_t)m;
-	if ((a < text_lo ? text_hi - a : a + NEAR_SIZE - text_lo) > 0x7fff0000u) {
+	if (!in_reach((uintptr_t)m, text_lo, text_hi)) {
 		munmap(m, NEAR_SIZE);
 		errno = ENOMEM;
 		return -1;
