@@ -16,7 +16,8 @@
  *   MPKIT_GUARD_PID=PID     set by mpkit guard: in that process (PROG) a
  *                           library that cannot be guarded ends it with
  *                           125; other processes (PROG's children, which
- *                           inherit the environment) run unguarded
+ *                           inherit the environment) are guarded where
+ *                           they load NAME at startup, else run unguarded
  *
  * First slice: the library must be loaded at startup (not dlopen), and
  * what docs/guard.md lists as later is not here (the fault fallback for
@@ -45,6 +46,7 @@ struct lib {
 	const char *want;
 	char path[4096];
 	uintptr_t base, data_lo, data_hi, text_lo, text_hi;
+	uintptr_t tail_lo, tail_hi; /* the data left out: see find_lib() */
 };
 
 static int must;    /* this process is PROG: failing to guard ends it */
@@ -94,7 +96,19 @@ static int find_lib(struct dl_phdr_info *o, size_t size, void *arg)
 	if (relro > l->data_lo)
 		l->data_lo = relro;
 	l->data_lo = (l->data_lo + 4095) & ~(uintptr_t)4095;
-	l->data_hi = (l->data_hi + 4095) & ~(uintptr_t)4095;
+#ifdef __GLIBC__
+	l->tail_lo = l->tail_hi = (l->data_hi + 4095) & ~(uintptr_t)4095;
+#else
+	/* musl's loader hands the rest of the segment's last page (past
+	 * .bss) to its malloc, which keeps the loader's list of objects and
+	 * the first thread's TLS there, written from outside the library: the
+	 * last page stays out, and with it the library's data on it. */
+	l->tail_lo = l->data_hi & ~(uintptr_t)4095;
+	l->tail_hi = l->data_hi;
+	if (l->tail_lo < l->data_lo)
+		l->tail_lo = l->data_lo;
+#endif
+	l->data_hi = l->tail_lo > l->data_lo ? l->tail_lo : l->data_lo;
 	l->base = o->dlpi_addr;
 	snprintf(l->path, sizeof(l->path), "%s", o->dlpi_name);
 	return 1;
@@ -186,7 +200,8 @@ __attribute__((constructor)) static void guard_start(void)
 		return;
 	}
 	if (l.data_hi <= l.data_lo) {
-		guard_fail(l.want, "it has no writable data past RELRO");
+		guard_fail(l.want, l.tail_hi > l.tail_lo ? "its data past RELRO all shares its last page with the C library's malloc"
+							  : "it has no writable data past RELRO");
 		return;
 	}
 	int rights = deny && !strcmp(deny, "all") ? MPK_NONE : MPK_READ;
@@ -197,9 +212,14 @@ __attribute__((constructor)) static void guard_start(void)
 		guard_fail(l.want, strerror(errno));
 		return;
 	}
-	if (verbose)
+	if (verbose) {
 		fprintf(stderr, "mpkit guard: %s: %zu bytes of data in domain %s, %d functions gated, %d not\n", l.path,
 			(size_t)(l.data_hi - l.data_lo), dname, patched, refused);
+		if (l.tail_hi > l.tail_lo)
+			fprintf(stderr, "mpkit guard: %s: its last %zu bytes of data (+0x%zx) not covered: their page is "
+					"shared with the C library's malloc\n", l.path, (size_t)(l.tail_hi - l.tail_lo),
+				(size_t)(l.tail_lo - l.base));
+	}
 }
 
 /* The library's destructors run after this one (docs/guard.md,

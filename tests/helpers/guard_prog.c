@@ -5,7 +5,8 @@
  * took, through dlsym(), with stack and variadic arguments, recursion and
  * a callback that calls back in.  With an argument it then does one
  * forbidden thing: "write" stores into the library's state through the
- * pointer the library handed out, "read" loads it, "thread" has another
+ * pointer the library handed out, "tail" into the variable on the last
+ * page of the library's data, "read" loads it, "thread" has another
  * thread store into it while the main thread is inside the library (in
  * a callback): on hw only the thread inside holds the rights.
  */
@@ -71,6 +72,10 @@ int main(int argc, char **argv)
 	if (argc > 1 && !strcmp(argv[1], "write")) {
 		*g_ptr() = 7;
 		printf("wrote %ld\n", *g_ptr());
+	}
+	if (argc > 1 && !strcmp(argv[1], "tail")) {
+		*g_tail() = 3;
+		printf("wrote tail %ld\n", *g_tail());
 	}
 	if (argc > 1 && !strcmp(argv[1], "thread")) {
 		if (pipe(go) || pthread_create(&writer_thread, NULL, writer, g_ptr()))
