@@ -14,7 +14,10 @@
  * everywhere; the last page of its data (tail) is covered with glibc and
  * left out with musl, whose loader gives the rest of that page to its
  * malloc: a write there faults with glibc and not with musl, and the
- * helper names the bytes left out.  Bad arguments: 2; a library not loaded:
+ * helper names the bytes left out.  --report lets each write through and
+ * lists them at exit: three writes from one instruction are three
+ * faults (the domain closes again after each), reported once whole with
+ * the writer's backtrace, the symbol written named.  Bad arguments: 2; a library not loaded:
  * 125, PROG not run.  g_zero(), 3 bytes, is named as not gated and works;
  * g_store() starts with test+je, a branch the patch moves.  Both backends: soft forced, hw where there are keys.
  */
@@ -108,6 +111,12 @@ static void backend_runs(const char *backend, const char *code)
 	CHECK(WIFEXITED(st) && WEXITSTATUS(st) == 0);
 	CHECK(strstr(out, "read 205\n") != NULL);
 
+	/* Nothing stray: the library's destructors read its data at exit
+	 * (with musl before this helper's destructor) and must not fault. */
+	st = guard(backend, out, sizeof(out), (char *[]){ "--deny", "all", "--lib", "libguardtest", "--", "./guard-prog", NULL });
+	CHECK(WIFEXITED(st) && WEXITSTATUS(st) == 0);
+	CHECK(strstr(out, "branch -1 0 205\n") != NULL);
+
 	st = guard(backend, out, sizeof(out),
 		   (char *[]){ "--deny", "all", "--lib", "libguardtest", "--", "./guard-prog", "read", NULL });
 	CHECK(WIFSIGNALED(st) && WTERMSIG(st) == SIGABRT);
@@ -129,6 +138,65 @@ static void backend_runs(const char *backend, const char *code)
 	}
 	if (t_failures)
 		fprintf(stderr, "%s, another thread:\n%s\n", backend, out);
+}
+
+/* --report: every write from outside reported (the first of each
+ * instruction whole) and let through, the program run to its end, the
+ * list at exit.  On soft, which --report selects. */
+static void report_runs(void)
+{
+	static char out[1 << 14];
+
+	int st = guard("soft", out, sizeof(out),
+		       (char *[]){ "--report", "--lib", "libguardtest", "--", "./guard-prog", "report", NULL });
+	CHECK(WIFEXITED(st) && WEXITSTATUS(st) == 0);
+	/* Three writes from one instruction: the domain closed again after
+	 * each (else one fault), and the library works on after them. */
+	CHECK(strstr(out, "branch -1 0 205\n") != NULL && strstr(out, "report 3\n") != NULL);
+	CHECK(t_cli_count(out, "mpkit guard: write of own+0 (libguardtest.so+0x5000) at 0x") == 1);
+	CHECK(strstr(out, " from outside the library, by thread ") != NULL);
+	CHECK(strstr(out, "\n./guard-prog(+0x") != NULL); /* the writer's backtrace */
+	CHECK(strstr(out, "mpkit guard:   3 writes by guard-prog+0x") != NULL);
+	CHECK(strstr(out, ", first of own+0 (libguardtest.so+0x5000)\n") != NULL);
+	CHECK(strstr(out, "protection fault") == NULL);
+#ifdef __GLIBC__
+	CHECK(t_cli_count(out, "mpkit guard: write of tail+0 (libguardtest.so+0x6008) at 0x") == 1);
+	CHECK(strstr(out, ": libguardtest.so: 4 accesses from outside into its data, by 2 instructions\n") != NULL);
+	CHECK(strstr(out, ", first of tail+0 (libguardtest.so+0x6008)\n") != NULL);
+#else
+	CHECK(strstr(out, "tail+0") == NULL); /* not covered with musl */
+	CHECK(strstr(out, ": libguardtest.so: 3 accesses from outside into its data, by 1 instruction\n") != NULL);
+#endif
+	if (t_failures)
+		fprintf(stderr, "--report:\n%s\n", out);
+
+	st = guard("soft", out, sizeof(out), (char *[]){ "--report", "--lib", "libguardtest", "--", "./guard-prog", NULL });
+	CHECK(WIFEXITED(st) && WEXITSTATUS(st) == 0);
+	CHECK(strstr(out, ": libguardtest.so: 0 accesses from outside into its data, by 0 instructions\n") != NULL);
+	CHECK(strstr(out, "mpkit guard:   ") == NULL);
+
+	st = guard("soft", out, sizeof(out),
+		   (char *[]){ "--deny", "all", "--report", "--lib", "libguardtest", "--", "./guard-prog", "read", NULL });
+	CHECK(WIFEXITED(st) && WEXITSTATUS(st) == 0);
+	CHECK(strstr(out, "read 205\n") != NULL);
+	CHECK(t_cli_count(out, "mpkit guard: read of own+0 (libguardtest.so+0x5000) at 0x") == 1);
+	CHECK(strstr(out, ": libguardtest.so: 1 access from outside into its data, by 1 instruction\n") != NULL);
+	if (t_failures)
+		fprintf(stderr, "--report, --deny all:\n%s\n", out);
+}
+
+/* The helper asked to report on hw refuses: the trap handler's rights
+ * would not outlive it. */
+static void report_refused_on_hw(void)
+{
+	static char out[1 << 14], cwd[4096], pre[4200];
+
+	REQUIRE(getcwd(cwd, sizeof(cwd)));
+	snprintf(pre, sizeof(pre), "LD_PRELOAD=%s/libmpkit-guard.so", cwd);
+	char *env[] = { pre, "MPKIT_BACKEND=hw", "MPKIT_GUARD_LIB=libguardtest", "MPKIT_GUARD_REPORT=1", NULL };
+	int st = t_exec_capture("./guard-prog", (char *[]){ "guard-prog", NULL }, env, 1, out, sizeof(out));
+	CHECK(WIFEXITED(st) && WEXITSTATUS(st) == 0);
+	CHECK(strstr(out, "mpkit guard: libguardtest: --report runs on the soft backend (MPKIT_BACKEND=soft)\n") != NULL);
 }
 
 int main(void)
@@ -154,7 +222,10 @@ int main(void)
 	CHECK(strstr(out, "plt 1") == NULL);
 
 	backend_runs("soft", "SEGV_ACCERR");
-	if (t_backend() == MPK_BACKEND_HW)
+	report_runs();
+	if (t_backend() == MPK_BACKEND_HW) {
 		backend_runs("hw", "SEGV_PKUERR");
+		report_refused_on_hw();
+	}
 	return t_done();
 }

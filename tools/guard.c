@@ -18,14 +18,15 @@ static int cmd_guard(int argc, char **argv)
 	static const struct option longopts[] = {
 		{ "lib", required_argument, NULL, 'l' },
 		{ "deny", required_argument, NULL, 'd' },
+		{ "report", no_argument, NULL, 'r' },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
 	const char *lib = NULL, *deny = "write";
-	int o;
+	int o, report = 0;
 
 	/* "+": PROG's own options are PROG's. */
-	while ((o = cli_getopt(&cli_guard, argc, argv, "+l:d:h", longopts)) != -1) {
+	while ((o = cli_getopt(&cli_guard, argc, argv, "+l:d:rh", longopts)) != -1) {
 		switch (o) {
 		case 'l':
 			if (lib) {
@@ -40,6 +41,9 @@ static int cmd_guard(int argc, char **argv)
 				return 2;
 			}
 			deny = optarg;
+			break;
+		case 'r':
+			report = 1;
 			break;
 		case 'h':
 			return cli_help(&cli_guard);
@@ -58,16 +62,27 @@ static int cmd_guard(int argc, char **argv)
 	setenv("MPKIT_GUARD_LIB", lib, 1);
 	setenv("MPKIT_GUARD_DENY", deny, 1);
 	setenv("MPKIT_GUARD_PID", pid, 1);
+	if (report) {
+		/* Rights set in the trap handler outlive it on soft only. */
+		setenv("MPKIT_GUARD_REPORT", "1", 1);
+		setenv("MPKIT_BACKEND", "soft", 1);
+	} else {
+		unsetenv("MPKIT_GUARD_REPORT");
+	}
 	return cli_exec_preloaded("guard", "MPKIT_GUARD_HELPER", "libmpkit-guard.so", argv + optind);
 }
 
 const struct cli_command cli_guard = {
-	"guard", cmd_guard, "--lib NAME [--deny write|all] [--] PROG [ARGS]",
+	"guard", cmd_guard, "--lib NAME [--deny write|all] [--report] [--] PROG [ARGS]",
 	"PROG with a library's data writable only while PROG runs inside it",
 	"  -l, --lib=NAME     the library: its file name (libfoo.so.1), or that up\n"
 	"                     to a dot (libfoo); loaded when PROG starts\n"
 	"  -d, --deny=write   outside the library its data is read-only (default)\n"
 	"  -d, --deny=all     outside the library its data cannot be read either\n"
+	"  -r, --report       report each write from outside (the first of each\n"
+	"                     instruction whole), let it through, run PROG to its\n"
+	"                     end and list every instruction that wrote, on stderr;\n"
+	"                     on the soft backend (mprotect), which it selects\n"
 	"The library's writable data (.data, .bss; not RELRO) goes into a domain\n"
 	"named guard:FILE, and each function it exports is entered through a\n"
 	"gate that opens the domain to the calling thread until it returns.  A\n"

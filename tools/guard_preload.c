@@ -13,6 +13,8 @@
  *   MPKIT_GUARD_DENY=write|all
  *   MPKIT_GUARD_VERBOSE=1   say what was guarded, and name each export
  *                           left ungated and why
+ *   MPKIT_GUARD_REPORT=1    report each write from outside and let it
+ *                           through; the list at exit (guard_report.c)
  *   MPKIT_GUARD_PID=PID     set by mpkit guard: in that process (PROG) a
  *                           library that cannot be guarded ends it with
  *                           125; other processes (PROG's children, which
@@ -42,15 +44,9 @@
 
 mpk_domain *guard_domain;
 
-struct lib {
-	const char *want;
-	char path[4096];
-	uintptr_t base, data_lo, data_hi, text_lo, text_hi;
-	uintptr_t tail_lo, tail_hi; /* the data left out: see find_lib() */
-};
-
 static int must;    /* this process is PROG: failing to guard ends it */
 static int verbose; /* MPKIT_GUARD_VERBOSE: say what was guarded, and not */
+static int report;  /* MPKIT_GUARD_REPORT: writes from outside reported, let through */
 
 static void guard_fail(const char *what, const char *why)
 {
@@ -71,7 +67,7 @@ static int name_matches(const char *path, const char *want)
 
 static int find_lib(struct dl_phdr_info *o, size_t size, void *arg)
 {
-	struct lib *l = arg;
+	struct guard_lib *l = arg;
 	uintptr_t relro = 0;
 
 	(void)size;
@@ -116,7 +112,7 @@ static int find_lib(struct dl_phdr_info *o, size_t size, void *arg)
 
 /* mpk_adopt() takes private anonymous memory: an anonymous copy moved
  * over the library's data in one mremap(), so no thread sees it gone. */
-static int adopt_data(struct lib *l)
+static int adopt_data(struct guard_lib *l)
 {
 	size_t len = l->data_hi - l->data_lo;
 	void *copy = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
@@ -131,26 +127,42 @@ static int adopt_data(struct lib *l)
 	return mpk_adopt(guard_domain, (void *)l->data_lo, len);
 }
 
-/* Every function the library defines in its .dynsym, from its file. */
-static int patch_exports(struct lib *l, int *patched, int *refused)
+const uint8_t *guard_map_elf(const char *path, size_t *len)
 {
-	int fd = open(l->path, O_RDONLY | O_CLOEXEC);
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
 	struct stat st;
 
 	if (fd < 0 || fstat(fd, &st)) {
 		if (fd >= 0)
 			close(fd);
-		return -1;
+		return NULL;
 	}
 	const uint8_t *f = mmap(NULL, (size_t)st.st_size, PROT_READ, MAP_PRIVATE, fd, 0);
 	close(fd);
 	if (f == MAP_FAILED)
+		return NULL;
+	const ElfW(Ehdr) *eh = (const void *)f;
+	if ((size_t)st.st_size < sizeof(*eh) || memcmp(eh->e_ident, ELFMAG, SELFMAG) ||
+	    eh->e_shoff + (size_t)eh->e_shnum * sizeof(ElfW(Shdr)) > (size_t)st.st_size) {
+		munmap((void *)f, (size_t)st.st_size);
+		errno = ENOEXEC;
+		return NULL;
+	}
+	*len = (size_t)st.st_size;
+	return f;
+}
+
+/* Every function the library defines in its .dynsym, from its file. */
+static int patch_exports(struct guard_lib *l, int *patched, int *refused)
+{
+	size_t flen;
+	const uint8_t *f = guard_map_elf(l->path, &flen);
+
+	if (!f)
 		return -1;
 	const ElfW(Ehdr) *eh = (const void *)f;
 	const ElfW(Shdr) *sh = (const void *)(f + eh->e_shoff);
 	int rc = -1;
-	if (memcmp(eh->e_ident, ELFMAG, SELFMAG) || eh->e_shoff + (size_t)eh->e_shnum * sizeof(*sh) > (size_t)st.st_size)
-		goto out;
 	if (guard_patch_begin(l->text_lo, l->text_hi))
 		goto out;
 	for (int k = 0; k < eh->e_shnum; k++) {
@@ -177,19 +189,30 @@ static int patch_exports(struct lib *l, int *patched, int *refused)
 	}
 	rc = guard_patch_end();
 out:
-	munmap((void *)f, (size_t)st.st_size);
+	munmap((void *)f, flen);
 	return rc;
+}
+
+/* At exit, the library's destructors run through no gate.  glibc runs
+ * them after this helper's destructor (docs/guard.md, experiment 4),
+ * musl before it but after every atexit() handler: this one, registered
+ * before main(), runs after the program's own. */
+static void guard_open_at_exit(void)
+{
+	if (mpk_set_all(guard_domain, MPK_RW))
+		return;
 }
 
 __attribute__((constructor)) static void guard_start(void)
 {
-	static struct lib l;
+	static struct guard_lib l;
 	static char dname[64];
 	const char *pid = getenv("MPKIT_GUARD_PID"), *deny = getenv("MPKIT_GUARD_DENY");
 	int patched = 0, refused = 0;
 
 	must = pid && atol(pid) == (long)getpid();
 	verbose = getenv("MPKIT_GUARD_VERBOSE") != NULL;
+	report = getenv("MPKIT_GUARD_REPORT") != NULL;
 	l.want = getenv("MPKIT_GUARD_LIB");
 	if (!l.want || !*l.want) {
 		guard_fail("MPKIT_GUARD_LIB", "not set: no library to guard");
@@ -212,6 +235,16 @@ __attribute__((constructor)) static void guard_start(void)
 		guard_fail(l.want, strerror(errno));
 		return;
 	}
+	if (atexit(guard_open_at_exit)) {
+		guard_fail(l.want, "atexit() failed");
+		return;
+	}
+	if (report && guard_report_start(&l)) {
+		guard_fail(l.want, errno == ENOTSUP ? "--report runs on the soft backend (MPKIT_BACKEND=soft)"
+						    : strerror(errno));
+		report = 0;
+		return;
+	}
 	if (verbose) {
 		fprintf(stderr, "mpkit guard: %s: %zu bytes of data in domain %s, %d functions gated, %d not\n", l.path,
 			(size_t)(l.data_hi - l.data_lo), dname, patched, refused);
@@ -222,10 +255,11 @@ __attribute__((constructor)) static void guard_start(void)
 	}
 }
 
-/* The library's destructors run after this one (docs/guard.md,
- * experiment 4) and through no gate: they write freely. */
+/* The list of --report's writes (the domain is open by now). */
 __attribute__((destructor)) static void guard_end(void)
 {
+	if (report)
+		guard_report_end();
 	if (guard_domain && mpk_set_all(guard_domain, MPK_RW))
 		return;
 }

@@ -6,7 +6,9 @@
  * a callback that calls back in.  With an argument it then does one
  * forbidden thing: "write" stores into the library's state through the
  * pointer the library handed out, "tail" into the variable on the last
- * page of the library's data, "read" loads it, "thread" has another
+ * page of the library's data, "report" writes the state three times
+ * from one instruction and the last page once, then calls the library
+ * again (for --report), "read" loads it, "thread" has another
  * thread store into it while the main thread is inside the library (in
  * a callback): on hw only the thread inside holds the rights.
  */
@@ -43,6 +45,12 @@ static void *writer(void *arg)
 
 static pthread_t writer_thread;
 
+/* One instruction that writes wherever it is told. */
+static __attribute__((noinline)) void poke(volatile long *p, long v)
+{
+	*p = v;
+}
+
 /* Called by the library: main is inside it now. */
 static long let_writer_write(long v)
 {
@@ -72,6 +80,13 @@ int main(int argc, char **argv)
 	if (argc > 1 && !strcmp(argv[1], "write")) {
 		*g_ptr() = 7;
 		printf("wrote %ld\n", *g_ptr());
+	}
+	if (argc > 1 && !strcmp(argv[1], "report")) {
+		for (long i = 0; i < 3; i++)
+			poke(g_ptr(), i);
+		*g_tail() = 3;
+		long after = g_add(1);
+		printf("report %ld\n", after);
 	}
 	if (argc > 1 && !strcmp(argv[1], "tail")) {
 		*g_tail() = 3;
