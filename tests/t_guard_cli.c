@@ -17,8 +17,9 @@
  * helper names the bytes left out.  --report lets each write through and
  * lists them at exit: three writes from one instruction are three
  * faults (the domain closes again after each), reported once whole with
- * the writer's backtrace, the symbol written named.  Bad arguments: 2; a library not loaded:
- * 125, PROG not run.  g_zero(), 3 bytes, is named as not gated and works;
+ * the writer's backtrace, the symbol written named.  A library PROG
+ * opens with dlopen() is guarded then, and kept loaded across dlclose().
+ * Bad arguments: 2; a library PROG never loads: PROG runs, then 125.  g_zero(), 3 bytes, is named as not gated and works;
  * g_store() starts with test+je, a branch the patch moves.  Both backends: soft forced, hw where there are keys.
  */
 #include <signal.h>
@@ -126,6 +127,24 @@ static void backend_runs(const char *backend, const char *code)
 	if (t_failures)
 		fprintf(stderr, "%s, read under --deny all:\n%s\n", backend, out);
 
+	/* Opened with dlopen() after main(): guarded then, kept loaded. */
+	st = guard(backend, out, sizeof(out), (char *[]){ "--lib", "libguardtest", "--", "./guard-dlprog", NULL });
+	CHECK(WIFEXITED(st) && WEXITSTATUS(st) == 0);
+	CHECK(strstr(out, "mpkit guard: libguardtest: not loaded at startup: guarded if PROG opens it\n") != NULL);
+	CHECK(strstr(out, "bytes of data in domain guard:libguardtest.so, 8 functions gated") != NULL);
+	CHECK(strstr(out, "dlopen 1 3\n") != NULL);
+	st = guard(backend, out, sizeof(out), (char *[]){ "--lib", "libguardtest", "--", "./guard-dlprog", "write", NULL });
+	CHECK(WIFSIGNALED(st) && WTERMSIG(st) == SIGABRT);
+	CHECK(strstr(out, "dlopen 1 3\n") != NULL);
+	CHECK(strstr(out, "mpkit: protection fault: write of domain \"guard:libguardtest.so\"") != NULL);
+	CHECK(strstr(out, code) != NULL);
+	CHECK(strstr(out, "wrote") == NULL);
+	st = guard(backend, out, sizeof(out), (char *[]){ "--lib", "libguardtest", "--", "./guard-dlprog", "close", NULL });
+	CHECK(WIFEXITED(st) && WEXITSTATUS(st) == 0);
+	CHECK(strstr(out, "after dlclose 7\n") != NULL);
+	if (t_failures)
+		fprintf(stderr, "%s, dlopen:\n%s\n", backend, out);
+
 	st = guard(backend, out, sizeof(out), (char *[]){ "--lib", "libguardtest", "--", "./guard-prog", "thread", NULL });
 	if (!strcmp(code, "SEGV_PKUERR")) {
 		CHECK(WIFSIGNALED(st) && WTERMSIG(st) == SIGABRT);
@@ -203,8 +222,8 @@ int main(void)
 {
 	static char out[1 << 14];
 
-	if (access("./guard-prog", X_OK) || access("./libmpkit-guard.so", R_OK))
-		t_skip("guard-prog or libmpkit-guard.so missing (make tests)");
+	if (access("./guard-prog", X_OK) || access("./guard-dlprog", X_OK) || access("./libmpkit-guard.so", R_OK))
+		t_skip("guard-prog, guard-dlprog or libmpkit-guard.so missing (make tests)");
 	int st = t_exec_capture("./guard-prog", (char *[]){ "guard-prog", NULL }, (char *[]){ NULL }, 1, plain,
 				sizeof(plain));
 	REQUIRE(WIFEXITED(st) && WEXITSTATUS(st) == 0 && strstr(plain, "callback 205\nerrno 42\n"));
@@ -216,10 +235,13 @@ int main(void)
 				(char *[]){ "--deny", "some", "--lib", "libguardtest", "--", "./guard-prog", NULL })) == 2);
 	CHECK(WEXITSTATUS(guard("soft", out, sizeof(out),
 				(char *[]){ "--lib", "./libguardtest.so", "--", "./guard-prog", NULL })) == 2);
+	/* A library PROG never loads: it runs unguarded, and ends with 125. */
 	st = guard("soft", out, sizeof(out), (char *[]){ "--lib", "libnosuch", "--", "./guard-prog", NULL });
 	CHECK(WIFEXITED(st) && WEXITSTATUS(st) == 125);
-	CHECK(strstr(out, "libnosuch: no such library loaded") != NULL);
-	CHECK(strstr(out, "plt 1") == NULL);
+	CHECK(strstr(out, "mpkit guard: libnosuch: not loaded at startup: guarded if PROG opens it\n") != NULL);
+	CHECK(strstr(out, "branch -1 0 205\n") != NULL);
+	CHECK(strstr(out, "mpkit guard: libnosuch: no such library loaded, at startup or with dlopen: nothing was "
+			  "guarded\n") != NULL);
 
 	backend_runs("soft", "SEGV_ACCERR");
 	report_runs();

@@ -7,7 +7,9 @@
  * (--format, an XPath count, a document that is not well formed), git
  * with libz (commits, log -p, cat-file, gc, fsck in a temporary
  * repository), openssl with libcrypto (a digest, an AES round trip with
- * a fixed salt).  Each guarded run must also say (MPKIT_GUARD_VERBOSE)
+ * a fixed salt), python3 with libsqlite3 and libbz2, which its modules
+ * sqlite3 and bz2 bring with dlopen() (a table of 20,000 rows; a
+ * compression round trip).  Each guarded run must also say (MPKIT_GUARD_VERBOSE)
  * that it put the library's data in the domain; the helper's own lines
  * are taken out before comparing.  A program that is missing is skipped,
  * named (tools/deps.sh test installs them); the test skips when all are,
@@ -47,6 +49,19 @@ static const struct prog progs[] = {
 	  "GIT_COMMITTER_DATE=2020-01-0${i}T00:00:00Z $G git commit -q -m c$i || exit 1; done && "
 	  "$G git log -p | md5sum && $G git cat-file -p HEAD:f2 | md5sum && $G git gc -q && "
 	  "$G git fsck --full 2>&1 && $G git log --format='%H %s'" },
+	{ "python3 (sqlite3)", "libsqlite3", "python3 -c 'import sqlite3'",
+	  "$G python3 -c '\n"
+	  "import sqlite3\n"
+	  "c = sqlite3.connect(\":memory:\")\n"
+	  "c.execute(\"create table t(a, b)\")\n"
+	  "c.executemany(\"insert into t values (?, ?)\", ((i, str(i) * 3) for i in range(20000)))\n"
+	  "print(c.execute(\"select count(*), sum(a), max(b) from t\").fetchone())\n'" },
+	{ "python3 (bz2)", "libbz2", "python3 -c 'import bz2'",
+	  "$G python3 -c '\n"
+	  "import bz2, hashlib\n"
+	  "d = b\"\".join(str(i).encode() for i in range(100000))\n"
+	  "z = bz2.compress(d)\n"
+	  "print(len(d), len(z), hashlib.sha256(z).hexdigest(), bz2.decompress(z) == d)\n'" },
 	{ "openssl", "libcrypto", "openssl version",
 	  TMP "seq 1 100000 > in && $G openssl dgst -sha256 in && "
 	  "$G openssl enc -aes-256-cbc -pbkdf2 -pass pass:x -S 0102030405060708 -in in -out in.enc && "
@@ -130,6 +145,6 @@ int main(void)
 			printf("%s: same output, %s guarded in %d run%s\n", p->name, p->lib, said, said > 1 ? "s" : "");
 	}
 	if (!ran)
-		t_skip("none of sqlite3, xmllint, git, openssl is installed (tools/deps.sh test)");
+		t_skip("none of sqlite3, xmllint, git, python3, openssl is installed (tools/deps.sh test)");
 	return t_done();
 }

@@ -76,7 +76,8 @@ const struct cli_command cli_guard = {
 	"guard", cmd_guard, "--lib NAME [--deny write|all] [--report] [--] PROG [ARGS]",
 	"PROG with a library's data writable only while PROG runs inside it",
 	"  -l, --lib=NAME     the library: its file name (libfoo.so.1), or that up\n"
-	"                     to a dot (libfoo); loaded when PROG starts\n"
+	"                     to a dot (libfoo); loaded when PROG starts, or\n"
+	"                     by PROG's dlopen() (guarded then, kept loaded)\n"
 	"  -d, --deny=write   outside the library its data is read-only (default)\n"
 	"  -d, --deny=all     outside the library its data cannot be read either\n"
 	"  -r, --report       report each write from outside (the first of each\n"
@@ -87,8 +88,8 @@ const struct cli_command cli_guard = {
 	"named guard:FILE, and each function it exports is entered through a\n"
 	"gate that opens the domain to the calling thread until it returns.  A\n"
 	"write from anywhere else faults, with mpkit's report.  Not covered yet:\n"
-	"a library loaded by dlopen, callbacks the library makes (they run with\n"
-	"its rights), its heap blocks, longjmp and exceptions across a gate\n"
+	"callbacks the library makes (they run with its rights), its heap\n"
+	"blocks, longjmp and exceptions across a gate\n"
 	"(docs/guard.md); with musl, the last page of its data (the rest of\n"
 	"that page is musl's malloc's).  On the soft backend rights are\n"
 	"process-wide: while one thread is inside the library every thread may\n"
@@ -98,8 +99,9 @@ const struct cli_command cli_guard = {
 	"                           libmpkit-guard.so in mpkit's helpers' directory\n"
 	"  MPKIT_GUARD_VERBOSE=1    say what was guarded at PROG's start, and name\n"
 	"                           each export left ungated (too short to patch)\n"
-	"The programs PROG starts are guarded too where they load the library\n"
-	"at startup, and run as they would where it cannot be guarded.\n"
-	"exit status: PROG's; 125 the library could not be guarded (not loaded,\n"
-	"no helper), 126 PROG cannot run, 127 PROG not found, 2 usage\n",
+	"The programs PROG starts are guarded too where they load the library,\n"
+	"and run as they would where it cannot be guarded.\n"
+	"exit status: PROG's; 125 the library could not be guarded (no helper),\n"
+	"or PROG never loaded it (PROG ran unguarded), 126 PROG cannot run, 127\n"
+	"PROG not found, 2 usage\n",
 };

@@ -21,16 +21,18 @@
  *                           inherit the environment) are guarded where
  *                           they load NAME at startup, else run unguarded
  *
- * First slice: the library must be loaded at startup (not dlopen), and
+ * The library is guarded at startup, or when PROG's dlopen() brings it;
  * what docs/guard.md lists as later is not here (the fault fallback for
  * the library's own ungated code but its destructors, threads' inherited
  * rights, longjmp, unwinding).
  */
 #define _GNU_SOURCE
+#include <dlfcn.h>
 #include <elf.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <link.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -44,14 +46,20 @@
 
 mpk_domain *guard_domain;
 
-static int must;    /* this process is PROG: failing to guard ends it */
+static pid_t prog; /* PROG's pid (MPKIT_GUARD_PID): failing to guard ends it */
+
+/* Asked each time: a child that fork() made inherits the variable. */
+static int must(void)
+{
+	return prog && getpid() == prog;
+}
 static int verbose; /* MPKIT_GUARD_VERBOSE: say what was guarded, and not */
 static int report;  /* MPKIT_GUARD_REPORT: writes from outside reported, let through */
 
 static void guard_fail(const char *what, const char *why)
 {
 	fprintf(stderr, "mpkit guard: %s: %s\n", what, why);
-	if (must)
+	if (must())
 		_exit(GUARD_FAILED);
 }
 
@@ -194,71 +202,124 @@ out:
 }
 
 /* At exit, the library's destructors run through no gate.  glibc runs
- * them after this helper's destructor (docs/guard.md, experiment 4),
- * musl before it but after every atexit() handler: this one, registered
- * before main(), runs after the program's own. */
+ * them after this helper's destructor (docs/guard.md, experiment 4) for
+ * a library loaded at startup, before it for one opened later; musl
+ * before it, after every atexit() handler.  This handler, registered
+ * when the library is guarded, runs before the library's destructors in
+ * each case, and after the program's handlers registered later. */
 static void guard_open_at_exit(void)
 {
 	if (mpk_set_all(guard_domain, MPK_RW))
 		return;
 }
 
-__attribute__((constructor)) static void guard_start(void)
+static struct guard_lib lib;
+static int rights;  /* outside the library: MPK_READ, or MPK_NONE */
+static int waiting; /* not loaded yet: guarded when dlopen() brings it */
+static int reporting;
+static pthread_mutex_t late = PTHREAD_MUTEX_INITIALIZER;
+
+/* lib found loaded: its data into the domain, its exports gated. */
+static void guard_lib(void)
 {
-	static struct guard_lib l;
 	static char dname[64];
-	const char *pid = getenv("MPKIT_GUARD_PID"), *deny = getenv("MPKIT_GUARD_DENY");
 	int patched = 0, refused = 0;
 
-	must = pid && atol(pid) == (long)getpid();
-	verbose = getenv("MPKIT_GUARD_VERBOSE") != NULL;
-	report = getenv("MPKIT_GUARD_REPORT") != NULL;
-	l.want = getenv("MPKIT_GUARD_LIB");
-	if (!l.want || !*l.want) {
-		guard_fail("MPKIT_GUARD_LIB", "not set: no library to guard");
+	if (lib.data_hi <= lib.data_lo) {
+		guard_fail(lib.want, lib.tail_hi > lib.tail_lo
+					     ? "its data past RELRO all shares its last page with the C library's malloc"
+					     : "it has no writable data past RELRO");
 		return;
 	}
-	if (!dl_iterate_phdr(find_lib, &l)) {
-		guard_fail(l.want, "no such library loaded at startup (one PROG loads with dlopen is not guarded yet)");
-		return;
-	}
-	if (l.data_hi <= l.data_lo) {
-		guard_fail(l.want, l.tail_hi > l.tail_lo ? "its data past RELRO all shares its last page with the C library's malloc"
-							  : "it has no writable data past RELRO");
-		return;
-	}
-	int rights = deny && !strcmp(deny, "all") ? MPK_NONE : MPK_READ;
-	snprintf(dname, sizeof(dname), "guard:%.56s", strrchr(l.path, '/') + 1);
+	snprintf(dname, sizeof(dname), "guard:%.56s", strrchr(lib.path, '/') + 1);
 	guard_domain = mpk_domain_create(dname, MPK_RW, MPK_DOMAIN_SHARED);
-	if (!guard_domain || adopt_data(&l) || patch_exports(&l, &patched, &refused) ||
+	if (!guard_domain || adopt_data(&lib) || patch_exports(&lib, &patched, &refused) ||
 	    mpk_fault_handler_install(NULL, NULL) || mpk_set_all(guard_domain, rights)) {
-		guard_fail(l.want, strerror(errno));
+		guard_fail(lib.want, strerror(errno));
 		return;
 	}
 	if (atexit(guard_open_at_exit)) {
-		guard_fail(l.want, "atexit() failed");
+		guard_fail(lib.want, "atexit() failed");
 		return;
 	}
-	if (report && guard_report_start(&l)) {
-		guard_fail(l.want, errno == ENOTSUP ? "--report runs on the soft backend (MPKIT_BACKEND=soft)"
-						    : strerror(errno));
-		report = 0;
+	if (report && guard_report_start(&lib)) {
+		guard_fail(lib.want, errno == ENOTSUP ? "--report runs on the soft backend (MPKIT_BACKEND=soft)"
+						      : strerror(errno));
 		return;
 	}
+	reporting = report;
 	if (verbose) {
-		fprintf(stderr, "mpkit guard: %s: %zu bytes of data in domain %s, %d functions gated, %d not\n", l.path,
-			(size_t)(l.data_hi - l.data_lo), dname, patched, refused);
-		if (l.tail_hi > l.tail_lo)
+		fprintf(stderr, "mpkit guard: %s: %zu bytes of data in domain %s, %d functions gated, %d not\n",
+			lib.path, (size_t)(lib.data_hi - lib.data_lo), dname, patched, refused);
+		if (lib.tail_hi > lib.tail_lo)
 			fprintf(stderr, "mpkit guard: %s: its last %zu bytes of data (+0x%zx) not covered: their page is "
-					"shared with the C library's malloc\n", l.path, (size_t)(l.tail_hi - l.tail_lo),
-				(size_t)(l.tail_lo - l.base));
+					"shared with the C library's malloc\n", lib.path, (size_t)(lib.tail_hi - lib.tail_lo),
+				(size_t)(lib.tail_lo - lib.base));
 	}
+}
+
+/* PROG ended and never loaded the library: it ran unguarded. */
+static void guard_never_loaded(void)
+{
+	if (!must() || !__atomic_load_n(&waiting, __ATOMIC_ACQUIRE))
+		return;
+	fflush(NULL);
+	guard_fail(lib.want, "no such library loaded, at startup or with dlopen: nothing was guarded");
+}
+
+/* PROG's dlopen(): when it brings the library, the library is guarded
+ * before PROG can reach it, and kept loaded (its data stays the
+ * domain's).  glibc resolves a bare name against the caller's RUNPATH:
+ * the caller is now this helper, which has none. */
+__attribute__((visibility("default"))) void *dlopen(const char *file, int mode)
+{
+	static void *(*real)(const char *, int);
+
+	if (!real)
+		*(void **)&real = dlsym(RTLD_NEXT, "dlopen");
+	void *h = real ? real(file, mode) : NULL;
+	if (!h || !__atomic_load_n(&waiting, __ATOMIC_ACQUIRE))
+		return h;
+	pthread_mutex_lock(&late);
+	if (waiting && dl_iterate_phdr(find_lib, &lib)) {
+		__atomic_store_n(&waiting, 0, __ATOMIC_RELEASE);
+		guard_lib();
+		if (guard_domain && !real(lib.path, RTLD_LAZY | RTLD_NOLOAD | RTLD_NODELETE))
+			guard_fail(lib.want, "could not be kept loaded (RTLD_NODELETE)");
+	}
+	pthread_mutex_unlock(&late);
+	return h;
+}
+
+__attribute__((constructor)) static void guard_start(void)
+{
+	const char *pid = getenv("MPKIT_GUARD_PID"), *deny = getenv("MPKIT_GUARD_DENY");
+
+	prog = pid ? (pid_t)atol(pid) : 0;
+	verbose = getenv("MPKIT_GUARD_VERBOSE") != NULL;
+	report = getenv("MPKIT_GUARD_REPORT") != NULL;
+	rights = deny && !strcmp(deny, "all") ? MPK_NONE : MPK_READ;
+	lib.want = getenv("MPKIT_GUARD_LIB");
+	if (!lib.want || !*lib.want) {
+		guard_fail("MPKIT_GUARD_LIB", "not set: no library to guard");
+		return;
+	}
+	if (dl_iterate_phdr(find_lib, &lib)) {
+		guard_lib();
+		return;
+	}
+	/* Not there yet: PROG may open it. */
+	waiting = 1;
+	if (atexit(guard_never_loaded))
+		guard_fail(lib.want, "atexit() failed");
+	else if (verbose)
+		fprintf(stderr, "mpkit guard: %s: not loaded at startup: guarded if PROG opens it\n", lib.want);
 }
 
 /* The list of --report's writes (the domain is open by now). */
 __attribute__((destructor)) static void guard_end(void)
 {
-	if (report)
+	if (reporting)
 		guard_report_end();
 	if (guard_domain && mpk_set_all(guard_domain, MPK_RW))
 		return;
