@@ -84,7 +84,7 @@ $(B)/tests/libmpkit-guard.so: $(B)/libmpkit-guard.so
 $(B)/tests/libguardtest.so: tests/helpers/guard_lib.c
 	@mkdir -p $(@D)
 	$(CC) $(PRELOAD_CFLAGS) -shared -fPIC -Wl,-soname,libguardtest.so $< -o $@
-$(B)/tests/guard-prog: tests/helpers/guard_prog.c $(B)/tests/libguardtest.so
+$(B)/tests/guard-prog: tests/helpers/guard_prog.c tests/helpers/step_count.h $(B)/tests/libguardtest.so
 	@mkdir -p $(@D)
 	$(CC) $(PRELOAD_CFLAGS) $< -L$(@D) -lguardtest -Wl,-rpath,'$$ORIGIN' -pthread -ldl -o $@
 # ... and one that opens it with dlopen() (from its own directory).

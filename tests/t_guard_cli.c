@@ -19,6 +19,9 @@
  * faults (the domain closes again after each), reported once whole with
  * the writer's backtrace, the symbol written named.  A library PROG
  * opens with dlopen() is guarded then, and kept loaded across dlclose().
+ * A call single-stepped, guarded and not: on hw the gate adds one WRPKRU
+ * each way and no system call, on soft an mprotect() each way (the
+ * counts are printed).
  * Bad arguments: 2; a library PROG never loads: PROG runs, then 125.  g_zero(), 3 bytes, is named as not gated and works;
  * g_store() starts with test+je, a branch the patch moves.  Both backends: soft forced, hw where there are keys.
  */
@@ -159,6 +162,31 @@ static void backend_runs(const char *backend, const char *code)
 		fprintf(stderr, "%s, another thread:\n%s\n", backend, out);
 }
 
+/* One call of g_add() single-stepped in guard-prog, guarded and not:
+ * what the gate adds.  hw: one WRPKRU each way, no system call; soft:
+ * an mprotect() each way. */
+static void count_runs(const char *backend, int hw)
+{
+	static char out[1 << 14];
+	long plain_n = -1, n = -1, w = -1, sys = -1, x;
+
+	int st = t_exec_capture("./guard-prog", (char *[]){ "guard-prog", "count", NULL }, (char *[]){ NULL }, 1, out,
+				sizeof(out));
+	const char *c = strstr(out, "count ");
+	CHECK(WIFEXITED(st) && WEXITSTATUS(st) == 0 && c && sscanf(c, "count %ld steps %ld wrpkru %ld", &plain_n, &x, &x) == 3);
+	st = guard_run(backend, 1, out, sizeof(out), (char *[]){ "--lib", "libguardtest", "--", "./guard-prog", "count", NULL });
+	c = strstr(out, "count ");
+	CHECK(WIFEXITED(st) && WEXITSTATUS(st) == 0 && c &&
+	      sscanf(c, "count %ld steps %ld wrpkru %ld syscalls", &n, &w, &sys) == 3);
+	CHECK(plain_n > 0 && n > plain_n);
+	CHECK(w == (hw ? 2 : 0));
+	CHECK(sys == (hw ? 0 : 2));
+	printf("t_guard_cli: %s: a gated call of g_add() %ld instructions (%ld ungated: the gate adds %ld), %ld WRPKRU, "
+	       "%ld system calls\n", backend, n, plain_n, n - plain_n, w, sys);
+	if (t_failures)
+		fprintf(stderr, "%s, count:\n%s\n", backend, out);
+}
+
 /* --report: every write from outside reported (the first of each
  * instruction whole) and let through, the program run to its end, the
  * list at exit.  On soft, which --report selects. */
@@ -244,9 +272,11 @@ int main(void)
 			  "guarded\n") != NULL);
 
 	backend_runs("soft", "SEGV_ACCERR");
+	count_runs("soft", 0);
 	report_runs();
 	if (t_backend() == MPK_BACKEND_HW) {
 		backend_runs("hw", "SEGV_PKUERR");
+		count_runs("hw", 1);
 		report_refused_on_hw();
 	}
 	return t_done();
