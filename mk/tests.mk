@@ -60,7 +60,7 @@ endif
 # carries ld.so's trampolines too; no sanitizer links statically), and
 # the shared library for `mpkit scan` to read.
 TEST_FILES := $(B)/tests/ex-jit $(B)/tests/libmpkit-watch.so $(B)/tests/watch-target \
-	      $(B)/tests/libmpkit-guard.so $(B)/tests/guard-prog \
+	      $(B)/tests/libmpkit-guard.so $(B)/tests/guard-prog $(B)/tests/guard-dlprog \
 	      $(B)/tests/watch-plain $(B)/tests/watch-plain-stripped \
 	      $(B)/tests/libmpkit-malloc.so $(B)/tests/malloc-edge $(B)/tests/malloc-stress $(B)/tests/malloc-misuse $(B)/tests/malloc-args \
 	      $(B)/tests/malloc-misuse-static \
@@ -84,9 +84,13 @@ $(B)/tests/libmpkit-guard.so: $(B)/libmpkit-guard.so
 $(B)/tests/libguardtest.so: tests/helpers/guard_lib.c
 	@mkdir -p $(@D)
 	$(CC) $(PRELOAD_CFLAGS) -shared -fPIC -Wl,-soname,libguardtest.so $< -o $@
-$(B)/tests/guard-prog: tests/helpers/guard_prog.c $(B)/tests/libguardtest.so
+$(B)/tests/guard-prog: tests/helpers/guard_prog.c tests/helpers/step_count.h $(B)/tests/libguardtest.so
 	@mkdir -p $(@D)
 	$(CC) $(PRELOAD_CFLAGS) $< -L$(@D) -lguardtest -Wl,-rpath,'$$ORIGIN' -pthread -ldl -o $@
+# ... and one that opens it with dlopen() (from its own directory).
+$(B)/tests/guard-dlprog: tests/helpers/guard_dlprog.c $(B)/tests/libguardtest.so
+	@mkdir -p $(@D)
+	$(CC) $(PRELOAD_CFLAGS) $< -ldl -o $@
 # The drop-in's tests run these with it preloaded (no sanitizer there).
 $(B)/tests/malloc-%: tests/helpers/malloc_%.c
 	@mkdir -p $(@D)

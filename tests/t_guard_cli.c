@@ -10,8 +10,19 @@
  * and faults under --deny all.  Rights are the calling thread's on hw:
  * another thread that writes while the main thread is inside the library
  * (in a callback) faults; on soft it writes (rights are process-wide,
- * as documented).  Bad arguments: 2; a library not loaded:
- * 125, PROG not run.  g_zero(), 3 bytes, is named as not gated and works;
+ * as documented).  The library's state has a page of its own, covered
+ * everywhere; the last page of its data (tail) is covered with glibc and
+ * left out with musl, whose loader gives the rest of that page to its
+ * malloc: a write there faults with glibc and not with musl, and the
+ * helper names the bytes left out.  --report lets each write through and
+ * lists them at exit: three writes from one instruction are three
+ * faults (the domain closes again after each), reported once whole with
+ * the writer's backtrace, the symbol written named.  A library PROG
+ * opens with dlopen() is guarded then, and kept loaded across dlclose().
+ * A call single-stepped, guarded and not: on hw the gate adds one WRPKRU
+ * each way and no system call, on soft an mprotect() each way (the
+ * counts are printed).
+ * Bad arguments: 2; a library PROG never loads: PROG runs, then 125.  g_zero(), 3 bytes, is named as not gated and works;
  * g_store() starts with test+je, a branch the patch moves.  Both backends: soft forced, hw where there are keys.
  */
 #include <signal.h>
@@ -58,8 +69,20 @@ static void backend_runs(const char *backend, const char *code)
 	st = guard(backend, out, sizeof(out), (char *[]){ "--lib", "libguardtest", "--", "./guard-prog", NULL });
 	CHECK(WIFEXITED(st) && WEXITSTATUS(st) == 0);
 	CHECK(strstr(out, "mpkit guard: g_zero not gated: shorter than a jump (5 bytes)\n") != NULL);
+#ifdef __GLIBC__
 	CHECK(t_cli_count(out, "not gated") == 1);
-	CHECK(strstr(out, "7 functions gated, 1 not\n") != NULL);
+	CHECK(strstr(out, ": 12288 bytes of data in domain guard:libguardtest.so, 8 functions gated, 1 not\n") != NULL);
+	CHECK(strstr(out, "not covered") == NULL);
+#else
+	/* musl's crti exports _init and _fini (4 bytes each); the last page
+	 * of the data (tail and crtstuff's byte) is its malloc's too. */
+	CHECK(strstr(out, "mpkit guard: _init not gated: shorter than a jump (5 bytes)\n") != NULL);
+	CHECK(strstr(out, "mpkit guard: _fini not gated: shorter than a jump (5 bytes)\n") != NULL);
+	CHECK(t_cli_count(out, "not gated") == 3);
+	CHECK(strstr(out, ": 8192 bytes of data in domain guard:libguardtest.so, 8 functions gated, 3 not\n") != NULL);
+	CHECK(strstr(out, ": its last 16 bytes of data (+0x6000) not covered: their page is shared with the C "
+			  "library's malloc\n") != NULL);
+#endif
 	CHECK(strstr(out, "branch -1 0 205\n") != NULL);
 	if (t_failures)
 		fprintf(stderr, "%s, calls:\n%s\nunguarded:\n%s\n", backend, out, plain);
@@ -74,9 +97,29 @@ static void backend_runs(const char *backend, const char *code)
 	if (t_failures)
 		fprintf(stderr, "%s, write:\n%s\n", backend, out);
 
+	/* The last page of the data: covered with glibc, not with musl. */
+	st = guard(backend, out, sizeof(out), (char *[]){ "--lib", "libguardtest", "--", "./guard-prog", "tail", NULL });
+#ifdef __GLIBC__
+	CHECK(WIFSIGNALED(st) && WTERMSIG(st) == SIGABRT);
+	CHECK(strstr(out, "mpkit: protection fault: write of domain \"guard:libguardtest.so\"") != NULL);
+	CHECK(strstr(out, code) != NULL);
+	CHECK(strstr(out, "wrote tail") == NULL);
+#else
+	CHECK(WIFEXITED(st) && WEXITSTATUS(st) == 0);
+	CHECK(strstr(out, "wrote tail 3\n") != NULL);
+#endif
+	if (t_failures)
+		fprintf(stderr, "%s, tail:\n%s\n", backend, out);
+
 	st = guard(backend, out, sizeof(out), (char *[]){ "--lib", "libguardtest", "--", "./guard-prog", "read", NULL });
 	CHECK(WIFEXITED(st) && WEXITSTATUS(st) == 0);
 	CHECK(strstr(out, "read 205\n") != NULL);
+
+	/* Nothing stray: the library's destructors read its data at exit
+	 * (with musl before this helper's destructor) and must not fault. */
+	st = guard(backend, out, sizeof(out), (char *[]){ "--deny", "all", "--lib", "libguardtest", "--", "./guard-prog", NULL });
+	CHECK(WIFEXITED(st) && WEXITSTATUS(st) == 0);
+	CHECK(strstr(out, "branch -1 0 205\n") != NULL);
 
 	st = guard(backend, out, sizeof(out),
 		   (char *[]){ "--deny", "all", "--lib", "libguardtest", "--", "./guard-prog", "read", NULL });
@@ -86,6 +129,24 @@ static void backend_runs(const char *backend, const char *code)
 	CHECK(strstr(out, "read 205") == NULL);
 	if (t_failures)
 		fprintf(stderr, "%s, read under --deny all:\n%s\n", backend, out);
+
+	/* Opened with dlopen() after main(): guarded then, kept loaded. */
+	st = guard(backend, out, sizeof(out), (char *[]){ "--lib", "libguardtest", "--", "./guard-dlprog", NULL });
+	CHECK(WIFEXITED(st) && WEXITSTATUS(st) == 0);
+	CHECK(strstr(out, "mpkit guard: libguardtest: not loaded at startup: guarded if PROG opens it\n") != NULL);
+	CHECK(strstr(out, "bytes of data in domain guard:libguardtest.so, 8 functions gated") != NULL);
+	CHECK(strstr(out, "dlopen 1 3\n") != NULL);
+	st = guard(backend, out, sizeof(out), (char *[]){ "--lib", "libguardtest", "--", "./guard-dlprog", "write", NULL });
+	CHECK(WIFSIGNALED(st) && WTERMSIG(st) == SIGABRT);
+	CHECK(strstr(out, "dlopen 1 3\n") != NULL);
+	CHECK(strstr(out, "mpkit: protection fault: write of domain \"guard:libguardtest.so\"") != NULL);
+	CHECK(strstr(out, code) != NULL);
+	CHECK(strstr(out, "wrote") == NULL);
+	st = guard(backend, out, sizeof(out), (char *[]){ "--lib", "libguardtest", "--", "./guard-dlprog", "close", NULL });
+	CHECK(WIFEXITED(st) && WEXITSTATUS(st) == 0);
+	CHECK(strstr(out, "after dlclose 7\n") != NULL);
+	if (t_failures)
+		fprintf(stderr, "%s, dlopen:\n%s\n", backend, out);
 
 	st = guard(backend, out, sizeof(out), (char *[]){ "--lib", "libguardtest", "--", "./guard-prog", "thread", NULL });
 	if (!strcmp(code, "SEGV_PKUERR")) {
@@ -101,12 +162,96 @@ static void backend_runs(const char *backend, const char *code)
 		fprintf(stderr, "%s, another thread:\n%s\n", backend, out);
 }
 
+/* One call of g_add() single-stepped in guard-prog, guarded and not:
+ * what the gate adds.  hw: one WRPKRU each way, no system call; soft:
+ * an mprotect() each way. */
+static void count_runs(const char *backend, int hw)
+{
+	static char out[1 << 14];
+	long plain_n = -1, n = -1, w = -1, sys = -1, x;
+
+	int st = t_exec_capture("./guard-prog", (char *[]){ "guard-prog", "count", NULL }, (char *[]){ NULL }, 1, out,
+				sizeof(out));
+	const char *c = strstr(out, "count ");
+	CHECK(WIFEXITED(st) && WEXITSTATUS(st) == 0 && c && sscanf(c, "count %ld steps %ld wrpkru %ld", &plain_n, &x, &x) == 3);
+	st = guard_run(backend, 1, out, sizeof(out), (char *[]){ "--lib", "libguardtest", "--", "./guard-prog", "count", NULL });
+	c = strstr(out, "count ");
+	CHECK(WIFEXITED(st) && WEXITSTATUS(st) == 0 && c &&
+	      sscanf(c, "count %ld steps %ld wrpkru %ld syscalls", &n, &w, &sys) == 3);
+	CHECK(plain_n > 0 && n > plain_n);
+	CHECK(w == (hw ? 2 : 0));
+	CHECK(sys == (hw ? 0 : 2));
+	printf("t_guard_cli: %s: a gated call of g_add() %ld instructions (%ld ungated: the gate adds %ld), %ld WRPKRU, "
+	       "%ld system calls\n", backend, n, plain_n, n - plain_n, w, sys);
+	if (t_failures)
+		fprintf(stderr, "%s, count:\n%s\n", backend, out);
+}
+
+/* --report: every write from outside reported (the first of each
+ * instruction whole) and let through, the program run to its end, the
+ * list at exit.  On soft, which --report selects. */
+static void report_runs(void)
+{
+	static char out[1 << 14];
+
+	int st = guard("soft", out, sizeof(out),
+		       (char *[]){ "--report", "--lib", "libguardtest", "--", "./guard-prog", "report", NULL });
+	CHECK(WIFEXITED(st) && WEXITSTATUS(st) == 0);
+	/* Three writes from one instruction: the domain closed again after
+	 * each (else one fault), and the library works on after them. */
+	CHECK(strstr(out, "branch -1 0 205\n") != NULL && strstr(out, "report 3\n") != NULL);
+	CHECK(t_cli_count(out, "mpkit guard: write of own+0 (libguardtest.so+0x5000) at 0x") == 1);
+	CHECK(strstr(out, " from outside the library, by thread ") != NULL);
+	CHECK(strstr(out, "\n./guard-prog(+0x") != NULL); /* the writer's backtrace */
+	CHECK(strstr(out, "mpkit guard:   3 writes by guard-prog+0x") != NULL);
+	CHECK(strstr(out, ", first of own+0 (libguardtest.so+0x5000)\n") != NULL);
+	CHECK(strstr(out, "protection fault") == NULL);
+#ifdef __GLIBC__
+	CHECK(t_cli_count(out, "mpkit guard: write of tail+0 (libguardtest.so+0x6008) at 0x") == 1);
+	CHECK(strstr(out, ": libguardtest.so: 4 accesses from outside into its data, by 2 instructions\n") != NULL);
+	CHECK(strstr(out, ", first of tail+0 (libguardtest.so+0x6008)\n") != NULL);
+#else
+	CHECK(strstr(out, "tail+0") == NULL); /* not covered with musl */
+	CHECK(strstr(out, ": libguardtest.so: 3 accesses from outside into its data, by 1 instruction\n") != NULL);
+#endif
+	if (t_failures)
+		fprintf(stderr, "--report:\n%s\n", out);
+
+	st = guard("soft", out, sizeof(out), (char *[]){ "--report", "--lib", "libguardtest", "--", "./guard-prog", NULL });
+	CHECK(WIFEXITED(st) && WEXITSTATUS(st) == 0);
+	CHECK(strstr(out, ": libguardtest.so: 0 accesses from outside into its data, by 0 instructions\n") != NULL);
+	CHECK(strstr(out, "mpkit guard:   ") == NULL);
+
+	st = guard("soft", out, sizeof(out),
+		   (char *[]){ "--deny", "all", "--report", "--lib", "libguardtest", "--", "./guard-prog", "read", NULL });
+	CHECK(WIFEXITED(st) && WEXITSTATUS(st) == 0);
+	CHECK(strstr(out, "read 205\n") != NULL);
+	CHECK(t_cli_count(out, "mpkit guard: read of own+0 (libguardtest.so+0x5000) at 0x") == 1);
+	CHECK(strstr(out, ": libguardtest.so: 1 access from outside into its data, by 1 instruction\n") != NULL);
+	if (t_failures)
+		fprintf(stderr, "--report, --deny all:\n%s\n", out);
+}
+
+/* The helper asked to report on hw refuses: the trap handler's rights
+ * would not outlive it. */
+static void report_refused_on_hw(void)
+{
+	static char out[1 << 14], cwd[4096], pre[4200];
+
+	REQUIRE(getcwd(cwd, sizeof(cwd)));
+	snprintf(pre, sizeof(pre), "LD_PRELOAD=%s/libmpkit-guard.so", cwd);
+	char *env[] = { pre, "MPKIT_BACKEND=hw", "MPKIT_GUARD_LIB=libguardtest", "MPKIT_GUARD_REPORT=1", NULL };
+	int st = t_exec_capture("./guard-prog", (char *[]){ "guard-prog", NULL }, env, 1, out, sizeof(out));
+	CHECK(WIFEXITED(st) && WEXITSTATUS(st) == 0);
+	CHECK(strstr(out, "mpkit guard: libguardtest: --report runs on the soft backend (MPKIT_BACKEND=soft)\n") != NULL);
+}
+
 int main(void)
 {
 	static char out[1 << 14];
 
-	if (access("./guard-prog", X_OK) || access("./libmpkit-guard.so", R_OK))
-		t_skip("guard-prog or libmpkit-guard.so missing (make tests)");
+	if (access("./guard-prog", X_OK) || access("./guard-dlprog", X_OK) || access("./libmpkit-guard.so", R_OK))
+		t_skip("guard-prog, guard-dlprog or libmpkit-guard.so missing (make tests)");
 	int st = t_exec_capture("./guard-prog", (char *[]){ "guard-prog", NULL }, (char *[]){ NULL }, 1, plain,
 				sizeof(plain));
 	REQUIRE(WIFEXITED(st) && WEXITSTATUS(st) == 0 && strstr(plain, "callback 205\nerrno 42\n"));
@@ -118,13 +263,21 @@ int main(void)
 				(char *[]){ "--deny", "some", "--lib", "libguardtest", "--", "./guard-prog", NULL })) == 2);
 	CHECK(WEXITSTATUS(guard("soft", out, sizeof(out),
 				(char *[]){ "--lib", "./libguardtest.so", "--", "./guard-prog", NULL })) == 2);
+	/* A library PROG never loads: it runs unguarded, and ends with 125. */
 	st = guard("soft", out, sizeof(out), (char *[]){ "--lib", "libnosuch", "--", "./guard-prog", NULL });
 	CHECK(WIFEXITED(st) && WEXITSTATUS(st) == 125);
-	CHECK(strstr(out, "libnosuch: no such library loaded") != NULL);
-	CHECK(strstr(out, "plt 1") == NULL);
+	CHECK(strstr(out, "mpkit guard: libnosuch: not loaded at startup: guarded if PROG opens it\n") != NULL);
+	CHECK(strstr(out, "branch -1 0 205\n") != NULL);
+	CHECK(strstr(out, "mpkit guard: libnosuch: no such library loaded, at startup or with dlopen: nothing was "
+			  "guarded\n") != NULL);
 
 	backend_runs("soft", "SEGV_ACCERR");
-	if (t_backend() == MPK_BACKEND_HW)
+	count_runs("soft", 0);
+	report_runs();
+	if (t_backend() == MPK_BACKEND_HW) {
 		backend_runs("hw", "SEGV_PKUERR");
+		count_runs("hw", 1);
+		report_refused_on_hw();
+	}
 	return t_done();
 }

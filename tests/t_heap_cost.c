@@ -13,41 +13,16 @@
 #define _GNU_SOURCE
 #include <ucontext.h>
 
+#include "helpers/step_count.h"
 #include "t_heap.h"
-
-static volatile long steps, wrpkru, syscalls;
-
-__attribute__((noinline)) static void stop_here(void)
-{
-	__asm__ volatile("");
-}
-
-static void trap(int sig, siginfo_t *si, void *ucv)
-{
-	ucontext_t *uc = ucv;
-	const unsigned char *ip = (const unsigned char *)uc->uc_mcontext.gregs[REG_RIP];
-
-	(void)sig;
-	(void)si;
-	if (ip == (const unsigned char *)stop_here) {
-		uc->uc_mcontext.gregs[REG_EFL] &= ~0x100L;
-		return;
-	}
-	steps++;
-	if (ip[0] == 0x0f && ip[1] == 0x01 && ip[2] == 0xef)
-		wrpkru++;
-	if (ip[0] == 0x0f && ip[1] == 0x05)
-		syscalls++;
-}
 
 /* One pair, stepped: its counts. */
 static void pair(mpk_heap *h, long out[3])
 {
-	steps = wrpkru = syscalls = 0;
-	__asm__ volatile("pushfq; orq $0x100, (%%rsp); popfq" ::: "memory", "cc");
+	STEP_START();
 	void *p = mpk_heap_malloc(h, 48);
 	int rc = mpk_heap_free(h, p);
-	stop_here();
+	step_stop();
 	REQUIRE(p && rc == 0);
 	out[0] = steps;
 	out[1] = wrpkru;
@@ -57,7 +32,7 @@ static void pair(mpk_heap *h, long out[3])
 static int mode(void *arg)
 {
 	const char *meta = arg;
-	struct sigaction sa = { .sa_sigaction = trap, .sa_flags = SA_SIGINFO };
+	struct sigaction sa = { .sa_sigaction = step_trap, .sa_flags = SA_SIGINFO };
 	long best[3] = { 0, 0, 0 }, got[3];
 
 	setenv("MPKIT_HEAP_META", meta, 1);

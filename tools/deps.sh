@@ -29,8 +29,10 @@ build="gcc make libc6-dev"
 # t_heap_valgrind, groff, man-db (man, lexgrog) and mandoc lint the man
 # pages; t_malloc_programs runs python3, sqlite3, git, xz and zstd with
 # the drop-in allocator preloaded (each skips when missing), and `mpkit
-# bench malloc` runs them (t_cli_bench_malloc: sqlite3).
-test="pkg-config libsodium-dev libssl-dev libsqlite3-dev valgrind groff-base man-db mandoc python3 sqlite3 git xz-utils zstd"
+# bench malloc` runs them (t_cli_bench_malloc: sqlite3); t_guard_real
+# runs sqlite3, xmllint (libxml2-utils), git and openssl with a library of
+# each guarded by `mpkit guard`.
+test="pkg-config libsodium-dev libssl-dev libsqlite3-dev valgrind groff-base man-db mandoc python3 sqlite3 git xz-utils zstd libxml2-utils openssl"
 # vm: the VM suite's emulator (tests/vm/vm.sh fetches a static busybox and
 # the kernel into build/vm/ itself).
 vm="qemu-system-x86"

@@ -18,14 +18,15 @@ static int cmd_guard(int argc, char **argv)
 	static const struct option longopts[] = {
 		{ "lib", required_argument, NULL, 'l' },
 		{ "deny", required_argument, NULL, 'd' },
+		{ "report", no_argument, NULL, 'r' },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
 	const char *lib = NULL, *deny = "write";
-	int o;
+	int o, report = 0;
 
 	/* "+": PROG's own options are PROG's. */
-	while ((o = cli_getopt(&cli_guard, argc, argv, "+l:d:h", longopts)) != -1) {
+	while ((o = cli_getopt(&cli_guard, argc, argv, "+l:d:rh", longopts)) != -1) {
 		switch (o) {
 		case 'l':
 			if (lib) {
@@ -40,6 +41,9 @@ static int cmd_guard(int argc, char **argv)
 				return 2;
 			}
 			deny = optarg;
+			break;
+		case 'r':
+			report = 1;
 			break;
 		case 'h':
 			return cli_help(&cli_guard);
@@ -58,30 +62,46 @@ static int cmd_guard(int argc, char **argv)
 	setenv("MPKIT_GUARD_LIB", lib, 1);
 	setenv("MPKIT_GUARD_DENY", deny, 1);
 	setenv("MPKIT_GUARD_PID", pid, 1);
+	if (report) {
+		/* Rights set in the trap handler outlive it on soft only. */
+		setenv("MPKIT_GUARD_REPORT", "1", 1);
+		setenv("MPKIT_BACKEND", "soft", 1);
+	} else {
+		unsetenv("MPKIT_GUARD_REPORT");
+	}
 	return cli_exec_preloaded("guard", "MPKIT_GUARD_HELPER", "libmpkit-guard.so", argv + optind);
 }
 
 const struct cli_command cli_guard = {
-	"guard", cmd_guard, "--lib NAME [--deny write|all] [--] PROG [ARGS]",
+	"guard", cmd_guard, "--lib NAME [--deny write|all] [--report] [--] PROG [ARGS]",
 	"PROG with a library's data writable only while PROG runs inside it",
 	"  -l, --lib=NAME     the library: its file name (libfoo.so.1), or that up\n"
-	"                     to a dot (libfoo); loaded when PROG starts\n"
+	"                     to a dot (libfoo); loaded when PROG starts, or\n"
+	"                     by PROG's dlopen() (guarded then, kept loaded)\n"
 	"  -d, --deny=write   outside the library its data is read-only (default)\n"
 	"  -d, --deny=all     outside the library its data cannot be read either\n"
+	"  -r, --report       report each write from outside (the first of each\n"
+	"                     instruction whole), let it through, run PROG to its\n"
+	"                     end and list every instruction that wrote, on stderr;\n"
+	"                     on the soft backend (mprotect), which it selects\n"
 	"The library's writable data (.data, .bss; not RELRO) goes into a domain\n"
 	"named guard:FILE, and each function it exports is entered through a\n"
 	"gate that opens the domain to the calling thread until it returns.  A\n"
 	"write from anywhere else faults, with mpkit's report.  Not covered yet:\n"
-	"a library loaded by dlopen, callbacks the library makes (they run with\n"
-	"its rights), its heap blocks, longjmp and exceptions across a gate\n"
-	"(docs/guard.md).  On the soft backend rights are process-wide: while\n"
-	"one thread is inside the library every thread may write its data.\n"
+	"callbacks the library makes (they run with its rights), its heap\n"
+	"blocks, longjmp and exceptions across a gate\n"
+	"(docs/guard.md); with musl, the last page of its data (the rest of\n"
+	"that page is musl's malloc's).  On the soft backend rights are\n"
+	"process-wide: while one thread is inside the library every thread may\n"
+	"write its data.\n"
 	"environment:\n"
 	"  MPKIT_GUARD_HELPER=PATH  the helper to preload, instead of\n"
 	"                           libmpkit-guard.so in mpkit's helpers' directory\n"
 	"  MPKIT_GUARD_VERBOSE=1    say what was guarded at PROG's start, and name\n"
 	"                           each export left ungated (too short to patch)\n"
-	"PROG alone is guarded: the programs it starts run as they would.\n"
-	"exit status: PROG's; 125 the library could not be guarded (not loaded,\n"
-	"no helper), 126 PROG cannot run, 127 PROG not found, 2 usage\n",
+	"The programs PROG starts are guarded too where they load the library,\n"
+	"and run as they would where it cannot be guarded.\n"
+	"exit status: PROG's; 125 the library could not be guarded (no helper),\n"
+	"or PROG never loaded it (PROG ran unguarded), 126 PROG cannot run, 127\n"
+	"PROG not found, 2 usage\n",
 };

@@ -20,6 +20,25 @@ struct guard_fn {
 /* The guarded library's domain (guard_preload.c). */
 extern mpk_domain *guard_domain;
 
+/* The guarded library, as found loaded (guard_preload.c). */
+struct guard_lib {
+	const char *want;
+	char path[4096];
+	uintptr_t base, data_lo, data_hi, text_lo, text_hi;
+	uintptr_t tail_lo, tail_hi; /* the data left out of the domain */
+};
+
+/* The ELF file path mapped read-only, its section headers inside it:
+ * the mapping (*len bytes), or NULL with errno (guard_preload.c). */
+const uint8_t *guard_map_elf(const char *path, size_t *len);
+
+/* --report (guard_report.c): writes from outside reported and let
+ * through; on the soft backend only (ENOTSUP on hw).  0, or -1 with
+ * errno. */
+int guard_report_start(const struct guard_lib *l);
+/* Every instruction that wrote, with its count, on stderr. */
+void guard_report_end(void);
+
 /* The common gate (guard_gate.c): the stubs jump there; it calls these
  * two on the way in and out. */
 void guard_gate(void);

@@ -13,21 +13,26 @@
  *   MPKIT_GUARD_DENY=write|all
  *   MPKIT_GUARD_VERBOSE=1   say what was guarded, and name each export
  *                           left ungated and why
+ *   MPKIT_GUARD_REPORT=1    report each write from outside and let it
+ *                           through; the list at exit (guard_report.c)
  *   MPKIT_GUARD_PID=PID     set by mpkit guard: in that process (PROG) a
  *                           library that cannot be guarded ends it with
  *                           125; other processes (PROG's children, which
- *                           inherit the environment) run unguarded
+ *                           inherit the environment) are guarded where
+ *                           they load NAME at startup, else run unguarded
  *
- * First slice: the library must be loaded at startup (not dlopen), and
+ * The library is guarded at startup, or when PROG's dlopen() brings it;
  * what docs/guard.md lists as later is not here (the fault fallback for
  * the library's own ungated code but its destructors, threads' inherited
  * rights, longjmp, unwinding).
  */
 #define _GNU_SOURCE
+#include <dlfcn.h>
 #include <elf.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <link.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -41,19 +46,20 @@
 
 mpk_domain *guard_domain;
 
-struct lib {
-	const char *want;
-	char path[4096];
-	uintptr_t base, data_lo, data_hi, text_lo, text_hi;
-};
+static pid_t prog; /* PROG's pid (MPKIT_GUARD_PID): failing to guard ends it */
 
-static int must;    /* this process is PROG: failing to guard ends it */
+/* Asked each time: a child that fork() made inherits the variable. */
+static int must(void)
+{
+	return prog && getpid() == prog;
+}
 static int verbose; /* MPKIT_GUARD_VERBOSE: say what was guarded, and not */
+static int report;  /* MPKIT_GUARD_REPORT: writes from outside reported, let through */
 
 static void guard_fail(const char *what, const char *why)
 {
 	fprintf(stderr, "mpkit guard: %s: %s\n", what, why);
-	if (must)
+	if (must())
 		_exit(GUARD_FAILED);
 }
 
@@ -69,7 +75,7 @@ static int name_matches(const char *path, const char *want)
 
 static int find_lib(struct dl_phdr_info *o, size_t size, void *arg)
 {
-	struct lib *l = arg;
+	struct guard_lib *l = arg;
 	uintptr_t relro = 0;
 
 	(void)size;
@@ -94,7 +100,19 @@ static int find_lib(struct dl_phdr_info *o, size_t size, void *arg)
 	if (relro > l->data_lo)
 		l->data_lo = relro;
 	l->data_lo = (l->data_lo + 4095) & ~(uintptr_t)4095;
-	l->data_hi = (l->data_hi + 4095) & ~(uintptr_t)4095;
+#ifdef __GLIBC__
+	l->tail_lo = l->tail_hi = (l->data_hi + 4095) & ~(uintptr_t)4095;
+#else
+	/* musl's loader hands the rest of the segment's last page (past
+	 * .bss) to its malloc, which keeps the loader's list of objects and
+	 * the first thread's TLS there, written from outside the library: the
+	 * last page stays out, and with it the library's data on it. */
+	l->tail_lo = l->data_hi & ~(uintptr_t)4095;
+	l->tail_hi = l->data_hi;
+	if (l->tail_lo < l->data_lo)
+		l->tail_lo = l->data_lo;
+#endif
+	l->data_hi = l->tail_lo > l->data_lo ? l->tail_lo : l->data_lo;
 	l->base = o->dlpi_addr;
 	snprintf(l->path, sizeof(l->path), "%s", o->dlpi_name);
 	return 1;
@@ -102,7 +120,7 @@ static int find_lib(struct dl_phdr_info *o, size_t size, void *arg)
 
 /* mpk_adopt() takes private anonymous memory: an anonymous copy moved
  * over the library's data in one mremap(), so no thread sees it gone. */
-static int adopt_data(struct lib *l)
+static int adopt_data(struct guard_lib *l)
 {
 	size_t len = l->data_hi - l->data_lo;
 	void *copy = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
@@ -117,26 +135,42 @@ static int adopt_data(struct lib *l)
 	return mpk_adopt(guard_domain, (void *)l->data_lo, len);
 }
 
-/* Every function the library defines in its .dynsym, from its file. */
-static int patch_exports(struct lib *l, int *patched, int *refused)
+const uint8_t *guard_map_elf(const char *path, size_t *len)
 {
-	int fd = open(l->path, O_RDONLY | O_CLOEXEC);
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
 	struct stat st;
 
 	if (fd < 0 || fstat(fd, &st)) {
 		if (fd >= 0)
 			close(fd);
-		return -1;
+		return NULL;
 	}
 	const uint8_t *f = mmap(NULL, (size_t)st.st_size, PROT_READ, MAP_PRIVATE, fd, 0);
 	close(fd);
 	if (f == MAP_FAILED)
+		return NULL;
+	const ElfW(Ehdr) *eh = (const void *)f;
+	if ((size_t)st.st_size < sizeof(*eh) || memcmp(eh->e_ident, ELFMAG, SELFMAG) ||
+	    eh->e_shoff + (size_t)eh->e_shnum * sizeof(ElfW(Shdr)) > (size_t)st.st_size) {
+		munmap((void *)f, (size_t)st.st_size);
+		errno = ENOEXEC;
+		return NULL;
+	}
+	*len = (size_t)st.st_size;
+	return f;
+}
+
+/* Every function the library defines in its .dynsym, from its file. */
+static int patch_exports(struct guard_lib *l, int *patched, int *refused)
+{
+	size_t flen;
+	const uint8_t *f = guard_map_elf(l->path, &flen);
+
+	if (!f)
 		return -1;
 	const ElfW(Ehdr) *eh = (const void *)f;
 	const ElfW(Shdr) *sh = (const void *)(f + eh->e_shoff);
 	int rc = -1;
-	if (memcmp(eh->e_ident, ELFMAG, SELFMAG) || eh->e_shoff + (size_t)eh->e_shnum * sizeof(*sh) > (size_t)st.st_size)
-		goto out;
 	if (guard_patch_begin(l->text_lo, l->text_hi))
 		goto out;
 	for (int k = 0; k < eh->e_shnum; k++) {
@@ -163,49 +197,130 @@ static int patch_exports(struct lib *l, int *patched, int *refused)
 	}
 	rc = guard_patch_end();
 out:
-	munmap((void *)f, (size_t)st.st_size);
+	munmap((void *)f, flen);
 	return rc;
+}
+
+/* At exit, the library's destructors run through no gate.  glibc runs
+ * them after this helper's destructor (docs/guard.md, experiment 4) for
+ * a library loaded at startup, before it for one opened later; musl
+ * before it, after every atexit() handler.  This handler, registered
+ * when the library is guarded, runs before the library's destructors in
+ * each case, and after the program's handlers registered later. */
+static void guard_open_at_exit(void)
+{
+	if (mpk_set_all(guard_domain, MPK_RW))
+		return;
+}
+
+static struct guard_lib lib;
+static int rights;  /* outside the library: MPK_READ, or MPK_NONE */
+static int waiting; /* not loaded yet: guarded when dlopen() brings it */
+static int reporting;
+static pthread_mutex_t late = PTHREAD_MUTEX_INITIALIZER;
+
+/* lib found loaded: its data into the domain, its exports gated. */
+static void guard_lib(void)
+{
+	static char dname[64];
+	int patched = 0, refused = 0;
+
+	if (lib.data_hi <= lib.data_lo) {
+		guard_fail(lib.want, lib.tail_hi > lib.tail_lo
+					     ? "its data past RELRO all shares its last page with the C library's malloc"
+					     : "it has no writable data past RELRO");
+		return;
+	}
+	snprintf(dname, sizeof(dname), "guard:%.56s", strrchr(lib.path, '/') + 1);
+	guard_domain = mpk_domain_create(dname, MPK_RW, MPK_DOMAIN_SHARED);
+	if (!guard_domain || adopt_data(&lib) || patch_exports(&lib, &patched, &refused) ||
+	    mpk_fault_handler_install(NULL, NULL) || mpk_set_all(guard_domain, rights)) {
+		guard_fail(lib.want, strerror(errno));
+		return;
+	}
+	if (atexit(guard_open_at_exit)) {
+		guard_fail(lib.want, "atexit() failed");
+		return;
+	}
+	if (report && guard_report_start(&lib)) {
+		guard_fail(lib.want, errno == ENOTSUP ? "--report runs on the soft backend (MPKIT_BACKEND=soft)"
+						      : strerror(errno));
+		return;
+	}
+	reporting = report;
+	if (verbose) {
+		fprintf(stderr, "mpkit guard: %s: %zu bytes of data in domain %s, %d functions gated, %d not\n",
+			lib.path, (size_t)(lib.data_hi - lib.data_lo), dname, patched, refused);
+		if (lib.tail_hi > lib.tail_lo)
+			fprintf(stderr, "mpkit guard: %s: its last %zu bytes of data (+0x%zx) not covered: their page is "
+					"shared with the C library's malloc\n", lib.path, (size_t)(lib.tail_hi - lib.tail_lo),
+				(size_t)(lib.tail_lo - lib.base));
+	}
+}
+
+/* PROG ended and never loaded the library: it ran unguarded. */
+static void guard_never_loaded(void)
+{
+	if (!must() || !__atomic_load_n(&waiting, __ATOMIC_ACQUIRE))
+		return;
+	fflush(NULL);
+	guard_fail(lib.want, "no such library loaded, at startup or with dlopen: nothing was guarded");
+}
+
+/* PROG's dlopen(): when it brings the library, the library is guarded
+ * before PROG can reach it, and kept loaded (its data stays the
+ * domain's).  glibc resolves a bare name against the caller's RUNPATH:
+ * the caller is now this helper, which has none. */
+__attribute__((visibility("default"))) void *dlopen(const char *file, int mode)
+{
+	static void *(*real)(const char *, int);
+
+	if (!real)
+		*(void **)&real = dlsym(RTLD_NEXT, "dlopen");
+	void *h = real ? real(file, mode) : NULL;
+	if (!h || !__atomic_load_n(&waiting, __ATOMIC_ACQUIRE))
+		return h;
+	pthread_mutex_lock(&late);
+	if (waiting && dl_iterate_phdr(find_lib, &lib)) {
+		__atomic_store_n(&waiting, 0, __ATOMIC_RELEASE);
+		guard_lib();
+		if (guard_domain && !real(lib.path, RTLD_LAZY | RTLD_NOLOAD | RTLD_NODELETE))
+			guard_fail(lib.want, "could not be kept loaded (RTLD_NODELETE)");
+	}
+	pthread_mutex_unlock(&late);
+	return h;
 }
 
 __attribute__((constructor)) static void guard_start(void)
 {
-	static struct lib l;
-	static char dname[64];
 	const char *pid = getenv("MPKIT_GUARD_PID"), *deny = getenv("MPKIT_GUARD_DENY");
-	int patched = 0, refused = 0;
 
-	must = pid && atol(pid) == (long)getpid();
+	prog = pid ? (pid_t)atol(pid) : 0;
 	verbose = getenv("MPKIT_GUARD_VERBOSE") != NULL;
-	l.want = getenv("MPKIT_GUARD_LIB");
-	if (!l.want || !*l.want) {
+	report = getenv("MPKIT_GUARD_REPORT") != NULL;
+	rights = deny && !strcmp(deny, "all") ? MPK_NONE : MPK_READ;
+	lib.want = getenv("MPKIT_GUARD_LIB");
+	if (!lib.want || !*lib.want) {
 		guard_fail("MPKIT_GUARD_LIB", "not set: no library to guard");
 		return;
 	}
-	if (!dl_iterate_phdr(find_lib, &l)) {
-		guard_fail(l.want, "no such library loaded at startup (one PROG loads with dlopen is not guarded yet)");
+	if (dl_iterate_phdr(find_lib, &lib)) {
+		guard_lib();
 		return;
 	}
-	if (l.data_hi <= l.data_lo) {
-		guard_fail(l.want, "it has no writable data past RELRO");
-		return;
-	}
-	int rights = deny && !strcmp(deny, "all") ? MPK_NONE : MPK_READ;
-	snprintf(dname, sizeof(dname), "guard:%.56s", strrchr(l.path, '/') + 1);
-	guard_domain = mpk_domain_create(dname, MPK_RW, MPK_DOMAIN_SHARED);
-	if (!guard_domain || adopt_data(&l) || patch_exports(&l, &patched, &refused) ||
-	    mpk_fault_handler_install(NULL, NULL) || mpk_set_all(guard_domain, rights)) {
-		guard_fail(l.want, strerror(errno));
-		return;
-	}
-	if (verbose)
-		fprintf(stderr, "mpkit guard: %s: %zu bytes of data in domain %s, %d functions gated, %d not\n", l.path,
-			(size_t)(l.data_hi - l.data_lo), dname, patched, refused);
+	/* Not there yet: PROG may open it. */
+	waiting = 1;
+	if (atexit(guard_never_loaded))
+		guard_fail(lib.want, "atexit() failed");
+	else if (verbose)
+		fprintf(stderr, "mpkit guard: %s: not loaded at startup: guarded if PROG opens it\n", lib.want);
 }
 
-/* The library's destructors run after this one (docs/guard.md,
- * experiment 4) and through no gate: they write freely. */
+/* The list of --report's writes (the domain is open by now). */
 __attribute__((destructor)) static void guard_end(void)
 {
+	if (reporting)
+		guard_report_end();
 	if (guard_domain && mpk_set_all(guard_domain, MPK_RW))
 		return;
 }

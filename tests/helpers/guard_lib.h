@@ -10,4 +10,5 @@ long g_apply(long (*fn)(long), long v);
 long g_store(long *p);
 long g_zero(void);
 long *g_ptr(void);
+long *g_tail(void);
 #endif

@@ -5,7 +5,11 @@
  * took, through dlsym(), with stack and variadic arguments, recursion and
  * a callback that calls back in.  With an argument it then does one
  * forbidden thing: "write" stores into the library's state through the
- * pointer the library handed out, "read" loads it, "thread" has another
+ * pointer the library handed out, "tail" into the variable on the last
+ * page of the library's data, "report" writes the state three times
+ * from one instruction and the last page once, then calls the library
+ * again (for --report), "count" single-steps a call and counts its
+ * instructions, "read" loads it, "thread" has another
  * thread store into it while the main thread is inside the library (in
  * a callback): on hw only the thread inside holds the rights.
  */
@@ -18,6 +22,7 @@
 #include <unistd.h>
 
 #include "guard_lib.h"
+#include "step_count.h"
 
 static long back_in(long v)
 {
@@ -41,6 +46,33 @@ static void *writer(void *arg)
 }
 
 static pthread_t writer_thread;
+
+/* "count": the fewest instructions, WRPKRU and system calls of 8 calls
+ * of g_add() single-stepped, after a warm-up. */
+static void count(void)
+{
+	struct sigaction sa = { .sa_sigaction = step_trap, .sa_flags = SA_SIGINFO };
+	long best[3] = { 0, 0, 0 };
+
+	if (sigaction(SIGTRAP, &sa, NULL))
+		return;
+	for (int i = 0; i < 100; i++)
+		g_add(0);
+	for (int i = 0; i < 8; i++) {
+		STEP_START();
+		g_add(1);
+		step_stop();
+		if (!i || steps < best[0])
+			best[0] = steps, best[1] = wrpkru, best[2] = syscalls;
+	}
+	printf("count %ld steps %ld wrpkru %ld syscalls\n", best[0], best[1], best[2]);
+}
+
+/* One instruction that writes wherever it is told. */
+static __attribute__((noinline)) void poke(volatile long *p, long v)
+{
+	*p = v;
+}
 
 /* Called by the library: main is inside it now. */
 static long let_writer_write(long v)
@@ -71,6 +103,19 @@ int main(int argc, char **argv)
 	if (argc > 1 && !strcmp(argv[1], "write")) {
 		*g_ptr() = 7;
 		printf("wrote %ld\n", *g_ptr());
+	}
+	if (argc > 1 && !strcmp(argv[1], "count"))
+		count();
+	if (argc > 1 && !strcmp(argv[1], "report")) {
+		for (long i = 0; i < 3; i++)
+			poke(g_ptr(), i);
+		*g_tail() = 3;
+		long after = g_add(1);
+		printf("report %ld\n", after);
+	}
+	if (argc > 1 && !strcmp(argv[1], "tail")) {
+		*g_tail() = 3;
+		printf("wrote tail %ld\n", *g_tail());
 	}
 	if (argc > 1 && !strcmp(argv[1], "thread")) {
 		if (pipe(go) || pthread_create(&writer_thread, NULL, writer, g_ptr()))

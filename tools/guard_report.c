@@ -1,0 +1,298 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * `mpkit guard --report` (docs/guard.md, "--report"): a write from
+ * outside into the guarded library's data is reported and then let
+ * through, and the program runs to its end.  The first write of each
+ * instruction is reported whole (what was written: the library's symbol
+ * and offset, the thread, the writer's backtrace); the others are
+ * counted, and the helper's destructor lists every writing instruction
+ * with its count.  The faulting instruction runs with the domain open
+ * and the trap flag set, and the SIGTRAP after it closes the domain
+ * again: on the soft backend only, where rights set from a signal
+ * handler outlive it (on hw the handler's PKRU is thrown away at its
+ * return).
+ */
+#define _GNU_SOURCE
+#include <dlfcn.h>
+#include <elf.h>
+#include <errno.h>
+#include <link.h>
+#include <signal.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <ucontext.h>
+#include <unistd.h>
+
+#include "guard.h"
+#include "unwind.h"
+
+#define TRAP_FLAG 0x100
+
+/* The library's data symbols, by address (built before any fault). */
+struct dsym {
+	uintptr_t at, size;
+	const char *name;
+};
+static struct dsym *syms;
+static size_t nsyms;
+static const struct guard_lib *lib;
+
+/* One per writing instruction; the first write of each is reported. */
+#define SITES 256
+static struct site {
+	uintptr_t ip;             /* 0: free */
+	unsigned long count;
+	uintptr_t addr;           /* the first address it wrote */
+	int write;
+} sites[SITES];
+static unsigned long lost; /* writes of instructions past SITES */
+
+static struct sigaction mpkit_segv, old_trap;
+static __thread __attribute__((tls_model("initial-exec"))) ucontext_t *fault_uc;
+static __thread __attribute__((tls_model("initial-exec"))) int stepping, step_rights;
+
+static void put(const char *s)
+{
+	mpk__fd_puts(STDERR_FILENO, s);
+}
+
+static void put_dec(unsigned long v)
+{
+	char b[24];
+	int i = sizeof(b);
+
+	b[--i] = 0;
+	do
+		b[--i] = (char)('0' + v % 10);
+	while ((v /= 10) && i);
+	put(b + i);
+}
+
+static int by_at(const void *a, const void *b)
+{
+	const struct dsym *x = a, *y = b;
+	return x->at < y->at ? -1 : x->at > y->at;
+}
+
+/* The objects of .symtab (if the file has one) and .dynsym. */
+static int load_syms(void)
+{
+	size_t flen;
+	const uint8_t *f = guard_map_elf(lib->path, &flen);
+
+	if (!f)
+		return -1;
+	const ElfW(Ehdr) *eh = (const void *)f;
+	const ElfW(Shdr) *sh = (const void *)(f + eh->e_shoff);
+	for (int pass = 0; pass < 2; pass++) {
+		size_t n = 0;
+		for (int k = 0; k < eh->e_shnum; k++) {
+			if ((sh[k].sh_type != SHT_SYMTAB && sh[k].sh_type != SHT_DYNSYM) || sh[k].sh_link >= eh->e_shnum)
+				continue;
+			const ElfW(Sym) *sym = (const void *)(f + sh[k].sh_offset);
+			const char *str = (const char *)f + sh[sh[k].sh_link].sh_offset;
+			for (size_t s = 0; s < sh[k].sh_size / sizeof(*sym); s++) {
+				uintptr_t at = lib->base + sym[s].st_value;
+				if (ELF64_ST_TYPE(sym[s].st_info) != STT_OBJECT || sym[s].st_shndx == SHN_UNDEF ||
+				    at + sym[s].st_size <= lib->data_lo || at >= lib->data_hi)
+					continue;
+				if (pass && !(syms[n].name = strdup(str + sym[s].st_name)))
+					goto out;
+				if (pass)
+					syms[n].at = at, syms[n].size = sym[s].st_size;
+				n++;
+			}
+		}
+		if (!pass && !(syms = calloc(n + 1, sizeof(*syms))))
+			goto out;
+		nsyms = n;
+	}
+	qsort(syms, nsyms, sizeof(*syms), by_at);
+out:
+	munmap((void *)f, flen);
+	return syms ? 0 : -1;
+}
+
+/* "sym+off (lib+0xoff)": async-signal-safe. */
+static void put_where(uintptr_t a)
+{
+	size_t lo = 0, hi = nsyms;
+
+	while (lo < hi) { /* the last symbol at or below a */
+		size_t mid = (lo + hi) / 2;
+		if (syms[mid].at <= a)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	if (lo && a < syms[lo - 1].at + (syms[lo - 1].size ? syms[lo - 1].size : 1)) {
+		put(syms[lo - 1].name);
+		put("+");
+		put_dec(a - syms[lo - 1].at);
+		put(" (");
+	} else {
+		put("(");
+	}
+	put(strrchr(lib->path, '/') + 1);
+	put("+");
+	mpk__fd_hex(STDERR_FILENO, a - lib->base);
+	put(")");
+}
+
+static void report_first(const struct mpk_fault *f, uintptr_t ip)
+{
+	void *frames[64];
+	int n = mpk__bt(frames, 64), i = 0;
+
+	put("mpkit guard: ");
+	put(f->write ? "write" : "read");
+	put(" of ");
+	put_where((uintptr_t)f->addr);
+	put(" at ");
+	mpk__fd_hex(STDERR_FILENO, (uintptr_t)f->addr);
+	/* The library's own code that came in through no gate (its
+	 * constructors, an export too short to patch). */
+	put(ip >= lib->text_lo && ip < lib->text_hi ? " by the library's own code, entered without a gate, thread "
+						     : " from outside the library, by thread ");
+	put_dec((unsigned long)f->tid);
+	put(", instruction ");
+	mpk__fd_hex(STDERR_FILENO, ip);
+	put("\n");
+	/* From the faulting instruction out: this handler's frames go. */
+	while (i < n && (uintptr_t)frames[i] != ip)
+		i++;
+	if (i < n)
+		mpk__bt_names_fd(frames + i, n - i, STDERR_FILENO);
+}
+
+static int on_fault(const struct mpk_fault *f, void *arg)
+{
+	ucontext_t *uc = fault_uc;
+
+	(void)arg;
+	if (f->domain != guard_domain || !uc || stepping)
+		return MPK_FAULT_ABORT;
+	uintptr_t ip = (uintptr_t)uc->uc_mcontext.gregs[REG_RIP];
+	struct site *s = NULL;
+	for (int k = 0; k < SITES && !s; k++) {
+		uintptr_t was = 0;
+		if (__atomic_load_n(&sites[k].ip, __ATOMIC_ACQUIRE) == ip ||
+		    __atomic_compare_exchange_n(&sites[k].ip, &was, ip, 0, __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE))
+			s = &sites[k];
+	}
+	if (!s)
+		__atomic_add_fetch(&lost, 1, __ATOMIC_RELAXED);
+	else if (__atomic_fetch_add(&s->count, 1, __ATOMIC_RELAXED) == 0) {
+		s->addr = (uintptr_t)f->addr;
+		s->write = f->write;
+		report_first(f, ip);
+	}
+	/* One instruction with the domain open, then the SIGTRAP. */
+	step_rights = f->rights;
+	if (mpk_set(guard_domain, MPK_RW))
+		return MPK_FAULT_ABORT;
+	stepping = 1;
+	uc->uc_mcontext.gregs[REG_EFL] |= TRAP_FLAG;
+	return MPK_FAULT_RETRY;
+}
+
+/* Before mpkit's handler: the frame, for the instruction and its flags. */
+static void on_segv(int sig, siginfo_t *si, void *uc)
+{
+	ucontext_t *was = fault_uc;
+
+	fault_uc = uc;
+	mpkit_segv.sa_sigaction(sig, si, uc);
+	fault_uc = was;
+}
+
+static void on_trap(int sig, siginfo_t *si, void *uc)
+{
+	ucontext_t *u = uc;
+	int saved = errno;
+
+	if (!stepping) {
+		if (old_trap.sa_flags & SA_SIGINFO)
+			old_trap.sa_sigaction(sig, si, uc);
+		else if (old_trap.sa_handler != SIG_IGN && old_trap.sa_handler != SIG_DFL)
+			old_trap.sa_handler(sig);
+		else {
+			sigaction(SIGTRAP, &old_trap, NULL);
+			raise(SIGTRAP);
+		}
+		errno = saved;
+		return;
+	}
+	u->uc_mcontext.gregs[REG_EFL] &= ~(greg_t)TRAP_FLAG;
+	stepping = 0;
+	if (mpk_set(guard_domain, step_rights))
+		abort();
+	errno = saved;
+}
+
+int guard_report_start(const struct guard_lib *l)
+{
+	struct sigaction sa;
+
+	lib = l;
+	if (mpk_backend() != MPK_BACKEND_SOFT) {
+		errno = ENOTSUP;
+		return -1;
+	}
+	if (load_syms() || mpk_fault_handler_install(on_fault, NULL) || sigaction(SIGSEGV, NULL, &mpkit_segv) ||
+	    !(mpkit_segv.sa_flags & SA_SIGINFO))
+		return -1;
+	mpk__bt_prime();
+	sa = mpkit_segv;
+	sa.sa_sigaction = on_segv;
+	memset(&old_trap, 0, sizeof(old_trap));
+	struct sigaction tr = { .sa_sigaction = on_trap, .sa_flags = SA_SIGINFO | SA_ONSTACK };
+	sigemptyset(&tr.sa_mask);
+	if (sigaction(SIGTRAP, &tr, &old_trap) || sigaction(SIGSEGV, &sa, NULL))
+		return -1;
+	return 0;
+}
+
+/* The list, at exit: every instruction that wrote, with its count. */
+void guard_report_end(void)
+{
+	unsigned long total = lost, places = 0;
+
+	for (int k = 0; k < SITES; k++)
+		if (sites[k].ip)
+			total += sites[k].count, places++;
+	put("mpkit guard: ");
+	put(strrchr(lib->path, '/') + 1);
+	put(": ");
+	put_dec(total);
+	put(total == 1 ? " access" : " accesses");
+	put(" from outside into its data, by ");
+	put_dec(places);
+	put(places == 1 ? " instruction\n" : " instructions\n");
+	for (int k = 0; k < SITES; k++) {
+		Dl_info di;
+		if (!sites[k].ip)
+			continue;
+		put("mpkit guard:   ");
+		put_dec(sites[k].count);
+		put(sites[k].write ? " write" : " read");
+		put(sites[k].count == 1 ? " by " : "s by ");
+		if (dladdr((void *)sites[k].ip, &di) && di.dli_fname) {
+			const char *b = strrchr(di.dli_fname, '/');
+			put(b ? b + 1 : di.dli_fname);
+			put("+");
+			mpk__fd_hex(STDERR_FILENO, sites[k].ip - (uintptr_t)di.dli_fbase);
+		} else {
+			mpk__fd_hex(STDERR_FILENO, sites[k].ip);
+		}
+		put(", first of ");
+		put_where(sites[k].addr);
+		put("\n");
+	}
+	if (lost) {
+		put("mpkit guard:   ");
+		put_dec(lost);
+		put(" by instructions past the first 256\n");
+	}
+}
