@@ -83,7 +83,7 @@ $(B)/tests/libmpkit-guard.so: $(B)/libmpkit-guard.so
 # has them side by side too).
 $(B)/tests/libguardtest.so: tests/helpers/guard_lib.c
 	@mkdir -p $(@D)
-	$(CC) $(PRELOAD_CFLAGS) -shared -fPIC -Wl,-soname,libguardtest.so $< -o $@
+	$(CC) $(PRELOAD_CFLAGS) -shared -fPIC -Wl,-soname,libguardtest.so $< -pthread -o $@
 $(B)/tests/guard-prog: tests/helpers/guard_prog.c tests/helpers/step_count.h $(B)/tests/libguardtest.so
 	@mkdir -p $(@D)
 	$(CC) $(PRELOAD_CFLAGS) $< -L$(@D) -lguardtest -Wl,-rpath,'$$ORIGIN' -pthread -ldl -o $@

@@ -22,6 +22,9 @@
  * A call single-stepped, guarded and not: on hw the gate adds one WRPKRU
  * each way and no system call, on soft an mprotect() each way (the
  * counts are printed).
+ * Threads a callback starts inside the library start closed on hw; the
+ * library's own workers start open.  longjmp and siglongjmp out of
+ * callbacks close the domain again (both backends).
  * Bad arguments: 2; a library PROG never loads: PROG runs, then 125.  g_zero(), 3 bytes, is named as not gated and works;
  * g_store() starts with test+je, a branch the patch moves.  Both backends: soft forced, hw where there are keys.
  */
@@ -57,6 +60,31 @@ static int guard(const char *backend, char *out, size_t cap, char *const *args)
 	return guard_run(backend, 0, out, cap, args);
 }
 
+/* guard-prog MODE, in which a thread other than the one inside the
+ * library writes its state: on hw it faults (no "wrote" in the output),
+ * on soft it writes (soft_out), the union being open.  before: what the
+ * program prints first, either way. */
+static void thread_runs(const char *backend, const char *code, const char *mode, const char *before,
+			const char *wrote, const char *soft_out)
+{
+	static char out[1 << 14];
+
+	int st = guard(backend, out, sizeof(out),
+		       (char *[]){ "--lib", "libguardtest", "--", "./guard-prog", (char *)mode, NULL });
+	CHECK(strstr(out, before) != NULL);
+	if (!strcmp(code, "SEGV_PKUERR")) {
+		CHECK(WIFSIGNALED(st) && WTERMSIG(st) == SIGABRT);
+		CHECK(strstr(out, "mpkit: protection fault: write of domain \"guard:libguardtest.so\"") != NULL);
+		CHECK(strstr(out, code) != NULL);
+		CHECK(strstr(out, wrote) == NULL);
+	} else {
+		CHECK(WIFEXITED(st) && WEXITSTATUS(st) == 0);
+		CHECK(strstr(out, soft_out) != NULL);
+	}
+	if (t_failures)
+		fprintf(stderr, "%s, %s:\n%s\n", backend, mode, out);
+}
+
 static void backend_runs(const char *backend, const char *code)
 {
 	static char out[1 << 14];
@@ -71,7 +99,7 @@ static void backend_runs(const char *backend, const char *code)
 	CHECK(strstr(out, "mpkit guard: g_zero not gated: shorter than a jump (5 bytes)\n") != NULL);
 #ifdef __GLIBC__
 	CHECK(t_cli_count(out, "not gated") == 1);
-	CHECK(strstr(out, ": 12288 bytes of data in domain guard:libguardtest.so, 8 functions gated, 1 not\n") != NULL);
+	CHECK(strstr(out, ": 16384 bytes of data in domain guard:libguardtest.so, 9 functions gated, 1 not\n") != NULL);
 	CHECK(strstr(out, "not covered") == NULL);
 #else
 	/* musl's crti exports _init and _fini (4 bytes each); the last page
@@ -79,8 +107,8 @@ static void backend_runs(const char *backend, const char *code)
 	CHECK(strstr(out, "mpkit guard: _init not gated: shorter than a jump (5 bytes)\n") != NULL);
 	CHECK(strstr(out, "mpkit guard: _fini not gated: shorter than a jump (5 bytes)\n") != NULL);
 	CHECK(t_cli_count(out, "not gated") == 3);
-	CHECK(strstr(out, ": 8192 bytes of data in domain guard:libguardtest.so, 8 functions gated, 3 not\n") != NULL);
-	CHECK(strstr(out, ": its last 16 bytes of data (+0x6000) not covered: their page is shared with the C "
+	CHECK(strstr(out, ": 12288 bytes of data in domain guard:libguardtest.so, 9 functions gated, 3 not\n") != NULL);
+	CHECK(strstr(out, ": its last 16 bytes of data (+0x7000) not covered: their page is shared with the C "
 			  "library's malloc\n") != NULL);
 #endif
 	CHECK(strstr(out, "branch -1 0 205\n") != NULL);
@@ -134,7 +162,7 @@ static void backend_runs(const char *backend, const char *code)
 	st = guard(backend, out, sizeof(out), (char *[]){ "--lib", "libguardtest", "--", "./guard-dlprog", NULL });
 	CHECK(WIFEXITED(st) && WEXITSTATUS(st) == 0);
 	CHECK(strstr(out, "mpkit guard: libguardtest: not loaded at startup: guarded if PROG opens it\n") != NULL);
-	CHECK(strstr(out, "bytes of data in domain guard:libguardtest.so, 8 functions gated") != NULL);
+	CHECK(strstr(out, "bytes of data in domain guard:libguardtest.so, 9 functions gated") != NULL);
 	CHECK(strstr(out, "dlopen 1 3\n") != NULL);
 	st = guard(backend, out, sizeof(out), (char *[]){ "--lib", "libguardtest", "--", "./guard-dlprog", "write", NULL });
 	CHECK(WIFSIGNALED(st) && WTERMSIG(st) == SIGABRT);
@@ -148,18 +176,30 @@ static void backend_runs(const char *backend, const char *code)
 	if (t_failures)
 		fprintf(stderr, "%s, dlopen:\n%s\n", backend, out);
 
-	st = guard(backend, out, sizeof(out), (char *[]){ "--lib", "libguardtest", "--", "./guard-prog", "thread", NULL });
-	if (!strcmp(code, "SEGV_PKUERR")) {
-		CHECK(WIFSIGNALED(st) && WTERMSIG(st) == SIGABRT);
-		CHECK(strstr(out, "mpkit: protection fault: write of domain \"guard:libguardtest.so\"") != NULL);
-		CHECK(strstr(out, code) != NULL);
-		CHECK(strstr(out, "other thread wrote") == NULL);
-	} else {
-		CHECK(WIFEXITED(st) && WEXITSTATUS(st) == 0);
-		CHECK(strstr(out, "other thread wrote 9\ninside 5\n") != NULL);
-	}
+	/* Another thread writes while the main thread is inside (in a
+	 * callback). */
+	thread_runs(backend, code, "thread", "ungated 0\n", "other thread wrote", "other thread wrote 9\ninside 5\n");
+	/* A thread the library starts (its start routine in the library's
+	 * text) writes its state; one a callback starts, inside the library,
+	 * starts closed on hw (else it copied the open PKRU).  On soft the
+	 * write lands either way: the creator is inside, and soft's rights
+	 * are the union (a new thread holds only the shared base, read). */
+	thread_runs(backend, code, "spawn", "library thread 207\n", "spawned thread wrote",
+		    "spawned thread wrote 9\ncallback thread 4\n");
+
+	/* longjmp out of a callback, and siglongjmp from a nested one back
+	 * into an outer callback: the gates left are popped (the library
+	 * works on, the outer callback still inside), and the domain is
+	 * closed again after: the write faults on both backends. */
+	st = guard(backend, out, sizeof(out), (char *[]){ "--lib", "libguardtest", "--", "./guard-prog", "jump", NULL });
+	CHECK(WIFSIGNALED(st) && WTERMSIG(st) == SIGABRT);
+	CHECK(strstr(out, "jumped 1, then 306\nnested 516\n") != NULL);
+	CHECK(strstr(out, "mpkit: protection fault: write of domain \"guard:libguardtest.so\"") != NULL);
+	CHECK(strstr(out, "holds read") != NULL);
+	CHECK(strstr(out, code) != NULL);
+	CHECK(strstr(out, "wrote after the jumps") == NULL);
 	if (t_failures)
-		fprintf(stderr, "%s, another thread:\n%s\n", backend, out);
+		fprintf(stderr, "%s, longjmp:\n%s\n", backend, out);
 }
 
 /* One call of g_add() single-stepped in guard-prog, guarded and not:
@@ -200,16 +240,16 @@ static void report_runs(void)
 	/* Three writes from one instruction: the domain closed again after
 	 * each (else one fault), and the library works on after them. */
 	CHECK(strstr(out, "branch -1 0 205\n") != NULL && strstr(out, "report 3\n") != NULL);
-	CHECK(t_cli_count(out, "mpkit guard: write of own+0 (libguardtest.so+0x5000) at 0x") == 1);
+	CHECK(t_cli_count(out, "mpkit guard: write of own+0 (libguardtest.so+0x6000) at 0x") == 1);
 	CHECK(strstr(out, " from outside the library, by thread ") != NULL);
 	CHECK(strstr(out, "\n./guard-prog(+0x") != NULL); /* the writer's backtrace */
 	CHECK(strstr(out, "mpkit guard:   3 writes by guard-prog+0x") != NULL);
-	CHECK(strstr(out, ", first of own+0 (libguardtest.so+0x5000)\n") != NULL);
+	CHECK(strstr(out, ", first of own+0 (libguardtest.so+0x6000)\n") != NULL);
 	CHECK(strstr(out, "protection fault") == NULL);
 #ifdef __GLIBC__
-	CHECK(t_cli_count(out, "mpkit guard: write of tail+0 (libguardtest.so+0x6008) at 0x") == 1);
+	CHECK(t_cli_count(out, "mpkit guard: write of tail+0 (libguardtest.so+0x7008) at 0x") == 1);
 	CHECK(strstr(out, ": libguardtest.so: 4 accesses from outside into its data, by 2 instructions\n") != NULL);
-	CHECK(strstr(out, ", first of tail+0 (libguardtest.so+0x6008)\n") != NULL);
+	CHECK(strstr(out, ", first of tail+0 (libguardtest.so+0x7008)\n") != NULL);
 #else
 	CHECK(strstr(out, "tail+0") == NULL); /* not covered with musl */
 	CHECK(strstr(out, ": libguardtest.so: 3 accesses from outside into its data, by 1 instruction\n") != NULL);
@@ -226,7 +266,7 @@ static void report_runs(void)
 		   (char *[]){ "--deny", "all", "--report", "--lib", "libguardtest", "--", "./guard-prog", "read", NULL });
 	CHECK(WIFEXITED(st) && WEXITSTATUS(st) == 0);
 	CHECK(strstr(out, "read 205\n") != NULL);
-	CHECK(t_cli_count(out, "mpkit guard: read of own+0 (libguardtest.so+0x5000) at 0x") == 1);
+	CHECK(t_cli_count(out, "mpkit guard: read of own+0 (libguardtest.so+0x6000) at 0x") == 1);
 	CHECK(strstr(out, ": libguardtest.so: 1 access from outside into its data, by 1 instruction\n") != NULL);
 	if (t_failures)
 		fprintf(stderr, "--report, --deny all:\n%s\n", out);

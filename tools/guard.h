@@ -44,6 +44,14 @@ void guard_report_end(void);
 void guard_gate(void);
 void *guard_enter(struct guard_fn *fn, void **slot);
 void *guard_leave(void);
+/* A longjmp to stack pointer sp: the gates it leaves popped, their
+ * outermost's rights back (guard_gate.c). */
+void guard_unwind(uintptr_t sp);
+
+/* The rights outside the library (MPK_READ, or MPK_NONE), and whether
+ * pc lies in its text (guard_preload.c; 0 while it is not guarded). */
+int guard_outside(void);
+int guard_in_text(uintptr_t pc);
 
 /* The near mapping the stubs and trampolines live in (within 2 GiB of
  * the library's text): 0, or -1 with errno. */

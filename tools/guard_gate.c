@@ -14,11 +14,12 @@
 #include "guard.h"
 
 /* Nesting deeper than this aborts (the return address would be lost):
- * 16 KiB of TLS a thread.  A growable stack is for later. */
+ * 24 KiB of TLS a thread.  A growable stack is for later. */
 #define GUARD_DEPTH 1024
 
 struct guard_frame {
 	void *ret;   /* the caller's return address */
+	void **slot; /* where it was on the stack: a longjmp past it left the gate */
 	int prev;    /* the rights held before the gate */
 };
 
@@ -44,7 +45,7 @@ __attribute__((used)) void *guard_enter(struct guard_fn *fn, void **slot)
 	int prev = mpk_get(guard_domain);
 
 	if (d < GUARD_DEPTH)
-		frames[d] = (struct guard_frame){ *slot, prev };
+		frames[d] = (struct guard_frame){ *slot, slot, prev };
 	else
 		abort();
 	/* Nothing to change on re-entry (recursion, a callback that calls
@@ -66,6 +67,24 @@ __attribute__((used)) void *guard_leave(void)
 		guard_die("leave");
 	errno = err;
 	return f->ret;
+}
+
+/* A longjmp to a stack pointer sp (guard_wrap.c) leaves every gate
+ * whose return slot lies below sp (the stack grows down): their entries
+ * go, and the rights held before the outermost of them come back. */
+void guard_unwind(uintptr_t sp)
+{
+	int err = errno;
+	unsigned d = depth;
+
+	while (d > 0 && (uintptr_t)frames[d - 1].slot < sp)
+		d--;
+	if (d == depth)
+		return;
+	depth = d;
+	if (mpk_get(guard_domain) != frames[d].prev && mpk_set(guard_domain, frames[d].prev))
+		guard_die("jump ");
+	errno = err;
 }
 
 /* %r11: the function's struct guard_fn (from its stub).  At entry the

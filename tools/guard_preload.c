@@ -22,9 +22,9 @@
  *                           they load NAME at startup, else run unguarded
  *
  * The library is guarded at startup, or when PROG's dlopen() brings it;
- * what docs/guard.md lists as later is not here (the fault fallback for
- * the library's own ungated code but its destructors, threads' inherited
- * rights, longjmp, unwinding).
+ * threads and longjmp are guard_wrap.c's; what docs/guard.md lists as
+ * later is not here (the fault fallback for the library's own ungated
+ * code but its destructors, unwinding).
  */
 #define _GNU_SOURCE
 #include <dlfcn.h>
@@ -218,6 +218,16 @@ static int rights;  /* outside the library: MPK_READ, or MPK_NONE */
 static int waiting; /* not loaded yet: guarded when dlopen() brings it */
 static int reporting;
 static pthread_mutex_t late = PTHREAD_MUTEX_INITIALIZER;
+
+int guard_outside(void)
+{
+	return rights;
+}
+
+int guard_in_text(uintptr_t pc)
+{
+	return guard_domain && pc >= lib.text_lo && pc < lib.text_hi;
+}
 
 /* lib found loaded: its data into the domain, its exports gated. */
 static void guard_lib(void)

@@ -11,4 +11,5 @@ long g_store(long *p);
 long g_zero(void);
 long *g_ptr(void);
 long *g_tail(void);
+long g_spawn(long v);
 #endif

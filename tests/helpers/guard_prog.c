@@ -11,12 +11,17 @@
  * again (for --report), "count" single-steps a call and counts its
  * instructions, "read" loads it, "thread" has another
  * thread store into it while the main thread is inside the library (in
- * a callback): on hw only the thread inside holds the rights.
+ * a callback): on hw only the thread inside holds the rights; "spawn"
+ * has the library start a worker of its own, which writes the state,
+ * then a callback start a thread that writes it (on hw it starts closed);
+ * "jump" longjmps out of a callback, and out of a nested one back into
+ * an outer callback, then writes the state (closed again).
  */
 #define _GNU_SOURCE
 #include <dlfcn.h>
 #include <errno.h>
 #include <pthread.h>
+#include <setjmp.h>
 #include <stdio.h>
 #include <string.h>
 #include <unistd.h>
@@ -82,6 +87,49 @@ static long let_writer_write(long v)
 	return v;
 }
 
+/* "spawn": a thread started from a callback, inside the library. */
+static void *spawned(void *arg)
+{
+	long *state = arg;
+
+	*state = 9;
+	printf("spawned thread wrote %ld\n", *state);
+	fflush(stdout);
+	return NULL;
+}
+
+static long spawn_writer(long v)
+{
+	pthread_t t;
+
+	if (pthread_create(&t, NULL, spawned, g_ptr()) || pthread_join(t, NULL))
+		return -1;
+	return v;
+}
+
+/* "jump": out of callbacks with longjmp and siglongjmp. */
+static jmp_buf outer;
+static sigjmp_buf inner;
+
+static long jump_out(long v)
+{
+	longjmp(outer, (int)v);
+}
+
+static long jump_in(long v)
+{
+	siglongjmp(inner, (int)v);
+}
+
+/* Inside the library: a jump from a nested callback back here leaves
+ * the inner gate only; this callback then calls back in and writes. */
+static long jump_nested(long v)
+{
+	if (!sigsetjmp(inner, 1))
+		return g_apply(jump_in, 1) - 1000;
+	return g_add(v);
+}
+
 int main(int argc, char **argv)
 {
 	long (*p)(long) = &g_add, (*q)(long);
@@ -121,6 +169,23 @@ int main(int argc, char **argv)
 		if (pipe(go) || pthread_create(&writer_thread, NULL, writer, g_ptr()))
 			return 1;
 		printf("inside %ld\n", g_apply(let_writer_write, 5));
+	}
+	if (argc > 1 && !strcmp(argv[1], "spawn")) {
+		printf("library thread %ld\n", g_spawn(2));
+		fflush(stdout);
+		printf("callback thread %ld\n", g_apply(spawn_writer, 4));
+	}
+	if (argc > 1 && !strcmp(argv[1], "jump")) {
+		volatile int jumps = 0;
+		if (setjmp(outer))
+			jumps++;
+		else
+			g_apply(jump_out, 1);
+		printf("jumped %d, then %ld\n", jumps, g_add(1));
+		printf("nested %ld\n", g_apply(jump_nested, 10));
+		fflush(stdout);
+		*g_ptr() = 7;
+		printf("wrote after the jumps %ld\n", *g_ptr());
 	}
 	if (argc > 1 && !strcmp(argv[1], "read"))
 		printf("read %ld\n", *(volatile long *)g_ptr());
