@@ -12,6 +12,8 @@
 #   make bench-rss  a heap's peak RSS against glibc, jemalloc and mimalloc
 #   make bench-malloc  real programs (python3, sqlite3, git, gcc, xz, zstd,
 #                   sort) under glibc, jemalloc, mimalloc and the drop-in
+#   make bench-guard  real programs with a library guarded (mpkit guard)
+#                   against unguarded
 #   make install PREFIX=/usr/local   (also the man pages, into $(MANDIR),
 #                   and docs/*.md, into $(DOCDIR)); DESTDIR stages it; make
 #                   uninstall removes the same files

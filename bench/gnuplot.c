@@ -3,10 +3,12 @@
  * gnuplot for the benchmarks' plots (Debian: gnuplot-nox): a program we
  * run, never a library we link.  Finding it, and running it on a script
  * and its data in a temporary directory, its SVG copied where asked only
- * once it succeeded.
+ * once it succeeded.  Also the programs' finding the benchmarks of real
+ * programs share: on PATH, not a script, beside this one.
  */
 #define _GNU_SOURCE
 #include <errno.h>
+#include <limits.h>
 #include <fcntl.h>
 #include <spawn.h>
 #include <stdio.h>
@@ -41,6 +43,39 @@ int bench_find_on_path(const char *name, char *out, size_t len, int (*accept)(co
 			return -1;
 		p = end + 1;
 	}
+}
+
+/* A program, not a script that runs one (pyenv's shims are shell
+ * scripts: they would run under the allocator or the guard too). */
+int bench_not_script(const char *path)
+{
+	char head[2] = { 0 };
+	FILE *f = fopen(path, "r");
+
+	if (f) {
+		if (fread(head, 1, 2, f) != 2)
+			head[0] = 0;
+		fclose(f);
+	}
+	return !(head[0] == '#' && head[1] == '!');
+}
+
+/* name beside this program (in the build tree, in the installed
+ * helpers' directory) into path: 0, or -1 when /proc/self/exe is not
+ * there (path is then name alone). */
+int bench_beside_me(const char *name, char *path, size_t len)
+{
+	char self[PATH_MAX];
+	ssize_t n = readlink("/proc/self/exe", self, sizeof(self) - 1);
+
+	if (n <= 0) {
+		snprintf(path, len, "%s", name);
+		return -1;
+	}
+	self[n] = 0;
+	*strrchr(self, '/') = 0;
+	snprintf(path, len, "%s/%s", self, name);
+	return 0;
 }
 
 /* Starts argv[0] (a path, no PATH search: we run what we found) with stdin

@@ -33,6 +33,16 @@ void bench_gnuplot_quote(FILE *f, const char *s);
  * path in out, or -1. */
 int bench_find_on_path(const char *name, char *out, size_t len, int (*accept)(const char *path));
 
+/* path is a program, not a script that runs one (pyenv's shims are
+ * shell scripts: a preload would go under the shell too): for
+ * bench_find_on_path's accept. */
+int bench_not_script(const char *path);
+
+/* name beside this program (in the build tree, in the installed
+ * helpers' directory) into path: 0, or -1 when /proc/self/exe is not
+ * there (path is then name alone). */
+int bench_beside_me(const char *name, char *path, size_t len);
+
 /* A wait status (or -1, errno) in words: "exit status 1", "killed by
  * signal 9, Killed". */
 const char *bench_status_str(int status, char *buf, size_t len);

@@ -228,21 +228,6 @@ static char **run_env(const struct mb_work *w, const struct alloc *a)
 
 /* ---- what is there ---- */
 
-/* A program, not a script that runs one (pyenv's shims are shell
- * scripts: they would run under the allocator too). */
-static int not_script(const char *path)
-{
-	char head[2] = { 0 };
-	FILE *f = fopen(path, "r");
-
-	if (f) {
-		if (fread(head, 1, 2, f) != 2)
-			head[0] = 0;
-		fclose(f);
-	}
-	return !(head[0] == '#' && head[1] == '!');
-}
-
 /* Loads allocator a into cat reading its own maps: present, and where
  * the dynamic linker found it; or why not. */
 static void probe_alloc(struct alloc *a, const char *cat, const char *tmp)
@@ -289,24 +274,6 @@ static void probe_alloc(struct alloc *a, const char *cat, const char *tmp)
 	mb_rmtree(dir);
 }
 
-/* name beside this program (in the build tree, in the installed
- * helpers' directory) into path: 0, or -1 when /proc/self/exe is not
- * there (path is then name alone). */
-static int beside_me(const char *name, char *path, size_t len)
-{
-	char self[PATH_MAX];
-	ssize_t n = readlink("/proc/self/exe", self, sizeof(self) - 1);
-
-	if (n <= 0) {
-		snprintf(path, len, "%s", name);
-		return -1;
-	}
-	self[n] = 0;
-	*strrchr(self, '/') = 0;
-	snprintf(path, len, "%s/%s", self, name);
-	return 0;
-}
-
 static void find_allocators(struct state *st)
 {
 	char cat[PATH_MAX], lib[PATH_MAX + 32];
@@ -318,7 +285,7 @@ static void find_allocators(struct state *st)
 	if (env && *env)
 		snprintf(lib, sizeof(lib), "%s", env);
 	else
-		beside_me("libmpkit-malloc.so", lib, sizeof(lib));
+		bench_beside_me("libmpkit-malloc.so", lib, sizeof(lib));
 	if (bench_find_on_path("cat", cat, sizeof(cat), NULL))
 		snprintf(cat, sizeof(cat), "/bin/cat");
 	for (int a = 1; a < A_COUNT; a++) {
@@ -364,13 +331,13 @@ static void find_workloads(struct state *st)
 		if (!work_listed(st->o.workloads, w))
 			continue;
 		if (k->own) {
-			beside_me(k->prog, st->prog[w], sizeof(st->prog[w]));
+			bench_beside_me(k->prog, st->prog[w], sizeof(st->prog[w]));
 			if (!access(st->prog[w], X_OK))
 				st->on[w] = 1;
 			else
 				printf("skipped %s: %s: %s (make benchmarks builds it)\n", k->name, st->prog[w],
 				       strerror(errno));
-		} else if (!bench_find_on_path(k->prog, st->prog[w], sizeof(st->prog[w]), not_script)) {
+		} else if (!bench_find_on_path(k->prog, st->prog[w], sizeof(st->prog[w]), bench_not_script)) {
 			st->on[w] = 1;
 		} else if (!bench_find_on_path(k->prog, any, sizeof(any), NULL)) {
 			printf("skipped %s: %s on PATH is a script, and no program of that name is behind it\n",
@@ -793,7 +760,7 @@ static int count_all(const struct state *st)
 	long few = st->o.smoke ? 5 : 20, many = st->o.smoke ? 25 : 220;
 	int bad = 0, be = mpk_backend();
 
-	beside_me("mpkit-bench-mw-count", prog, sizeof(prog));
+	bench_beside_me("mpkit-bench-mw-count", prog, sizeof(prog));
 	if (access(prog, X_OK)) {
 		fprintf(stderr, "%s: %s: %s (make benchmarks builds it)\n", me, prog, strerror(errno));
 		return 1;

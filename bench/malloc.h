@@ -40,6 +40,13 @@ struct mb_work {
 extern const struct mb_work mb_works[];
 extern const int mb_nworks;
 
+/* Inputs into dir/name (malloc_work.c; also mpkit bench guard's): 0, or
+ * -1 with errno.  Lines of words and numbers from seed, text that
+ * compresses and sorts like text; a script with its size in it (fmt
+ * takes one int, n). */
+int mb_write_text(const char *dir, const char *name, long lines, uint64_t seed);
+int mb_write_script(const char *dir, const char *name, const char *fmt, int n);
+
 /* ---- malloc_run.c: one run of a workload ---- */
 struct mb_run {
 	double secs;                 /* its steps' wall time, each from fork to wait4 */

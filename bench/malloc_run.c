@@ -1,13 +1,14 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * One run of a `mpkit bench malloc` workload: its steps, one after
- * another, each a child in a process group of its own, timed from fork()
- * to wait4(), with wait4()'s ru_maxrss: the peak resident set of the
- * largest single process among the child and the descendants it waited
- * for (gcc's cc1, git's pack-objects), not their sum.  What a step prints
- * on stdout is hashed as it is read (the hashing is outside the timed
- * child, but inside its wall time when it lasts longer), and so are the
- * files the workload names, for the comparison with glibc's runs.
+ * One run of a `mpkit bench malloc` (or `bench guard`) workload: its
+ * steps, one after another, each a child in a process group of its own,
+ * timed from fork() to wait4(), with wait4()'s ru_maxrss: the peak
+ * resident set of the largest single process among the child and the
+ * descendants it waited for (gcc's cc1, git's pack-objects), not their
+ * sum.  What a step prints on stdout is hashed as it is read (the
+ * hashing is outside the timed child, but inside its wall time when it
+ * lasts longer), and so are the files the workload names, for the
+ * comparison with the reference runs.
  */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -139,11 +140,11 @@ static void child(const char *prog, const struct mb_step *st, const char *rundir
 	if (st->out)
 		out = open(st->out, O_WRONLY | O_CREAT | O_TRUNC, 0644);
 	if (in < 0 || out < 0 || dup2(in, 0) < 0 || dup2(out, 1) < 0 || dup2(err, 2) < 0) {
-		dprintf(err, "mpkit bench malloc: cannot set up %s's files in %s: %s\n", prog, rundir, strerror(errno));
+		dprintf(err, "mpkit bench: cannot set up %s's files in %s: %s\n", prog, rundir, strerror(errno));
 		_exit(126);
 	}
 	execve(prog, (char *const *)st->argv, envp);
-	dprintf(2, "mpkit bench malloc: cannot run %s: %s\n", prog, strerror(errno));
+	dprintf(2, "mpkit bench: cannot run %s: %s\n", prog, strerror(errno));
 	_exit(127);
 }
 

@@ -51,8 +51,7 @@ static int close_in(FILE *f)
 	return 0;
 }
 
-/* Lines of words and numbers: text that compresses and sorts like text. */
-static int write_text(const char *dir, const char *name, long lines, uint64_t seed)
+int mb_write_text(const char *dir, const char *name, long lines, uint64_t seed)
 {
 	FILE *f = open_in(dir, name);
 
@@ -66,8 +65,7 @@ static int write_text(const char *dir, const char *name, long lines, uint64_t se
 	return close_in(f);
 }
 
-/* A script with its size in it: fmt takes one int, n. */
-static int write_script(const char *dir, const char *name, const char *fmt, int n)
+int mb_write_script(const char *dir, const char *name, const char *fmt, int n)
 {
 	FILE *f = open_in(dir, name);
 
@@ -81,7 +79,7 @@ static int write_script(const char *dir, const char *name, const char *fmt, int 
 
 static int setup_python(const char *dir, int smoke)
 {
-	return write_script(dir, "w.py", "import json\n"
+	return mb_write_script(dir, "w.py", "import json\n"
 		   "n = %d\n"
 		   "d = {'k%%d' %% i: [i, str(i) * (i %% 7), {'v': i * 3, 's': 'x' * (i %% 13)}] for i in range(n)}\n"
 		   "s = json.dumps(d, sort_keys=True)\n"
@@ -105,7 +103,7 @@ static const struct mb_step python_steps[] = {
 
 static int setup_sqlite(const char *dir, int smoke)
 {
-	return write_script(dir, "w.sql", "create table t(a integer primary key, b text, c real);\n"
+	return mb_write_script(dir, "w.sql", "create table t(a integer primary key, b text, c real);\n"
 		   "begin;\n"
 		   "with recursive n(x) as (select 1 union all select x + 1 from n where x < %d)\n"
 		   "  insert into t(b, c) select printf('row %%d %%d', x, x * x %% 977), x * 1.5 from n;\n"
@@ -220,17 +218,17 @@ static const struct mb_step gcc_steps[] = {
 #define TEXT_SEED 0x2545f4914f6cdd1dull
 static int setup_xz(const char *dir, int smoke)
 {
-	return write_text(dir, "in.txt", smoke ? 20000 : 150000, TEXT_SEED);
+	return mb_write_text(dir, "in.txt", smoke ? 20000 : 150000, TEXT_SEED);
 }
 
 static int setup_zstd(const char *dir, int smoke)
 {
-	return write_text(dir, "in.txt", smoke ? 20000 : 500000, TEXT_SEED);
+	return mb_write_text(dir, "in.txt", smoke ? 20000 : 500000, TEXT_SEED);
 }
 
 static int setup_sort(const char *dir, int smoke)
 {
-	return write_text(dir, "in.txt", smoke ? 20000 : 600000, TEXT_SEED);
+	return mb_write_text(dir, "in.txt", smoke ? 20000 : 600000, TEXT_SEED);
 }
 
 static const struct mb_step xz_steps[] = {

@@ -8,7 +8,8 @@ BENCH_OBJ := $(BENCH_SRC:%.c=$(B)/obj/%.o) $(SHARED_OBJ) $(B)/obj/src/shared/dyn
 # Every benchmark program: `make benchmarks` (and bench, check, install)
 # builds them, `make` does not.
 BENCH_BIN := $(addprefix $(B)/,mpkit-bench mpkit-bench-alloc mpkit-bench-vault mpkit-bench-threads mpkit-bench-scale \
-             mpkit-bench-broadcast mpkit-bench-lockdown mpkit-bench-code mpkit-bench-rss mpkit-bench-malloc) \
+             mpkit-bench-broadcast mpkit-bench-lockdown mpkit-bench-code mpkit-bench-rss mpkit-bench-malloc \
+             mpkit-bench-guard) \
              $(MW_BIN) $(if $(SQLITE_OK),$(B)/mpkit-bench-sqlite)
 
 benchmarks: $(BENCH_BIN)
@@ -37,6 +38,12 @@ $(B)/mpkit-bench-rss: $(B)/obj/bench/rss.o $(B)/obj/bench/options.o $(B)/libmpki
 # make install copies it (it runs the drop-in it finds beside itself).
 BENCH_MALLOC_OBJ := $(addprefix $(B)/obj/bench/,malloc.o malloc_run.o malloc_work.o malloc_count.o gnuplot.o options.o)
 $(B)/mpkit-bench-malloc: $(BENCH_MALLOC_OBJ) $(B)/libmpkit.a
+	$(CC) $(ALL_LDFLAGS) $^ -lm -o $@
+# Real programs with a library guarded and not (`make bench-guard`;
+# `mpkit bench guard`): bench malloc's runs and two of its workloads, the
+# helper found beside it.  Static, as bench malloc.
+BENCH_GUARD_OBJ := $(addprefix $(B)/obj/bench/,guard.o malloc_run.o malloc_work.o gnuplot.o options.o)
+$(B)/mpkit-bench-guard: $(BENCH_GUARD_OBJ) $(B)/libmpkit.a
 	$(CC) $(ALL_LDFLAGS) $^ -lm -o $@
 # Its own workloads (bench/mw_*.c) and the fast path's counted loop
 # (mw_count.c), found beside it: programs of their own that link the C
@@ -115,6 +122,11 @@ bench-malloc: $(B)/mpkit-bench-malloc $(MW_BIN) $(B)/libmpkit-malloc.so
 	@mkdir -p $(BENCH_OUT)
 	$(B)/mpkit-bench-malloc --plot $(BENCH_OUT)/malloc.svg $(BENCH_MALLOC_ARGS)
 
+# Not a test: real programs guarded against unguarded, on each backend
+# there is; BENCH_GUARD_ARGS="--reps 3 --workloads sqlite,py-bz2".
+bench-guard: $(B)/mpkit-bench-guard $(B)/libmpkit-guard.so
+	$(B)/mpkit-bench-guard $(BENCH_GUARD_ARGS)
+
 # Not a test: JIT patch+run and watched writes against mprotect.
 bench-code: $(B)/mpkit-bench-code
 	$(B)/mpkit-bench-code $(BENCH_CODE_ARGS)
@@ -122,4 +134,4 @@ bench-code: $(B)/mpkit-bench-code
 bench-sqlite: $(B)/mpkit-bench-sqlite
 	$(B)/mpkit-bench-sqlite $(BENCH_SQLITE_ARGS)
 
-.PHONY: benchmarks bench bench-alloc bench-code bench-malloc bench-rss bench-scale bench-sqlite bench-vault
+.PHONY: benchmarks bench bench-alloc bench-code bench-guard bench-malloc bench-rss bench-scale bench-sqlite bench-vault

@@ -81,10 +81,10 @@ $(INST)/libmpkit-guard.so: $(B)/libmpkit-guard.so $(INST)/layout
 	$(CC) $(GUARD_LINK) $(call inst_rpath,$(HELPER_DIR)) -o $@
 $(INST)/libmpkit-malloc.so: $(B)/libmpkit-malloc.so $(INST)/layout
 	$(CC) $(MALLOC_LINK) $(call inst_rpath,$(HELPER_DIR)) -o $@
-# What goes into $(HELPER_DIR): mpkit-bench-scale and mpkit-bench-malloc
-# are linked statically, the latter's workloads ($(MW_BIN)) to libc only.
+# What goes into $(HELPER_DIR): mpkit-bench-scale, mpkit-bench-malloc and
+# mpkit-bench-guard are linked statically, the latter's workloads ($(MW_BIN)) to libc only.
 HELPERS := $(addprefix $(INST)/,mpkit-bench mpkit-bench-alloc mpkit-bench-vault mpkit-bench-threads) $(B)/mpkit-bench-scale \
-	   $(B)/mpkit-bench-malloc $(MW_BIN)
+	   $(B)/mpkit-bench-malloc $(B)/mpkit-bench-guard $(MW_BIN)
 
 # Each installed file, as a path under DESTDIR, for install and uninstall.
 INST_FILES = $(INCDIR)/mpkit.h $(LIBDIR)/libmpkit.a $(LIBDIR)/libmpkit.so.$(VERSION) \

@@ -103,7 +103,8 @@ $(B)/tests/malloc-misuse: tests/helpers/malloc_misuse.c
 $(B)/tests/malloc-misuse-static: tests/helpers/malloc_misuse.c
 	@mkdir -p $(@D)
 	$(CC) $(PRELOAD_CFLAGS) -static $< -o $@
-# t_cli_bench_malloc's stand-in for the drop-in: it prints a line more.
+# t_cli_bench_malloc's stand-in for the drop-in (t_cli_bench_guard's for
+# the guard helper): it prints a line more.
 $(B)/tests/bench-noise.so: tests/helpers/bench_noise.c
 	@mkdir -p $(@D)
 	$(CC) $(PRELOAD_CFLAGS) -shared -fPIC $< -o $@

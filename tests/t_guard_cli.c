@@ -25,6 +25,9 @@
  * Threads a callback starts inside the library start closed on hw; the
  * library's own workers start open.  longjmp and siglongjmp out of
  * callbacks close the domain again (both backends).
+ * MPKIT_GUARD_STATS counts exactly: guard-prog's "stats" makes 23 calls
+ * through the gate (18 from outside) in its main thread and a thread that
+ * ends, and its child by fork() 3 (3): one line each, the backend named.
  * Bad arguments: 2; a library PROG never loads: PROG runs, then 125.  g_zero(), 3 bytes, is named as not gated and works;
  * g_store() starts with test+je, a branch the patch moves.  Both backends: soft forced, hw where there are keys.
  */
@@ -34,6 +37,7 @@
 #include "t_exec.h"
 
 static char plain[1 << 14];
+static char *extra_env = "MPKIT_GUARD_STATS"; /* guard_run's: unset, unless a test sets it */
 
 /* mpkit guard ARGS... with the backend forced: the wait status, and
  * stdout in out, and unless quiet stderr too, with MPKIT_GUARD_VERBOSE=1. */
@@ -51,7 +55,7 @@ static int guard_run(const char *backend, int quiet, char *out, size_t cap, char
 	argv[n] = NULL;
 	/* The exports left ungated are named only when asked. */
 	snprintf(verbose, sizeof(verbose), quiet ? "MPKIT_GUARD_VERBOSE" : "MPKIT_GUARD_VERBOSE=1");
-	char *env[] = { helper, be, verbose, NULL };
+	char *env[] = { helper, be, verbose, extra_env, NULL };
 	return t_exec_capture(t_cli_prog(), argv, env, !quiet, out, cap);
 }
 
@@ -227,6 +231,41 @@ static void count_runs(const char *backend, int hw)
 		fprintf(stderr, "%s, count:\n%s\n", backend, out);
 }
 
+/* MPKIT_GUARD_STATS: a line per process with its own calls. */
+static void stats_runs(const char *backend)
+{
+	static char out[1 << 14], path[] = "/tmp/t_guard_stats.XXXXXX", env[64], line[256];
+	long calls[2] = { -1, -1 }, opens[2] = { -1, -1 }, pid[2] = { 0, 0 }, child = -1;
+	char be[2][16] = { "", "" };
+	int n = 0, fd = mkstemp(path);
+
+	REQUIRE(fd >= 0);
+	close(fd);
+	snprintf(env, sizeof(env), "MPKIT_GUARD_STATS=%s", path);
+	extra_env = env;
+	int st = guard_run(backend, 1, out, sizeof(out), (char *[]){ "--lib", "libguardtest", "--", "./guard-prog", "stats", NULL });
+	extra_env = "MPKIT_GUARD_STATS";
+	const char *c = strstr(out, "stats ");
+	CHECK(WIFEXITED(st) && WEXITSTATUS(st) == 0 && c && sscanf(c, "stats %ld", &child) == 1);
+	FILE *f = fopen(path, "r");
+	REQUIRE(f);
+	while (fgets(line, sizeof(line), f)) {
+		printf("%s: %s", backend, line);
+		if (n < 2 && sscanf(line, "mpkit-guard-stats pid=%ld lib=libguardtest.so calls=%ld opens=%ld backend=%15s",
+				    &pid[n], &calls[n], &opens[n], be[n]) == 4)
+			n++;
+		else
+			t_fail("%s: a line more, or not well formed: %s", backend, line);
+	}
+	fclose(f);
+	unlink(path);
+	CHECK(n == 2);
+	/* The child ends first. */
+	CHECK(pid[0] == child && calls[0] == 3 && opens[0] == 3);
+	CHECK(pid[1] != child && calls[1] == 23 && opens[1] == 18);
+	CHECK(!strcmp(be[0], backend) && !strcmp(be[1], backend));
+}
+
 /* --report: every write from outside reported (the first of each
  * instruction whole) and let through, the program run to its end, the
  * list at exit.  On soft, which --report selects. */
@@ -313,10 +352,12 @@ int main(void)
 
 	backend_runs("soft", "SEGV_ACCERR");
 	count_runs("soft", 0);
+	stats_runs("soft");
 	report_runs();
 	if (t_backend() == MPK_BACKEND_HW) {
 		backend_runs("hw", "SEGV_PKUERR");
 		count_runs("hw", 1);
+		stats_runs("hw");
 		report_refused_on_hw();
 	}
 	return t_done();

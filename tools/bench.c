@@ -1,10 +1,10 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * `mpkit bench [alloc|vault|threads|malloc|--scale] [OPTIONS]`.  The
+ * `mpkit bench [alloc|vault|threads|malloc|guard|--scale] [OPTIONS]`.  The
  * benchmarks are programs of their own: they link libsodium for their
  * comparison rows, which the mpkit command and the library do not need,
  * and they fork a process per backend.  This runs mpkit-bench[-alloc|
- * -vault|-threads|-malloc|-scale], found in the helpers' directory
+ * -vault|-threads|-malloc|-guard|-scale], found in the helpers' directory
  * (tools/paths.c), which parses the options (bench/options.c).
  */
 #define _GNU_SOURCE
@@ -22,6 +22,7 @@ static const char *const which[][2] = {
 	{ "vault", "mpkit-bench-vault" },
 	{ "threads", "mpkit-bench-threads" },
 	{ "malloc", "mpkit-bench-malloc" },
+	{ "guard", "mpkit-bench-guard" },
 	{ "--scale", "mpkit-bench-scale" }, /* the program behind make bench-scale */
 };
 
@@ -54,7 +55,7 @@ static int cmd_bench(int argc, char **argv)
 }
 
 const struct cli_command cli_bench = {
-	"bench", cmd_bench, "[alloc|vault|threads|malloc|--scale] [OPTIONS]",
+	"bench", cmd_bench, "[alloc|vault|threads|malloc|guard|--scale] [OPTIONS]",
 	"what keys buy over mprotect(), and mpkit's heaps against others, measured",
 	"  bench           a table of domain switch, mprotect, THP and libsodium\n"
 	"                  costs by region size and thread count (its options below)\n"
@@ -67,6 +68,9 @@ const struct cli_command cli_bench = {
 	"                  jemalloc, mimalloc and mpkit run's allocator, sealed and\n"
 	"                  open: time and peak RSS against glibc; --count: the\n"
 	"                  instructions of a cached block's malloc+free\n"
+	"  bench guard     real programs (sqlite3, xmllint, git, openssl, python3)\n"
+	"                  with a library guarded (mpkit guard) against unguarded:\n"
+	"                  time ratios and calls through the gate, on each backend\n"
 	"  bench --scale   lookups and faults at 10..100,000 regions, no-change sets at\n"
 	"                  1..8 threads, save/restore at 1..1,000 domains, broadcasts\n"
 	"Every one takes --smoke (a correctness run: no figure means anything, no\n"

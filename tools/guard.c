@@ -99,6 +99,8 @@ const struct cli_command cli_guard = {
 	"                           libmpkit-guard.so in mpkit's helpers' directory\n"
 	"  MPKIT_GUARD_VERBOSE=1    say what was guarded at PROG's start, and name\n"
 	"                           each export left ungated (too short to patch)\n"
+	"  MPKIT_GUARD_STATS=FILE   a line at exit: the calls through the gate\n"
+	"                           (mpkit bench guard sums them)\n"
 	"The programs PROG starts are guarded too where they load the library,\n"
 	"and run as they would where it cannot be guarded.\n"
 	"exit status: PROG's; 125 the library could not be guarded (no helper),\n"

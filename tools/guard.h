@@ -53,6 +53,15 @@ void guard_unwind(uintptr_t sp);
 int guard_outside(void);
 int guard_in_text(uintptr_t pc);
 
+/* MPKIT_GUARD_STATS (guard_stats.c): the calling thread's calls through
+ * the gate and those that opened the domain (guard_gate.c); set when the
+ * counts are to be written; a thread's first call; the line at exit. */
+extern __thread __attribute__((tls_model("initial-exec"))) unsigned long guard_calls, guard_opens;
+extern int guard_stats_on;
+void guard_stats_start(void);
+void guard_stats_thread(void);
+void guard_stats_end(const char *lib);
+
 /* The near mapping the stubs and trampolines live in (within 2 GiB of
  * the library's text): 0, or -1 with errno. */
 int guard_patch_begin(uintptr_t text_lo, uintptr_t text_hi);

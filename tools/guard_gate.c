@@ -27,6 +27,9 @@ struct guard_frame {
  * __tls_get_addr() call can reach the allocator from the gate. */
 static __thread __attribute__((tls_model("initial-exec"))) struct guard_frame frames[GUARD_DEPTH];
 static __thread __attribute__((tls_model("initial-exec"))) unsigned depth;
+/* MPKIT_GUARD_STATS (guard_stats.c): calls through the gate, and those
+ * that opened the domain. */
+__thread __attribute__((tls_model("initial-exec"))) unsigned long guard_calls, guard_opens;
 
 static void guard_die(const char *what)
 {
@@ -48,10 +51,16 @@ __attribute__((used)) void *guard_enter(struct guard_fn *fn, void **slot)
 		frames[d] = (struct guard_frame){ *slot, slot, prev };
 	else
 		abort();
+	/* A thread's first call: its counts are to be kept at its end. */
+	if (!guard_calls++ && guard_stats_on)
+		guard_stats_thread();
 	/* Nothing to change on re-entry (recursion, a callback that calls
 	 * back in): no WRPKRU, no mprotect. */
-	if (prev != MPK_RW && mpk_set(guard_domain, MPK_RW))
-		guard_die("enter");
+	if (prev != MPK_RW) {
+		guard_opens++;
+		if (mpk_set(guard_domain, MPK_RW))
+			guard_die("enter");
+	}
 	errno = err;
 	return fn->rest;
 }

@@ -15,6 +15,8 @@
  *                           left ungated and why
  *   MPKIT_GUARD_REPORT=1    report each write from outside and let it
  *                           through; the list at exit (guard_report.c)
+ *   MPKIT_GUARD_STATS=FILE  a line appended at exit: the calls through
+ *                           the gate (guard_stats.c)
  *   MPKIT_GUARD_PID=PID     set by mpkit guard: in that process (PROG) a
  *                           library that cannot be guarded ends it with
  *                           125; other processes (PROG's children, which
@@ -310,6 +312,7 @@ __attribute__((constructor)) static void guard_start(void)
 	report = getenv("MPKIT_GUARD_REPORT") != NULL;
 	rights = deny && !strcmp(deny, "all") ? MPK_NONE : MPK_READ;
 	lib.want = getenv("MPKIT_GUARD_LIB");
+	guard_stats_start();
 	if (!lib.want || !*lib.want) {
 		guard_fail("MPKIT_GUARD_LIB", "not set: no library to guard");
 		return;
@@ -326,11 +329,14 @@ __attribute__((constructor)) static void guard_start(void)
 		fprintf(stderr, "mpkit guard: %s: not loaded at startup: guarded if PROG opens it\n", lib.want);
 }
 
-/* The list of --report's writes (the domain is open by now). */
+/* The list of --report's writes (the domain is open by now); the
+ * counts MPKIT_GUARD_STATS asks for. */
 __attribute__((destructor)) static void guard_end(void)
 {
 	if (reporting)
 		guard_report_end();
+	if (guard_domain)
+		guard_stats_end(strrchr(lib.path, '/') + 1);
 	if (guard_domain && mpk_set_all(guard_domain, MPK_RW))
 		return;
 }

@@ -16,6 +16,9 @@
  * then a callback start a thread that writes it (on hw it starts closed);
  * "jump" longjmps out of a callback, and out of a nested one back into
  * an outer callback, then writes the state (closed again).
+ * "stats" alone (for MPKIT_GUARD_STATS) makes a known number of calls: 10 of
+ * g_add() and g_rec(5) (6 calls, one from outside) in the main thread,
+ * 7 of g_add() in a thread that ends, 3 in a child made by fork().
  */
 #define _GNU_SOURCE
 #include <dlfcn.h>
@@ -23,7 +26,9 @@
 #include <pthread.h>
 #include <setjmp.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include "guard_lib.h"
@@ -130,9 +135,43 @@ static long jump_nested(long v)
 	return g_add(v);
 }
 
+static void *seven(void *arg)
+{
+	for (int i = 0; i < 7; i++)
+		g_add(1);
+	return arg;
+}
+
+/* The calls MPKIT_GUARD_STATS must count: this process 23 (18 from
+ * outside), the child 3 (3), its parent's not included. */
+static int stats(void)
+{
+	pthread_t t;
+	int st;
+
+	for (int i = 0; i < 10; i++)
+		g_add(1);
+	g_rec(5);
+	if (pthread_create(&t, NULL, seven, NULL) || pthread_join(t, NULL))
+		return 1;
+	pid_t pid = fork();
+	if (pid == 0) {
+		for (int i = 0; i < 3; i++)
+			g_add(1);
+		exit(0);
+	}
+	if (pid < 0 || waitpid(pid, &st, 0) != pid || st)
+		return 1;
+	printf("stats %d\n", (int)pid);
+	return 0;
+}
+
 int main(int argc, char **argv)
 {
 	long (*p)(long) = &g_add, (*q)(long);
+
+	if (argc > 1 && !strcmp(argv[1], "stats"))
+		return stats();
 
 	*(void **)&q = dlsym(RTLD_DEFAULT, "g_add");
 	printf("plt %ld\n", g_add(1));

@@ -7,11 +7,12 @@
  *   - bin/mpkit --version, info, maps self and scan of itself;
  *   - mpkit watch finds libmpkit-watch.so in libexec/mpkit/ and watches a
  *     global of this program (write reported, exit 0);
- *   - mpkit bench [alloc|threads|malloc|--scale] --help reach the
+ *   - mpkit bench [alloc|threads|malloc|guard|--scale] --help reach the
  *     benchmarks in libexec/mpkit/; mpkit bench --smoke and --scale --smoke
  *     read the hw fast path's instructions from the stripped files; mpkit
  *     bench malloc --smoke runs the drop-in in libexec/mpkit/ (where sort
- *     is GNU's);
+ *     is GNU's), bench guard --smoke the guard helper there (where
+ *     sqlite3 is);
  *   - mpkit and the benchmarks that link libmpkit.so load the staged
  *     libmpkit.so.0, not the build tree's.
  * Skips where the stage is not (the VM).
@@ -112,7 +113,7 @@ int main(int argc, char **argv)
 	static const char *const helps[][4] = {
 		{ "bench", "--help" }, { "bench", "alloc", "--help" },
 		{ "bench", "threads", "--help" }, { "bench", "--scale", "--help" },
-		{ "bench", "malloc", "--help" },
+		{ "bench", "malloc", "--help" }, { "bench", "guard", "--help" },
 	};
 	for (size_t i = 0; i < sizeof(helps) / sizeof(*helps); i++)
 		ok(helps[i][1], mpkit(env, helps[i]), "usage");
@@ -136,6 +137,11 @@ int main(int argc, char **argv)
 						   "--allocators", "open", NULL });
 		ok("bench malloc --smoke", st, STAGE "/libexec/mpkit/libmpkit-malloc.so, MPKIT_HEAP_META=open");
 		ok("bench malloc --smoke", st, "\n  sort ");
+	}
+	if (!system("sqlite3 -version >/dev/null 2>&1")) {
+		st = mpkit(env, (const char *[]){ "bench", "guard", "--smoke", "--quiet", "--workloads", "sqlite", NULL });
+		ok("bench guard --smoke", st, "helper: " STAGE "/libexec/mpkit/libmpkit-guard.so");
+		ok("bench guard --smoke", st, "\n  sqlite     libsqlite3 ");
 	}
 #endif
 	return t_done();
