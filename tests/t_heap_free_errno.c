@@ -107,8 +107,8 @@ int main(void)
 	kinds(0);
 	kinds(MPK_HEAP_WIPE);
 	t_in_child(closed, "MPKIT_HEAP_META=closed");
-#if !defined(__SANITIZE_ADDRESS__)
-	/* (ASan's runtime maps as it goes: under the limit it dies) */
+#if !defined(__SANITIZE_ADDRESS__) && !defined(__SANITIZE_THREAD__)
+	/* (ASan's and TSan's runtimes map as they go: under the limit they die) */
 	t_in_child(cache_unmappable, "RLIMIT_AS: no thread cache");
 #endif
 	return t_done();
