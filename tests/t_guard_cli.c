@@ -234,7 +234,8 @@ static void count_runs(const char *backend, int hw)
 /* MPKIT_GUARD_STATS: a line per process with its own calls. */
 static void stats_runs(const char *backend)
 {
-	static char out[1 << 14], path[] = "/tmp/t_guard_stats.XXXXXX", env[64], line[256];
+	static char out[1 << 14], env[64], line[256];
+	char path[] = "/tmp/t_guard_stats.XXXXXX"; /* a template each run: mkstemp() fills it */
 	long calls[2] = { -1, -1 }, opens[2] = { -1, -1 }, pid[2] = { 0, 0 }, child = -1;
 	char be[2][16] = { "", "" };
 	int n = 0, fd = mkstemp(path);
