@@ -16,6 +16,10 @@
  * way out.  The target's stack pointer, from the jmp_buf, says which
  * gates it leaves (guard_unwind()); then the C library's own jump.
  */
+/* This file defines longjmp and __longjmp_chk both: a fortified
+ * <setjmp.h> (-D_FORTIFY_SOURCE, as distcheck and Debian's builds set)
+ * would rename the first to the second. */
+#undef _FORTIFY_SOURCE
 #define _GNU_SOURCE
 #include <dlfcn.h>
 #include <errno.h>
