@@ -195,8 +195,10 @@ void mpk__fault_handler_drop(unsigned long ticket);
 #define MPK_SIGNAL (SIGRTMAX - 2)
 /* hooks.c: a feature's fault hook (watchpoints), asked first by the
  * SIGSEGV handler (fault.c), in the order registered, from the handler:
- * true when the fault was its own and the access is to be retried.  A
- * feature registers it once, before its first fault can come; it stays.
+ * true when the fault was its own and the access is to be retried.  The
+ * handler has not read errno yet (the faulting page may hold this
+ * thread's TLS): a hook opens what it must before it touches TLS, and
+ * keeps errno as it found it.  A feature registers it once, before its first fault can come; it stays.
  * -1/ENOMEM when the table is full.  _run: the hooks in turn, until one
  * says true; lock-free, async-signal-safe. */
 typedef bool mpk_fault_hook(siginfo_t *si, void *uc);
