@@ -4,9 +4,11 @@
  * dlsym(), with stack and variadic arguments, recursion and a callback
  * that calls back in: its output is the unguarded run's, errno included.
  * Then the program writes the library's state through the pointer the
- * library handed out: killed by mpkit's report, which names the domain
- * guard:libguardtest.so, the write and the signal code (SEGV_PKUERR on
- * hw, SEGV_ACCERR on soft).  Reading it is allowed under --deny write
+ * library handed out, past it, and before it: killed by mpkit's report,
+ * which names the domain guard:libguardtest.so, the write and the signal
+ * code (SEGV_PKUERR and the key on hw, SEGV_ACCERR on soft), after the
+ * guard's line naming what was written (own+0x18; unnamed static data
+ * at libguardtest.so+0x5fc0, padding that no symbol covers).  Reading it is allowed under --deny write
  * and faults under --deny all.  Rights are the calling thread's on hw:
  * another thread that writes while the main thread is inside the library
  * (in a callback) faults; on soft it writes (rights are process-wide,
@@ -62,6 +64,37 @@ static int guard_run(const char *backend, int quiet, char *out, size_t cap, char
 static int guard(const char *backend, char *out, size_t cap, char *const *args)
 {
 	return guard_run(backend, 0, out, cap, args);
+}
+
+/* A fault that stopped PROG (SIGABRT, after mpkit's report): the guard's
+ * line names what was accessed (what: "write of SYMBOL+0xOFF (FILE+0xOFF)"
+ * or "unnamed static data at FILE+0xOFF"), and mpkit's report after it
+ * the domain, the signal code (code) and on hw the key (si_pkey), then
+ * the backtrace from the faulting instruction. */
+static void caught(int st, const char *out, const char *code, const char *access, const char *what)
+{
+	char line[256], dom[128];
+
+	CHECK(WIFSIGNALED(st) && WTERMSIG(st) == SIGABRT);
+	snprintf(line, sizeof(line), "mpkit guard: caught a %s from outside libguardtest.so into its data: %s\n",
+		 access, what);
+	snprintf(dom, sizeof(dom), "\nmpkit: protection fault: %s of domain \"guard:libguardtest.so\" at 0x", access);
+	const char *g = strstr(out, line), *m = strstr(out, dom);
+	CHECK(g != NULL && m != NULL && g < m && t_cli_count(out, "mpkit guard: caught") == 1);
+	if (!m)
+		return;
+	const char *end = strstr(m, "SEGV_");
+	CHECK(end && !strncmp(end, code, strlen(code)));
+	if (!strcmp(code, "SEGV_PKUERR")) {
+		/* key N: si_pkey, the domain's key (never 0, mpkit's own). */
+		const char *k = strstr(m, ", key ");
+		int key = k && k < end ? atoi(k + 6) : 0;
+		CHECK(key >= 1 && key < 16);
+	} else {
+		CHECK(strstr(m, ", no key (soft backend), SEGV_ACCERR\n") != NULL);
+	}
+	CHECK(strstr(m, "mpkit:   backtrace, from the faulting instruction") != NULL);
+	CHECK(strstr(m, "guard-prog+0x") != NULL); /* the writer, in PROG */
 }
 
 /* guard-prog MODE, in which a thread other than the one inside the
@@ -120,21 +153,27 @@ static void backend_runs(const char *backend, const char *code)
 		fprintf(stderr, "%s, calls:\n%s\nunguarded:\n%s\n", backend, out, plain);
 
 	st = guard(backend, out, sizeof(out), (char *[]){ "--lib", "libguardtest.so", "--", "./guard-prog", "write", NULL });
-	CHECK(WIFSIGNALED(st) && WTERMSIG(st) == SIGABRT);
 	CHECK(strstr(out, "callback 205\nerrno 42\nungated 0\n") != NULL); /* every call worked first */
-	CHECK(strstr(out, "mpkit: protection fault: write of domain \"guard:libguardtest.so\"") != NULL);
+	caught(st, out, code, "write", "own+0x0 (libguardtest.so+0x6000)");
 	CHECK(strstr(out, "holds read") != NULL);
-	CHECK(strstr(out, code) != NULL);
 	CHECK(strstr(out, "wrote") == NULL);
 	if (t_failures)
 		fprintf(stderr, "%s, write:\n%s\n", backend, out);
+	/* Past the pointer handed out, in the same static; and before it,
+	 * in padding no symbol covers (ahead of own's 4096-byte alignment). */
+	st = guard(backend, out, sizeof(out), (char *[]){ "--lib", "libguardtest", "--", "./guard-prog", "past", NULL });
+	caught(st, out, code, "write", "own+0x18 (libguardtest.so+0x6018)");
+	CHECK(strstr(out, "wrote") == NULL);
+	st = guard(backend, out, sizeof(out), (char *[]){ "--lib", "libguardtest", "--", "./guard-prog", "wild", NULL });
+	caught(st, out, code, "write", "unnamed static data at libguardtest.so+0x5fc0");
+	CHECK(strstr(out, "wrote") == NULL);
+	if (t_failures)
+		fprintf(stderr, "%s, past and wild:\n%s\n", backend, out);
 
 	/* The last page of the data: covered with glibc, not with musl. */
 	st = guard(backend, out, sizeof(out), (char *[]){ "--lib", "libguardtest", "--", "./guard-prog", "tail", NULL });
 #ifdef __GLIBC__
-	CHECK(WIFSIGNALED(st) && WTERMSIG(st) == SIGABRT);
-	CHECK(strstr(out, "mpkit: protection fault: write of domain \"guard:libguardtest.so\"") != NULL);
-	CHECK(strstr(out, code) != NULL);
+	caught(st, out, code, "write", "tail+0x0 (libguardtest.so+0x7008)");
 	CHECK(strstr(out, "wrote tail") == NULL);
 #else
 	CHECK(WIFEXITED(st) && WEXITSTATUS(st) == 0);
@@ -155,10 +194,9 @@ static void backend_runs(const char *backend, const char *code)
 
 	st = guard(backend, out, sizeof(out),
 		   (char *[]){ "--deny", "all", "--lib", "libguardtest", "--", "./guard-prog", "read", NULL });
-	CHECK(WIFSIGNALED(st) && WTERMSIG(st) == SIGABRT);
-	CHECK(strstr(out, "mpkit: protection fault: read of domain \"guard:libguardtest.so\"") != NULL);
-	CHECK(strstr(out, code) != NULL);
-	CHECK(strstr(out, "read 205") == NULL);
+	caught(st, out, code, "read", "own+0x0 (libguardtest.so+0x6000)");
+	CHECK(strstr(out, "holds none") != NULL);
+	CHECK(strstr(out, "\nread 205") == NULL); /* not "thread 2051" */
 	if (t_failures)
 		fprintf(stderr, "%s, read under --deny all:\n%s\n", backend, out);
 
@@ -280,18 +318,18 @@ static void report_runs(void)
 	/* Three writes from one instruction: the domain closed again after
 	 * each (else one fault), and the library works on after them. */
 	CHECK(strstr(out, "branch -1 0 205\n") != NULL && strstr(out, "report 3\n") != NULL);
-	CHECK(t_cli_count(out, "mpkit guard: write of own+0 (libguardtest.so+0x6000) at 0x") == 1);
+	CHECK(t_cli_count(out, "mpkit guard: write of own+0x0 (libguardtest.so+0x6000) at 0x") == 1);
 	CHECK(strstr(out, " from outside the library, by thread ") != NULL);
 	CHECK(strstr(out, "\n./guard-prog(+0x") != NULL); /* the writer's backtrace */
 	CHECK(strstr(out, "mpkit guard:   3 writes by guard-prog+0x") != NULL);
-	CHECK(strstr(out, ", first of own+0 (libguardtest.so+0x6000)\n") != NULL);
+	CHECK(strstr(out, ", first of own+0x0 (libguardtest.so+0x6000)\n") != NULL);
 	CHECK(strstr(out, "protection fault") == NULL);
 #ifdef __GLIBC__
-	CHECK(t_cli_count(out, "mpkit guard: write of tail+0 (libguardtest.so+0x7008) at 0x") == 1);
+	CHECK(t_cli_count(out, "mpkit guard: write of tail+0x0 (libguardtest.so+0x7008) at 0x") == 1);
 	CHECK(strstr(out, ": libguardtest.so: 4 accesses from outside into its data, by 2 instructions\n") != NULL);
-	CHECK(strstr(out, ", first of tail+0 (libguardtest.so+0x7008)\n") != NULL);
+	CHECK(strstr(out, ", first of tail+0x0 (libguardtest.so+0x7008)\n") != NULL);
 #else
-	CHECK(strstr(out, "tail+0") == NULL); /* not covered with musl */
+	CHECK(strstr(out, "tail+0x0") == NULL); /* not covered with musl */
 	CHECK(strstr(out, ": libguardtest.so: 3 accesses from outside into its data, by 1 instruction\n") != NULL);
 #endif
 	if (t_failures)
@@ -306,7 +344,7 @@ static void report_runs(void)
 		   (char *[]){ "--deny", "all", "--report", "--lib", "libguardtest", "--", "./guard-prog", "read", NULL });
 	CHECK(WIFEXITED(st) && WEXITSTATUS(st) == 0);
 	CHECK(strstr(out, "read 205\n") != NULL);
-	CHECK(t_cli_count(out, "mpkit guard: read of own+0 (libguardtest.so+0x6000) at 0x") == 1);
+	CHECK(t_cli_count(out, "mpkit guard: read of own+0x0 (libguardtest.so+0x6000) at 0x") == 1);
 	CHECK(strstr(out, ": libguardtest.so: 1 access from outside into its data, by 1 instruction\n") != NULL);
 	if (t_failures)
 		fprintf(stderr, "--report, --deny all:\n%s\n", out);

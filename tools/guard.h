@@ -32,10 +32,11 @@ struct guard_lib {
  * the mapping (*len bytes), or NULL with errno (guard_preload.c). */
 const uint8_t *guard_map_elf(const char *path, size_t *len);
 
-/* --report (guard_report.c): writes from outside reported and let
- * through; on the soft backend only (ENOTSUP on hw).  0, or -1 with
- * errno. */
-int guard_report_start(const struct guard_lib *l);
+/* Faults in the domain (guard_report.c): mpkit's fault handler, with
+ * the line that names what was written ahead of its report; report set
+ * (--report), accesses from outside reported and let through, on the
+ * soft backend only (ENOTSUP on hw).  0, or -1 with errno. */
+int guard_report_start(const struct guard_lib *l, int report);
 /* Every instruction that wrote, with its count, on stderr. */
 void guard_report_end(void);
 

@@ -6,7 +6,8 @@
  * (MPKIT_GUARD_DENY=all: not even that), and each of its exported
  * functions is sent through the gate (guard_gate.c), which opens the
  * domain to the calling thread while it runs.  A write from outside then
- * faults, and mpkit's report names the domain "guard:NAME".
+ * faults, and mpkit's report names the domain "guard:NAME", after a line
+ * naming what was written (guard_report.c).
  *
  *   MPKIT_GUARD_LIB=NAME    the library: its file name, or that name up to
  *                           a dot (libfoo for libfoo.so.1)
@@ -245,18 +246,21 @@ static void guard_lib(void)
 	}
 	snprintf(dname, sizeof(dname), "guard:%.56s", strrchr(lib.path, '/') + 1);
 	guard_domain = mpk_domain_create(dname, MPK_RW, MPK_DOMAIN_SHARED);
-	if (!guard_domain || adopt_data(&lib) || patch_exports(&lib, &patched, &refused) ||
-	    mpk_fault_handler_install(NULL, NULL) || mpk_set_all(guard_domain, rights)) {
+	if (!guard_domain || adopt_data(&lib) || patch_exports(&lib, &patched, &refused)) {
+		guard_fail(lib.want, strerror(errno));
+		return;
+	}
+	if (guard_report_start(&lib, report)) {
+		guard_fail(lib.want, errno == ENOTSUP ? "--report runs on the soft backend (MPKIT_BACKEND=soft)"
+						      : strerror(errno));
+		return;
+	}
+	if (mpk_set_all(guard_domain, rights)) {
 		guard_fail(lib.want, strerror(errno));
 		return;
 	}
 	if (atexit(guard_open_at_exit)) {
 		guard_fail(lib.want, "atexit() failed");
-		return;
-	}
-	if (report && guard_report_start(&lib)) {
-		guard_fail(lib.want, errno == ENOTSUP ? "--report runs on the soft backend (MPKIT_BACKEND=soft)"
-						      : strerror(errno));
 		return;
 	}
 	reporting = report;

@@ -1,16 +1,20 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * `mpkit guard --report` (docs/guard.md, "--report"): a write from
- * outside into the guarded library's data is reported and then let
- * through, and the program runs to its end.  The first write of each
- * instruction is reported whole (what was written: the library's symbol
- * and offset, the thread, the writer's backtrace); the others are
- * counted, and the helper's destructor lists every writing instruction
- * with its count.  The faulting instruction runs with the domain open
- * and the trap flag set, and the SIGTRAP after it closes the domain
- * again: on the soft backend only, where rights set from a signal
- * handler outlive it (on hw the handler's PKRU is thrown away at its
- * return).
+ * Faults in the guarded library's domain (docs/guard.md, "Fault
+ * reports" and "--report").  Enforcing, a write from outside (a read
+ * under --deny all) stops PROG with mpkit's report, its backtrace from
+ * the faulting instruction, and a line ahead of it that says the guard
+ * caught it and what was written: the library's symbol and offset, or
+ * unnamed static data (a library with no symbol there, a stripped one).
+ * With --report, the access is reported and then let through, and the
+ * program runs to its end: the first access of each instruction is
+ * reported whole (what was written, the thread, the writer's
+ * backtrace); the others are counted, and the helper's destructor lists
+ * every writing instruction with its count.  The faulting instruction
+ * runs with the domain open and the trap flag set, and the SIGTRAP after
+ * it closes the domain again: on the soft backend only, where rights set
+ * from a signal handler outlive it (on hw the handler's PKRU is thrown
+ * away at its return).
  */
 #define _GNU_SOURCE
 #include <dlfcn.h>
@@ -25,6 +29,7 @@
 #include <unistd.h>
 
 #include "guard.h"
+#include "trace.h"
 #include "unwind.h"
 
 #define TRAP_FLAG 0x100
@@ -37,6 +42,7 @@ struct dsym {
 static struct dsym *syms;
 static size_t nsyms;
 static const struct guard_lib *lib;
+static int reporting; /* --report: accesses let through */
 
 /* One per writing instruction; the first write of each is reported. */
 #define SITES 256
@@ -114,11 +120,21 @@ out:
 	return syms ? 0 : -1;
 }
 
-/* "sym+off (lib+0xoff)": async-signal-safe. */
-static void put_where(uintptr_t a)
+/* What address a of the domain is, "sym+0xoff (lib+0xoff)" or "unnamed
+ * static data at lib+0xoff": async-signal-safe. */
+static void where(struct mpk__text *t, uintptr_t a)
 {
 	size_t lo = 0, hi = nsyms;
+	const char *file = strrchr(lib->path, '/') + 1;
 
+	if (a < lib->data_lo || a >= lib->data_hi) {
+		/* Not its static data: the domain's other memory.  The heap
+		 * blocks the library allocates (tools/guard_heap.c, to come)
+		 * are to be named here: the block, and the offset in it. */
+		mpk__text_str(t, "memory of its domain outside its static data, at ");
+		mpk__text_hex(t, a);
+		return;
+	}
 	while (lo < hi) { /* the last symbol at or below a */
 		size_t mid = (lo + hi) / 2;
 		if (syms[mid].at <= a)
@@ -126,18 +142,59 @@ static void put_where(uintptr_t a)
 		else
 			hi = mid;
 	}
-	if (lo && a < syms[lo - 1].at + (syms[lo - 1].size ? syms[lo - 1].size : 1)) {
-		put(syms[lo - 1].name);
-		put("+");
-		put_dec(a - syms[lo - 1].at);
-		put(" (");
+	int named = lo && a < syms[lo - 1].at + (syms[lo - 1].size ? syms[lo - 1].size : 1);
+	if (named) {
+		mpk__text_str(t, syms[lo - 1].name);
+		mpk__text_str(t, "+");
+		mpk__text_hex(t, a - syms[lo - 1].at);
+		mpk__text_str(t, " (");
 	} else {
-		put("(");
+		mpk__text_str(t, "unnamed static data at ");
 	}
-	put(strrchr(lib->path, '/') + 1);
-	put("+");
-	mpk__fd_hex(STDERR_FILENO, a - lib->base);
-	put(")");
+	mpk__text_str(t, file);
+	mpk__text_str(t, "+");
+	mpk__text_hex(t, a - lib->base);
+	if (named)
+		mpk__text_str(t, ")");
+}
+
+static void put_where(uintptr_t a)
+{
+	char b[512];
+	struct mpk__text t = { b, sizeof(b), 0 };
+
+	where(&t, a);
+	put(b);
+}
+
+/* Whether the library's own code made the access: code that came in
+ * through no gate (its constructors, an export too short to patch). */
+static int own_code(uintptr_t ip)
+{
+	return ip >= lib->text_lo && ip < lib->text_hi;
+}
+
+/* Enforcing: the line ahead of mpkit's report, where reports go. */
+static void report_caught(const struct mpk_fault *f, uintptr_t ip)
+{
+	char b[768];
+	struct mpk__text t = { b, sizeof(b), 0 };
+	const char *file = strrchr(lib->path, '/') + 1;
+
+	mpk__text_str(&t, "mpkit guard: caught a ");
+	mpk__text_str(&t, f->write ? "write" : "read");
+	if (ip && own_code(ip)) {
+		mpk__text_str(&t, " by ");
+		mpk__text_str(&t, file);
+		mpk__text_str(&t, "'s own code, entered without a gate,");
+	} else {
+		mpk__text_str(&t, " from outside ");
+		mpk__text_str(&t, file);
+	}
+	mpk__text_str(&t, " into its data: ");
+	where(&t, (uintptr_t)f->addr);
+	mpk__text_str(&t, "\n");
+	mpk_report_write(t.buf, t.len);
 }
 
 static void report_first(const struct mpk_fault *f, uintptr_t ip)
@@ -151,10 +208,8 @@ static void report_first(const struct mpk_fault *f, uintptr_t ip)
 	put_where((uintptr_t)f->addr);
 	put(" at ");
 	mpk__fd_hex(STDERR_FILENO, (uintptr_t)f->addr);
-	/* The library's own code that came in through no gate (its
-	 * constructors, an export too short to patch). */
-	put(ip >= lib->text_lo && ip < lib->text_hi ? " by the library's own code, entered without a gate, thread "
-						     : " from outside the library, by thread ");
+	put(own_code(ip) ? " by the library's own code, entered without a gate, thread "
+			  : " from outside the library, by thread ");
 	put_dec((unsigned long)f->tid);
 	put(", instruction ");
 	mpk__fd_hex(STDERR_FILENO, ip);
@@ -171,9 +226,13 @@ static int on_fault(const struct mpk_fault *f, void *arg)
 	ucontext_t *uc = fault_uc;
 
 	(void)arg;
-	if (f->domain != guard_domain || !uc || stepping)
+	if (f->domain != guard_domain)
 		return MPK_FAULT_ABORT;
-	uintptr_t ip = (uintptr_t)uc->uc_mcontext.gregs[REG_RIP];
+	uintptr_t ip = uc ? (uintptr_t)uc->uc_mcontext.gregs[REG_RIP] : 0;
+	if (!reporting || !uc || stepping) {
+		report_caught(f, ip);
+		return MPK_FAULT_ABORT;
+	}
 	struct site *s = NULL;
 	for (int k = 0; k < SITES && !s; k++) {
 		uintptr_t was = 0;
@@ -231,12 +290,13 @@ static void on_trap(int sig, siginfo_t *si, void *uc)
 	errno = saved;
 }
 
-int guard_report_start(const struct guard_lib *l)
+int guard_report_start(const struct guard_lib *l, int report)
 {
 	struct sigaction sa;
 
 	lib = l;
-	if (mpk_backend() != MPK_BACKEND_SOFT) {
+	reporting = report;
+	if (report && mpk_backend() != MPK_BACKEND_SOFT) {
 		errno = ENOTSUP;
 		return -1;
 	}
@@ -246,12 +306,14 @@ int guard_report_start(const struct guard_lib *l)
 	mpk__bt_prime();
 	sa = mpkit_segv;
 	sa.sa_sigaction = on_segv;
-	memset(&old_trap, 0, sizeof(old_trap));
-	struct sigaction tr = { .sa_sigaction = on_trap, .sa_flags = SA_SIGINFO | SA_ONSTACK };
-	sigemptyset(&tr.sa_mask);
-	if (sigaction(SIGTRAP, &tr, &old_trap) || sigaction(SIGSEGV, &sa, NULL))
-		return -1;
-	return 0;
+	if (report) {
+		memset(&old_trap, 0, sizeof(old_trap));
+		struct sigaction tr = { .sa_sigaction = on_trap, .sa_flags = SA_SIGINFO | SA_ONSTACK };
+		sigemptyset(&tr.sa_mask);
+		if (sigaction(SIGTRAP, &tr, &old_trap))
+			return -1;
+	}
+	return sigaction(SIGSEGV, &sa, NULL);
 }
 
 /* The list, at exit: every instruction that wrote, with its count. */

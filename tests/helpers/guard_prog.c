@@ -5,8 +5,10 @@
  * took, through dlsym(), with stack and variadic arguments, recursion and
  * a callback that calls back in.  With an argument it then does one
  * forbidden thing: "write" stores into the library's state through the
- * pointer the library handed out, "tail" into the variable on the last
- * page of the library's data, "report" writes the state three times
+ * pointer the library handed out, "past" 24 bytes past it (pointer
+ * arithmetic, still in the library's static), "wild" 64 bytes before it
+ * (padding no symbol of the library covers), "tail" into the variable on
+ * the last page of the library's data, "report" writes the state three times
  * from one instruction and the last page once, then calls the library
  * again (for --report), "count" single-steps a call and counts its
  * instructions, "read" loads it, "thread" has another
@@ -190,6 +192,14 @@ int main(int argc, char **argv)
 	if (argc > 1 && !strcmp(argv[1], "write")) {
 		*g_ptr() = 7;
 		printf("wrote %ld\n", *g_ptr());
+	}
+	if (argc > 1 && !strcmp(argv[1], "past")) {
+		g_ptr()[3] = 7;
+		printf("wrote past %ld\n", g_ptr()[3]);
+	}
+	if (argc > 1 && !strcmp(argv[1], "wild")) {
+		((volatile char *)g_ptr())[-64] = 7;
+		printf("wrote wild\n");
 	}
 	if (argc > 1 && !strcmp(argv[1], "count"))
 		count();
