@@ -380,6 +380,20 @@ int mpk_set(mpk_domain *d, int rights) MPK__NOTHROW MPK__NODISCARD MPK__NONNULL(
 /* The calling thread's rights to d (MPK_NONE/READ/RW), or -1/EINVAL. */
 int mpk_get(const mpk_domain *d) MPK__NOTHROW MPK__NONNULL(1);
 
+/*
+ * From a signal handler (SA_SIGINFO; ucontext its third argument): set
+ * the rights to d of the code the signal interrupted, which it holds once
+ * the handler returns.  hw: the PKRU image the kernel saved in the signal
+ * frame (rights the handler sets with mpk_set() are its own, thrown away
+ * at its return); soft, and a domain without a key: as mpk_set().  The
+ * handler's own rights stay as they were.  Async-signal-safe as mpk_set()
+ * is (see its caveat for soft).  Errors: EINVAL (bad domain or rights,
+ * ucontext NULL), ENOTSUP (hw: the frame holds no PKRU image), as
+ * mpk_set().
+ */
+int mpk_set_interrupted(mpk_domain *d, int rights, void *ucontext) MPK__NOTHROW MPK__NODISCARD
+	MPK__NONNULL(1);
+
 /* A saved right, from mpk_enter(), for mpk_leave(). */
 typedef struct mpk_scope {
 	mpk_domain *domain;

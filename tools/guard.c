@@ -62,13 +62,10 @@ static int cmd_guard(int argc, char **argv)
 	setenv("MPKIT_GUARD_LIB", lib, 1);
 	setenv("MPKIT_GUARD_DENY", deny, 1);
 	setenv("MPKIT_GUARD_PID", pid, 1);
-	if (report) {
-		/* Rights set in the trap handler outlive it on soft only. */
+	if (report)
 		setenv("MPKIT_GUARD_REPORT", "1", 1);
-		setenv("MPKIT_BACKEND", "soft", 1);
-	} else {
+	else
 		unsetenv("MPKIT_GUARD_REPORT");
-	}
 	return cli_exec_preloaded("guard", "MPKIT_GUARD_HELPER", "libmpkit-guard.so", argv + optind);
 }
 
@@ -82,8 +79,7 @@ const struct cli_command cli_guard = {
 	"  -d, --deny=all     outside the library its data cannot be read either\n"
 	"  -r, --report       report each write from outside (the first of each\n"
 	"                     instruction whole), let it through, run PROG to its\n"
-	"                     end and list every instruction that wrote, on stderr;\n"
-	"                     on the soft backend (mprotect), which it selects\n"
+	"                     end and list every instruction that wrote, on stderr\n"
 	"The library's writable data (.data, .bss; not RELRO) goes into a domain\n"
 	"named guard:FILE, and each function it exports is entered through a\n"
 	"gate that opens the domain to the calling thread until it returns.  A\n"

@@ -34,8 +34,8 @@ const uint8_t *guard_map_elf(const char *path, size_t *len);
 
 /* Faults in the domain (guard_report.c): mpkit's fault handler, with
  * the line that names what was written ahead of its report; report set
- * (--report), accesses from outside reported and let through, on the
- * soft backend only (ENOTSUP on hw).  0, or -1 with errno. */
+ * (--report), accesses from outside reported and let through.  0, or -1
+ * with errno. */
 int guard_report_start(const struct guard_lib *l, int report);
 /* Every instruction that wrote, with its count, on stderr. */
 void guard_report_end(void);

@@ -251,8 +251,7 @@ static void guard_lib(void)
 		return;
 	}
 	if (guard_report_start(&lib, report)) {
-		guard_fail(lib.want, errno == ENOTSUP ? "--report runs on the soft backend (MPKIT_BACKEND=soft)"
-						      : strerror(errno));
+		guard_fail(lib.want, strerror(errno));
 		return;
 	}
 	if (mpk_set_all(guard_domain, rights)) {

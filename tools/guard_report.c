@@ -12,9 +12,11 @@
  * backtrace); the others are counted, and the helper's destructor lists
  * every writing instruction with its count.  The faulting instruction
  * runs with the domain open and the trap flag set, and the SIGTRAP after
- * it closes the domain again: on the soft backend only, where rights set
- * from a signal handler outlive it (on hw the handler's PKRU is thrown
- * away at its return).
+ * it closes the domain again, on both backends: the fault callback's
+ * mpk_set() acts on the interrupted thread's rights, and the trap
+ * handler's mpk_set_interrupted() too (on hw the PKRU image of its signal
+ * frame; a handler's own PKRU is thrown away at its return).  On hw the
+ * domain is open for that one instruction to the faulting thread alone.
  */
 #define _GNU_SOURCE
 #include <dlfcn.h>
@@ -285,7 +287,7 @@ static void on_trap(int sig, siginfo_t *si, void *uc)
 	}
 	u->uc_mcontext.gregs[REG_EFL] &= ~(greg_t)TRAP_FLAG;
 	stepping = 0;
-	if (mpk_set(guard_domain, step_rights))
+	if (mpk_set_interrupted(guard_domain, step_rights, uc))
 		abort();
 	errno = saved;
 }
@@ -296,10 +298,6 @@ int guard_report_start(const struct guard_lib *l, int report)
 
 	lib = l;
 	reporting = report;
-	if (report && mpk_backend() != MPK_BACKEND_SOFT) {
-		errno = ENOTSUP;
-		return -1;
-	}
 	if (load_syms() || mpk_fault_handler_install(on_fault, NULL) || sigaction(SIGSEGV, NULL, &mpkit_segv) ||
 	    !(mpkit_segv.sa_flags & SA_SIGINFO))
 		return -1;

@@ -130,6 +130,42 @@ MPK_EXPORT int mpk_set(mpk_domain *d, int rights)
  * not through the PLT. */
 extern __typeof__(mpk_set) mpk__set __attribute__((alias("mpk_set"), nothrow));
 
+/*
+ * The interrupted code's rights, from a signal handler: on hw its PKRU
+ * image goes into this handler's register for mpk_set() to act on (the
+ * fault callback's way, fault.c), the result back into the frame, and the
+ * handler's own value back into the register.  A broadcast (MPK_SIGNAL)
+ * edits the same frame: held off between the read and the write, so its
+ * edit is neither lost nor undone.
+ */
+MPK_EXPORT int mpk_set_interrupted(mpk_domain *d, int rights, void *ucontext)
+{
+	sigset_t hold, was;
+	mpk_reg_t own, reg;
+	int rc;
+
+	if (!ucontext || !mpk__domain_ok(d) || !mpk__rights_ok(rights))
+		return einval();
+	if (mpk_g.backend != MPK_BACKEND_HW)
+		return mpk__set(d, rights);
+	sigemptyset(&hold);
+	sigaddset(&hold, MPK_SIGNAL);
+	pthread_sigmask(SIG_BLOCK, &hold, &was);
+	own = mpk_arch_reg_read();
+	if (!mpk_arch_frame_reg_get(ucontext, &reg)) {
+		errno = ENOTSUP;
+		rc = -1;
+	} else {
+		mpk_arch_reg_write(reg);
+		rc = mpk__set(d, rights);
+		if (!rc)
+			mpk_arch_frame_reg_set(ucontext, mpk_arch_reg_read());
+		mpk_arch_reg_write(own);
+	}
+	pthread_sigmask(SIG_SETMASK, &was, NULL);
+	return rc;
+}
+
 MPK_EXPORT int mpk_get(const mpk_domain *d)
 {
 	if (unlikely(!mpk__domain_ok(d))) {
