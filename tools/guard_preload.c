@@ -76,13 +76,34 @@ static int name_matches(const char *path, const char *want)
 	return !strncmp(b, want, n) && (b[n] == 0 || b[n] == '.');
 }
 
+/* The object's path, absolute.  A library found through a relative
+ * search path (LD_LIBRARY_PATH=.) has a relative name, relative to the
+ * directory the loader ran in: still the current one at startup, and in
+ * the dlopen() wrapper right after the load.  Symbolic links are kept
+ * (the domain is named after the name the loader used).  0: too long. */
+static int abs_path(const char *name, char *out, size_t size)
+{
+	char cwd[4096];
+
+	if (name[0] == '/')
+		return (size_t)snprintf(out, size, "%s", name) < size;
+	if (!getcwd(cwd, sizeof(cwd)))
+		return 0;
+	while (name[0] == '.' && name[1] == '/')
+		name += 2;
+	return (size_t)snprintf(out, size, "%s/%s", cwd, name) < size;
+}
+
 static int find_lib(struct dl_phdr_info *o, size_t size, void *arg)
 {
 	struct guard_lib *l = arg;
 	uintptr_t relro = 0;
 
 	(void)size;
-	if (!o->dlpi_name || o->dlpi_name[0] != '/' || !name_matches(o->dlpi_name, l->want))
+	/* A name without a slash is no file the loader opened: the program
+	 * itself ("") or the vDSO. */
+	if (!o->dlpi_name || !strchr(o->dlpi_name, '/') || !name_matches(o->dlpi_name, l->want) ||
+	    !abs_path(o->dlpi_name, l->path, sizeof(l->path)))
 		return 0;
 	l->text_lo = UINTPTR_MAX;
 	for (int k = 0; k < o->dlpi_phnum; k++) {
@@ -117,7 +138,6 @@ static int find_lib(struct dl_phdr_info *o, size_t size, void *arg)
 #endif
 	l->data_hi = l->tail_lo > l->data_lo ? l->tail_lo : l->data_lo;
 	l->base = o->dlpi_addr;
-	snprintf(l->path, sizeof(l->path), "%s", o->dlpi_name);
 	return 1;
 }
 

@@ -5,7 +5,8 @@
  * calls of every shape a gate must pass untouched (stack and variadic
  * arguments, a double returned, recursion, a callback that calls back
  * in), and g_ptr() hands out its address as a library's API might;
- * g_zero() is too short to patch.
+ * g_zero() is too short to patch, and g_loop() loops back into its own
+ * first 5 bytes (a branch the patch would land in the middle of).
  */
 #include <pthread.h>
 #include <stdarg.h>
@@ -81,6 +82,21 @@ long g_zero(void)
 {
 	return 0;
 }
+
+/* The sum 1..n (n > 0) in a loop whose head is 2 bytes in: its jnz lands
+ * inside the 5 bytes a jmp would overwrite, so the patcher refuses it
+ * (named, left ungated) rather than send the loop into the jmp's middle.
+ * Written in assembly: a compiler may lay a loop out any way it likes. */
+__asm__(".text\n\t"
+	".globl g_loop\n\t"
+	".type g_loop, @function\n"
+	"g_loop:\n\t"
+	"xorl %eax, %eax\n"
+	"1:\taddq %rdi, %rax\n\t"
+	"decq %rdi\n\t"
+	"jnz 1b\n\t"
+	"ret\n\t"
+	".size g_loop, . - g_loop");
 
 long *g_ptr(void)
 {

@@ -9,6 +9,7 @@ long g_rec(int n);
 long g_apply(long (*fn)(long), long v);
 long g_store(long *p);
 long g_zero(void);
+long g_loop(long n);
 long *g_ptr(void);
 long *g_tail(void);
 long g_spawn(long v);

@@ -188,6 +188,7 @@ int main(int argc, char **argv)
 	printf("ungated %ld\n", g_zero());
 	long copy = 0, none = g_store(NULL), some = g_store(&copy);
 	printf("branch %ld %ld %ld\n", none, some, copy);
+	printf("loop %ld\n", g_loop(4));
 	fflush(stdout);
 	if (argc > 1 && !strcmp(argv[1], "write")) {
 		*g_ptr() = 7;
