@@ -48,6 +48,19 @@ void *guard_leave(void);
  * outermost's rights back (guard_gate.c). */
 void guard_unwind(uintptr_t sp);
 
+/* Where the innermost gate's callee returns to, NULL outside every gate
+ * (guard_gate.c). */
+void *guard_inner_return(void);
+
+/* The library's heap (guard_heap.c): made when the library is guarded,
+ * under MPKIT_GUARD_HEAP=1 (1 made, 0 not asked for, -1 with errno);
+ * whether an address of the domain lies outside
+ * the library's data (a heap block); the fault callback that says so
+ * before mpkit's report. */
+int guard_heap_start(const struct guard_lib *l);
+int guard_heap_block(uintptr_t a);
+int guard_heap_fault(const struct mpk_fault *f, void *arg);
+
 /* The rights outside the library (MPK_READ, or MPK_NONE), and whether
  * pc lies in its text (guard_preload.c; 0 while it is not guarded). */
 int guard_outside(void);

@@ -78,6 +78,14 @@ __attribute__((used)) void *guard_leave(void)
 	return f->ret;
 }
 
+/* Inside a gate: where the innermost one's callee returns to (the
+ * return address it put in the caller's slot), else NULL
+ * (guard_heap.c: whose code is allocating). */
+void *guard_inner_return(void)
+{
+	return depth ? *frames[depth - 1].slot : NULL;
+}
+
 /* A longjmp to a stack pointer sp (guard_wrap.c) leaves every gate
  * whose return slot lies below sp (the stack grows down): their entries
  * go, and the rights held before the outermost of them come back. */

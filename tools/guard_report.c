@@ -119,6 +119,11 @@ static void put_where(uintptr_t a)
 {
 	size_t lo = 0, hi = nsyms;
 
+	if (guard_heap_block(a)) {
+		put("a heap block of ");
+		put(mpk_domain_name(guard_domain));
+		return;
+	}
 	while (lo < hi) { /* the last symbol at or below a */
 		size_t mid = (lo + hi) / 2;
 		if (syms[mid].at <= a)
