@@ -12,12 +12,16 @@
  * (realloc inside keeps them), calloc() and the aligned calls inside;
  * the program reads them, frees them with free(), realloc()s one (the
  * copy is its own, contents kept, writable), writes a block it handed in
- * and one it allocated in a callback: the output is the unguarded run's.
+ * and one it allocated in a callback, and one from the library's
+ * allocator export g_malloc (its name says it allocates: the block is
+ * the program's; the library's own call of it gives the library's
+ * block): the output is the unguarded run's.
  * Under --deny all free() and realloc() of a library block still work
  * (realloc reads it with the domain open).  Without --heap the same
  * writes are let alone.  --report (soft) lets three writes of one
  * instruction through and lists them as a heap block's.  Both backends:
- * soft forced, hw where there are keys.
+ * soft forced, hw where there are keys; and under `mpkit run` (the
+ * drop-in allocator behind the helper), the same allowed run and write.
  */
 #include <signal.h>
 
@@ -107,7 +111,7 @@ int main(void)
 		t_skip("guard-heap-prog or libmpkit-guard.so missing (make tests)");
 	int st = t_exec_capture("./guard-heap-prog", (char *[]){ "guard-heap-prog", NULL }, (char *[]){ NULL }, 1, plain,
 				sizeof(plain));
-	REQUIRE(WIFEXITED(st) && WEXITSTATUS(st) == 0 && strstr(plain, "handed in minexxxx\ncallback\n"));
+	REQUIRE(WIFEXITED(st) && WEXITSTATUS(st) == 0 && strstr(plain, "handed in minexxxx\ncallback\nallocator\n"));
 
 	backend_runs("soft", "SEGV_ACCERR");
 	/* --report: three writes of one instruction let through, the
@@ -124,5 +128,24 @@ int main(void)
 		fprintf(stderr, "--report:\n%s\n", out);
 	if (t_backend() == MPK_BACKEND_HW)
 		backend_runs("hw", "SEGV_PKUERR");
+	/* Under `mpkit run` (the helper preloaded ahead of the drop-in):
+	 * the library's blocks in its domain, the others the drop-in's. */
+	if (!access("./libmpkit-malloc.so", R_OK)) {
+		static char drop[4200];
+		snprintf(drop, sizeof(drop), "MPKIT_MALLOC_LIB=%s/libmpkit-malloc.so", cwd);
+		char *env[] = { helper, drop, "MPKIT_GUARD_VERBOSE=1", NULL };
+		char *argv[] = { "mpkit", "run", (char *)t_cli_prog(), "guard", "--heap", "--lib", "libguardheap", "--",
+				 "./guard-heap-prog", NULL, NULL };
+		st = t_exec_capture(t_cli_prog(), argv, env, 1, out, sizeof(out));
+		CHECK(WIFEXITED(st) && WEXITSTATUS(st) == 0 && strstr(out, plain) != NULL);
+		argv[9] = "write";
+		st = t_exec_capture(t_cli_prog(), argv, env, 1, out, sizeof(out));
+		CHECK(WIFSIGNALED(st) && WTERMSIG(st) == SIGABRT);
+		CHECK(strstr(out, "mpkit guard: write of a heap block of guard:libguardheap.so (allocated inside the "
+				  "library) at 0x") != NULL);
+		CHECK(strstr(out, "wrote") == NULL);
+		if (t_failures)
+			fprintf(stderr, "under mpkit run:\n%s\n", out);
+	}
 	return t_done();
 }

@@ -2,8 +2,9 @@
 /*
  * libguardheap.so, the library t_guard_heap guards: it allocates blocks
  * with every call of the malloc family, keeps one (g_kept), hands others
- * to the program to read and free (g_dup, g_alloc: a tail call of
+ * to the program to read and free (g_copy, g_block: a tail call of
  * malloc, so the block is asked for from the gate's return address),
+ * has an allocator of its own for the program (g_malloc),
  * writes blocks the program allocated and handed in (g_fill), and calls
  * back into the program (g_call), whose blocks stay the program's.  Its
  * state has a page of its own in .data (musl's loader keeps the last
@@ -19,11 +20,25 @@ static struct {
 	char rest[4096 - sizeof(char *)];
 } own __attribute__((section(".data"), aligned(4096)));
 
-/* A block of n bytes of c that the library keeps (the last one freed). */
+/* The library's allocator, for the program (as sqlite3_malloc64 is):
+ * its name says so, and its blocks called from outside are the
+ * program's. */
+void *g_malloc(size_t n)
+{
+	void *p = malloc(n);
+
+	return p;
+}
+
+/* A block of n bytes of c that the library keeps (the last one freed),
+ * from its own allocator through its gate: the library's. */
 char *g_kept(size_t n, int c)
 {
+	void *(*m)(size_t) = g_malloc;
+
+	__asm__("" : "+r"(m));
 	free(own.kept);
-	own.kept = malloc(n);
+	own.kept = m(n);
 	if (own.kept)
 		memset(own.kept, c, n);
 	return own.kept;
@@ -53,7 +68,7 @@ void g_drop(void)
 }
 
 /* A copy for the program to read and free (calloc inside). */
-char *g_dup(const char *s)
+char *g_copy(const char *s)
 {
 	size_t n = strlen(s) + 1;
 	char *p = calloc(1, n);
@@ -64,7 +79,7 @@ char *g_dup(const char *s)
 }
 
 /* Tail call: malloc() returns straight to the gate. */
-void *g_alloc(size_t n)
+void *g_block(size_t n)
 {
 	return malloc(n);
 }

@@ -3,7 +3,8 @@
  * The program t_guard_heap runs under `mpkit guard --lib libguardheap`:
  * it knows nothing of mpkit.  With no argument it does what it may with
  * the library's heap blocks (read them, free and realloc them) and its
- * own (write them, hand them in, allocate in a callback), printing what
+ * own (write them, hand them in, allocate in a callback, get them from
+ * the library's allocator g_malloc), printing what
  * it saw; with an argument it does one forbidden thing: "write" stores
  * into a block the library handed out, "uaf" into the library's kept
  * block after the library freed it, "arith" past a returned block into
@@ -45,10 +46,10 @@ static int allowed(void)
 	k = g_grow(64, 8192, 'G');
 	printf("grown %d %c %c\n", k[0], k[63], k[8191]);
 
-	char *d = g_dup("hello");
+	char *d = g_copy("hello");
 	printf("dup %s, usable %d\n", d, malloc_usable_size(d) >= 6);
 	free(d);
-	d = g_dup("abc");
+	d = g_copy("abc");
 	d = realloc(d, 4096); /* the program's now: it may write it */
 	strcpy(d + 3, "def");
 	printf("realloc %s\n", d);
@@ -65,7 +66,11 @@ static int allowed(void)
 	strcpy(cb, "callback");
 	printf("%s\n", cb);
 	free(cb);
-	void *t = g_alloc(100);
+	char *own = g_malloc(16); /* an allocator's: the program's */
+	strcpy(own, "allocator");
+	printf("%s\n", own);
+	free(own);
+	void *t = g_block(100);
 	printf("tail %d\n", t != NULL);
 	free(t);
 	g_drop();
@@ -80,7 +85,7 @@ int main(int argc, char **argv)
 		return allowed();
 	setvbuf(stdout, NULL, _IONBF, 0);
 	if (!strcmp(m, "write")) {
-		char *d = g_dup("abc");
+		char *d = g_copy("abc");
 		printf("read %s\n", d);
 		poke(d, 'X');
 		printf("wrote %s\n", d);
@@ -90,26 +95,26 @@ int main(int argc, char **argv)
 		poke(k + 8, 'X');
 		printf("wrote after free\n");
 	} else if (!strcmp(m, "arith")) {
-		char *d = g_dup("0123456789abcdef0123456789"), *k = g_kept(32, 'K');
+		char *d = g_copy("0123456789abcdef0123456789"), *k = g_kept(32, 'K');
 		printf("apart %d\n", (int)(k - d));
 		poke(d + (k - d), 'X');
 		printf("wrote by arithmetic %c\n", k[0]);
 	} else if (!strcmp(m, "tail")) {
-		poke(g_alloc(100), 'X');
+		poke(g_block(100), 'X');
 		printf("wrote tail\n");
 	} else if (!strcmp(m, "read")) {
-		printf("read %s\n", g_dup("abc"));
+		printf("read %s\n", g_copy("abc"));
 	} else if (!strcmp(m, "report")) {
-		char *d = g_dup("abc");
+		char *d = g_copy("abc");
 		g_kept(8, 'k');
 		for (int i = 0; i < 3; i++)
 			poke(d + i, (char)('x' + i));
 		printf("report %s %d\n", d, g_touch());
 		free(d);
 	} else if (!strcmp(m, "free")) {
-		char *d = g_dup("abc");
+		char *d = g_copy("abc");
 		free(d);
-		d = realloc(g_dup("abcdef"), 100);
+		d = realloc(g_copy("abcdef"), 100);
 		printf("free %s\n", d);
 		free(d);
 	}
