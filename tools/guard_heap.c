@@ -132,10 +132,31 @@ static inline mpk_heap *for_lib(void *ra)
 	return in && in->hands_out ? NULL : h;
 }
 
+/* The span of every block the heap handed out: a pointer outside it is
+ * not the heap's without asking mpkit (glibc's brk heap, mostly). */
+static uintptr_t span_lo = UINTPTR_MAX, span_hi;
+
+static void *spanned(void *p, size_t n)
+{
+	uintptr_t a = (uintptr_t)p, lo = __atomic_load_n(&span_lo, __ATOMIC_RELAXED),
+		  hi = __atomic_load_n(&span_hi, __ATOMIC_RELAXED);
+
+	if (!p)
+		return p;
+	while (a < lo && !__atomic_compare_exchange_n(&span_lo, &lo, a, 0, __ATOMIC_RELAXED, __ATOMIC_RELAXED))
+		;
+	while (a + n > hi && !__atomic_compare_exchange_n(&span_hi, &hi, a + n, 0, __ATOMIC_RELAXED, __ATOMIC_RELAXED))
+		;
+	return p;
+}
+
 /* p is a block of the library's heap. */
 static inline int owned(const void *p)
 {
 	if (likely(!__atomic_load_n(&heap, __ATOMIC_ACQUIRE)))
+		return 0;
+	if ((uintptr_t)p < __atomic_load_n(&span_lo, __ATOMIC_RELAXED) ||
+	    (uintptr_t)p >= __atomic_load_n(&span_hi, __ATOMIC_RELAXED))
 		return 0;
 	int err = errno;
 	int r = mpk_domain_of(p) == guard_domain;
@@ -179,7 +200,7 @@ int guard_heap_fault(const struct mpk_fault *f, void *arg)
 
 static void *lib_alloc(mpk_heap *h, size_t align, size_t n)
 {
-	return align <= 16 ? mpk_heap_malloc(h, n) : mpk_heap_aligned_alloc(h, align, n);
+	return spanned(align <= 16 ? mpk_heap_malloc(h, n) : mpk_heap_aligned_alloc(h, align, n), n);
 }
 
 EXPORT void *malloc(size_t n)
@@ -187,7 +208,7 @@ EXPORT void *malloc(size_t n)
 	mpk_heap *h = for_lib(RA);
 
 	if (h)
-		return mpk_heap_malloc(h, n);
+		return spanned(mpk_heap_malloc(h, n), n);
 	return ready() ? nx.malloc(n) : boot_alloc(n, 16);
 }
 
@@ -196,7 +217,7 @@ EXPORT void *calloc(size_t k, size_t n)
 	mpk_heap *h = for_lib(RA);
 
 	if (h)
-		return mpk_heap_calloc(h, k, n);
+		return spanned(mpk_heap_calloc(h, k, n), k * n); /* no overflow: it succeeded */
 	if (ready())
 		return nx.calloc(k, n);
 	size_t len;
@@ -246,13 +267,13 @@ static void *realloc_from(void *ra, void *p, size_t n)
 	mpk_heap *h = for_lib(ra);
 
 	if (!p)
-		return h ? mpk_heap_malloc(h, n) : ready() ? nx.malloc(n) : boot_alloc(n, 16);
+		return h ? spanned(mpk_heap_malloc(h, n), n) : ready() ? nx.malloc(n) : boot_alloc(n, 16);
 	if (!n) { /* glibc: frees, and returns NULL */
 		free(p);
 		return NULL;
 	}
 	if (owned(p))
-		return h ? mpk_heap_realloc(h, p, n) : ready() ? move_out(p, n) : NULL;
+		return h ? spanned(mpk_heap_realloc(h, p, n), n) : ready() ? move_out(p, n) : NULL;
 	if (!ready() || in_boot(p)) {
 		void *q = ready() ? nx.malloc(n) : boot_alloc(n, 16);
 		if (q && in_boot(p)) {
