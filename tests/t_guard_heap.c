@@ -155,8 +155,13 @@ int main(void)
 		argv[9] = "write";
 		st = t_exec_capture(t_cli_prog(), argv, env, 1, out, sizeof(out));
 		CHECK(WIFSIGNALED(st) && WTERMSIG(st) == SIGABRT);
+		CHECK(strstr(out, "mpkit: protection fault: write of domain \"guard:libguardheap.so\" at 0x") != NULL);
+#ifdef __GLIBC__
+		/* With musl the drop-in's constructor runs after the helper's
+		 * and installs mpkit's handler without the helper's line. */
 		CHECK(strstr(out, "mpkit guard: write of a heap block of guard:libguardheap.so (allocated inside the "
 				  "library) at 0x") != NULL);
+#endif
 		CHECK(strstr(out, "wrote") == NULL);
 		if (t_failures)
 			fprintf(stderr, "under mpkit run:\n%s\n", out);
