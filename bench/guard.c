@@ -143,7 +143,7 @@ static struct variant va[V_COUNT] = {
 };
 
 struct opts {
-	int rounds, smoke, quiet;
+	int rounds, smoke, quiet, heap;
 	double timeout;
 	const char *workloads;
 };
@@ -197,6 +197,7 @@ static int parse(int argc, char **argv, struct opts *o)
 		{ "workloads", 0, BO_STR, &o->workloads, "LIST", names },
 		{ "timeout", 0, BO_NUM, &o->timeout, "S", "a step still running after S seconds fails its\n"
 		  "cell (default 600; --smoke: 120)", 1e-3, 1e6 },
+		{ "heap", 0, BO_FLAG, &o->heap, NULL, "guard the library's heap blocks too (mpkit guard --heap)" },
 		{ "quiet", 'q', BO_FLAG, &o->quiet, NULL, "no progress on stderr" },
 		{ NULL, 0 },
 	};
@@ -269,6 +270,8 @@ static char **run_env(const struct state *st, int w, int v)
 		stats_path(st, w, v, stats + strlen(stats), sizeof(stats) - strlen(stats));
 		e[j++] = pre, e[j++] = lib, e[j++] = be, e[j++] = stats;
 		e[j++] = "MPKIT_GUARD_DENY=write";
+		if (st->o.heap)
+			e[j++] = "MPKIT_GUARD_HEAP=1";
 	}
 	e[j] = NULL;
 	return e;
@@ -484,7 +487,7 @@ static void print_header(const struct state *st)
 	       st->o.rounds, st->o.rounds == 1 ? "" : "s", mpk_version(), sysconf(_SC_NPROCESSORS_ONLN));
 	if (st->o.smoke)
 		printf("SMOKE RUN: small inputs, one round: the timings mean nothing\n");
-	printf("helper: %s (MPKIT_GUARD_DENY=write)\n", st->helper);
+	printf("helper: %s (MPKIT_GUARD_DENY=write%s)\n", st->helper, st->o.heap ? ", MPKIT_GUARD_HEAP=1" : "");
 	printf("workloads:\n");
 	for (int w = 0; w < NW; w++)
 		if (st->on[w])

@@ -60,7 +60,7 @@ endif
 # carries ld.so's trampolines too; no sanitizer links statically), and
 # the shared library for `mpkit scan` to read.
 TEST_FILES := $(B)/tests/ex-jit $(B)/tests/libmpkit-watch.so $(B)/tests/watch-target \
-	      $(B)/tests/libmpkit-guard.so $(B)/tests/guard-prog $(B)/tests/guard-dlprog \
+	      $(B)/tests/libmpkit-guard.so $(B)/tests/guard-prog $(B)/tests/guard-dlprog $(B)/tests/guard-heap-prog $(B)/tests/libguardheap.so \
 	      $(B)/tests/watch-plain $(B)/tests/watch-plain-stripped \
 	      $(B)/tests/libmpkit-malloc.so $(B)/tests/malloc-edge $(B)/tests/malloc-stress $(B)/tests/malloc-misuse $(B)/tests/malloc-args \
 	      $(B)/tests/malloc-misuse-static \
@@ -87,6 +87,13 @@ $(B)/tests/libguardtest.so: tests/helpers/guard_lib.c
 $(B)/tests/guard-prog: tests/helpers/guard_prog.c tests/helpers/step_count.h $(B)/tests/libguardtest.so
 	@mkdir -p $(@D)
 	$(CC) $(PRELOAD_CFLAGS) $< -L$(@D) -lguardtest -Wl,-rpath,'$$ORIGIN' -pthread -ldl -o $@
+# t_guard_heap's library, whose heap blocks are guarded, and its program.
+$(B)/tests/libguardheap.so: tests/helpers/guard_heap_lib.c tests/helpers/guard_heap_lib.h
+	@mkdir -p $(@D)
+	$(CC) $(PRELOAD_CFLAGS) -shared -fPIC -Wl,-soname,libguardheap.so $< -o $@
+$(B)/tests/guard-heap-prog: tests/helpers/guard_heap_prog.c tests/helpers/guard_heap_lib.h $(B)/tests/libguardheap.so
+	@mkdir -p $(@D)
+	$(CC) $(PRELOAD_CFLAGS) $< -L$(@D) -lguardheap -Wl,-rpath,'$$ORIGIN' -o $@
 # ... and one that opens it with dlopen() (from its own directory).
 $(B)/tests/guard-dlprog: tests/helpers/guard_dlprog.c $(B)/tests/libguardtest.so
 	@mkdir -p $(@D)

@@ -19,14 +19,15 @@ static int cmd_guard(int argc, char **argv)
 		{ "lib", required_argument, NULL, 'l' },
 		{ "deny", required_argument, NULL, 'd' },
 		{ "report", no_argument, NULL, 'r' },
+		{ "heap", no_argument, NULL, 'H' },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
 	const char *lib = NULL, *deny = "write";
-	int o, report = 0;
+	int o, report = 0, heap = 0;
 
 	/* "+": PROG's own options are PROG's. */
-	while ((o = cli_getopt(&cli_guard, argc, argv, "+l:d:rh", longopts)) != -1) {
+	while ((o = cli_getopt(&cli_guard, argc, argv, "+l:d:rHh", longopts)) != -1) {
 		switch (o) {
 		case 'l':
 			if (lib) {
@@ -45,6 +46,9 @@ static int cmd_guard(int argc, char **argv)
 		case 'r':
 			report = 1;
 			break;
+		case 'H':
+			heap = 1;
+			break;
 		case 'h':
 			return cli_help(&cli_guard);
 		default:
@@ -62,6 +66,10 @@ static int cmd_guard(int argc, char **argv)
 	setenv("MPKIT_GUARD_LIB", lib, 1);
 	setenv("MPKIT_GUARD_DENY", deny, 1);
 	setenv("MPKIT_GUARD_PID", pid, 1);
+	if (heap)
+		setenv("MPKIT_GUARD_HEAP", "1", 1);
+	else
+		unsetenv("MPKIT_GUARD_HEAP");
 	if (report)
 		setenv("MPKIT_GUARD_REPORT", "1", 1);
 	else
@@ -70,13 +78,17 @@ static int cmd_guard(int argc, char **argv)
 }
 
 const struct cli_command cli_guard = {
-	"guard", cmd_guard, "--lib NAME [--deny write|all] [--report] [--] PROG [ARGS]",
+	"guard", cmd_guard, "--lib NAME [--deny write|all] [--heap] [--report] [--] PROG [ARGS]",
 	"PROG with a library's data writable only while PROG runs inside it",
 	"  -l, --lib=NAME     the library: its file name (libfoo.so.1), or that up\n"
 	"                     to a dot (libfoo); loaded when PROG starts, or\n"
 	"                     by PROG's dlopen() (guarded then, kept loaded)\n"
 	"  -d, --deny=write   outside the library its data is read-only (default)\n"
 	"  -d, --deny=all     outside the library its data cannot be read either\n"
+	"  -H, --heap         the heap blocks the library's code allocates while\n"
+	"                     PROG is inside it go in the domain too (the library\n"
+	"                     API's blocks that PROG may write, e.g. a struct it\n"
+	"                     fills in, then fault: try --report first)\n"
 	"  -r, --report       report each write from outside (the first of each\n"
 	"                     instruction whole), let it through, run PROG to its\n"
 	"                     end and list every instruction that wrote, on stderr\n"
@@ -84,10 +96,14 @@ const struct cli_command cli_guard = {
 	"named guard:FILE, and each function it exports is entered through a\n"
 	"gate that opens the domain to the calling thread until it returns.  A\n"
 	"write from anywhere else faults, with mpkit's report after a line that\n"
-	"names what was written (the library's symbol+0xOFF, or unnamed static\n"
-	"data at FILE+0xOFF).  Not covered yet:\n"
-	"callbacks the library makes (they run with its rights), its heap\n"
-	"blocks, longjmp and exceptions across a gate\n"
+	"names what was written (the library's symbol+0xOFF, unnamed static\n"
+	"data at FILE+0xOFF, or a heap block).  With --heap the\n"
+	"blocks its code allocates while inside (malloc and the rest, through\n"
+	"any allocator preloaded after the helper) are in the domain too; free()\n"
+	"and realloc() of them work from anywhere.  Not covered: callbacks the\n"
+	"library makes (they run with its rights), blocks it allocated before it\n"
+	"was guarded or through the C library (strdup()), blocks PROG hands in,\n"
+	"exceptions across a gate\n"
 	"(docs/guard.md); with musl, the last page of its data (the rest of\n"
 	"that page is musl's malloc's).  On the soft backend rights are\n"
 	"process-wide: while one thread is inside the library every thread may\n"

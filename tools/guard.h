@@ -15,6 +15,7 @@
 struct guard_fn {
 	uint8_t *rest; /* the displaced instructions, then a jump back */
 	const char *name;
+	int hands_out; /* its name says it allocates for its caller (guard_heap.c) */
 };
 
 /* The guarded library's domain (guard_preload.c). */
@@ -48,6 +49,21 @@ void *guard_leave(void);
 /* A longjmp to stack pointer sp: the gates it leaves popped, their
  * outermost's rights back (guard_gate.c). */
 void guard_unwind(uintptr_t sp);
+
+/* Where the innermost gate's callee returns to, NULL outside every gate;
+ * the function of the innermost gate entered from outside the library's
+ * text, NULL if none (guard_gate.c). */
+void *guard_inner_return(void);
+const struct guard_fn *guard_entry_fn(void);
+
+/* The library's heap (guard_heap.c): made when the library is guarded,
+ * under MPKIT_GUARD_HEAP=1 (1 made, 0 not asked for, -1 with errno);
+ * whether an address of the domain lies outside
+ * the library's data (a heap block: guard_report.c names it so). */
+int guard_heap_start(const struct guard_lib *l);
+int guard_heap_block(uintptr_t a);
+/* Whether an export of that name allocates for its caller. */
+int guard_hands_out(const char *name);
 
 /* The rights outside the library (MPK_READ, or MPK_NONE), and whether
  * pc lies in its text (guard_preload.c; 0 while it is not guarded). */

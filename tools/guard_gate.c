@@ -21,6 +21,7 @@ struct guard_frame {
 	void *ret;   /* the caller's return address */
 	void **slot; /* where it was on the stack: a longjmp past it left the gate */
 	int prev;    /* the rights held before the gate */
+	struct guard_fn *fn;
 };
 
 /* initial-exec: a preloaded library's TLS is static, and no
@@ -48,7 +49,7 @@ __attribute__((used)) void *guard_enter(struct guard_fn *fn, void **slot)
 	int prev = mpk_get(guard_domain);
 
 	if (d < GUARD_DEPTH)
-		frames[d] = (struct guard_frame){ *slot, slot, prev };
+		frames[d] = (struct guard_frame){ *slot, slot, prev, fn };
 	else
 		abort();
 	/* A thread's first call: its counts are to be kept at its end. */
@@ -76,6 +77,22 @@ __attribute__((used)) void *guard_leave(void)
 		guard_die("leave");
 	errno = err;
 	return f->ret;
+}
+
+/* Inside a gate: where the innermost one's callee returns to (the
+ * return address it put in the caller's slot), else NULL
+ * (guard_heap.c: whose code is allocating). */
+void *guard_inner_return(void)
+{
+	return depth ? *frames[depth - 1].slot : NULL;
+}
+
+const struct guard_fn *guard_entry_fn(void)
+{
+	for (unsigned d = depth; d > 0; d--)
+		if (!guard_in_text((uintptr_t)frames[d - 1].ret))
+			return frames[d - 1].fn;
+	return NULL;
 }
 
 /* A longjmp to a stack pointer sp (guard_wrap.c) leaves every gate

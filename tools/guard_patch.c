@@ -215,6 +215,7 @@ int guard_patch(const char *name, uint8_t *fn, size_t size, const char **why)
 	}
 	g->name = name;
 	g->rest = rest;
+	g->hands_out = guard_hands_out(name);
 	/* rest: the displaced instructions, jmp fn+n */
 	uint8_t *j = rest + o;
 	j[0] = 0xe9;

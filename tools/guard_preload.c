@@ -18,6 +18,8 @@
  *                           through; the list at exit (guard_report.c)
  *   MPKIT_GUARD_STATS=FILE  a line appended at exit: the calls through
  *                           the gate (guard_stats.c)
+ *   MPKIT_GUARD_HEAP=1      the blocks the library allocates go in the
+ *                           domain too (guard_heap.c)
  *   MPKIT_GUARD_PID=PID     set by mpkit guard: in that process (PROG) a
  *                           library that cannot be guarded ends it with
  *                           125; other processes (PROG's children, which
@@ -256,7 +258,7 @@ int guard_in_text(uintptr_t pc)
 static void guard_lib(void)
 {
 	static char dname[64];
-	int patched = 0, refused = 0;
+	int patched = 0, refused = 0, heap = 0;
 
 	if (lib.data_hi <= lib.data_lo) {
 		guard_fail(lib.want, lib.tail_hi > lib.tail_lo
@@ -266,7 +268,8 @@ static void guard_lib(void)
 	}
 	snprintf(dname, sizeof(dname), "guard:%.56s", strrchr(lib.path, '/') + 1);
 	guard_domain = mpk_domain_create(dname, MPK_RW, MPK_DOMAIN_SHARED);
-	if (!guard_domain || adopt_data(&lib) || patch_exports(&lib, &patched, &refused)) {
+	if (!guard_domain || adopt_data(&lib) || (heap = guard_heap_start(&lib)) < 0 ||
+	    patch_exports(&lib, &patched, &refused)) {
 		guard_fail(lib.want, strerror(errno));
 		return;
 	}
@@ -286,6 +289,9 @@ static void guard_lib(void)
 	if (verbose) {
 		fprintf(stderr, "mpkit guard: %s: %zu bytes of data in domain %s, %d functions gated, %d not\n",
 			lib.path, (size_t)(lib.data_hi - lib.data_lo), dname, patched, refused);
+		if (heap)
+			fprintf(stderr, "mpkit guard: %s: the blocks it allocates inside go in domain %s too\n", lib.path,
+				dname);
 		if (lib.tail_hi > lib.tail_lo)
 			fprintf(stderr, "mpkit guard: %s: its last %zu bytes of data (+0x%zx) not covered: their page is "
 					"shared with the C library's malloc\n", lib.path, (size_t)(lib.tail_hi - lib.tail_lo),

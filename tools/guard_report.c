@@ -129,10 +129,13 @@ static void where(struct mpk__text *t, uintptr_t a)
 	size_t lo = 0, hi = nsyms;
 	const char *file = strrchr(lib->path, '/') + 1;
 
+	if (guard_heap_block(a)) { /* --heap (guard_heap.c) */
+		mpk__text_str(t, "a heap block of ");
+		mpk__text_str(t, mpk_domain_name(guard_domain));
+		return;
+	}
 	if (a < lib->data_lo || a >= lib->data_hi) {
-		/* Not its static data: the domain's other memory.  The heap
-		 * blocks the library allocates (tools/guard_heap.c, to come)
-		 * are to be named here: the block, and the offset in it. */
+		/* Not its static data: the domain's other memory. */
 		mpk__text_str(t, "memory of its domain outside its static data, at ");
 		mpk__text_hex(t, a);
 		return;
@@ -183,6 +186,16 @@ static void report_caught(const struct mpk_fault *f, uintptr_t ip)
 	struct mpk__text t = { b, sizeof(b), 0 };
 	const char *file = strrchr(lib->path, '/') + 1;
 
+	if (guard_heap_block((uintptr_t)f->addr)) {
+		mpk__text_str(&t, f->write ? "mpkit guard: write of a heap block of " : "mpkit guard: read of a heap block of ");
+		mpk__text_str(&t, mpk_domain_name(guard_domain));
+		mpk__text_str(&t, " (allocated inside the library) at ");
+		mpk__text_hex(&t, (uintptr_t)f->addr);
+		mpk__text_str(&t, ip && own_code(ip) ? ", by the library's own code, entered without a gate\n"
+						    : ", from outside the library\n");
+		mpk_report_write(t.buf, t.len);
+		return;
+	}
 	mpk__text_str(&t, "mpkit guard: caught a ");
 	mpk__text_str(&t, f->write ? "write" : "read");
 	if (ip && own_code(ip)) {

@@ -1,0 +1,122 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The program t_guard_heap runs under `mpkit guard --lib libguardheap`:
+ * it knows nothing of mpkit.  With no argument it does what it may with
+ * the library's heap blocks (read them, free and realloc them) and its
+ * own (write them, hand them in, allocate in a callback, get them from
+ * the library's allocator g_malloc), printing what
+ * it saw; with an argument it does one forbidden thing: "write" stores
+ * into a block the library handed out, "uaf" into the library's kept
+ * block after the library freed it, "arith" past a returned block into
+ * the block the library keeps beside it, "tail" into a block malloc()
+ * returned straight to the gate, "read" reads one (for --deny all),
+ * "report" writes a library block three times from one instruction and
+ * goes on (for --report), "free" frees and reallocs library blocks
+ * without reading them (for --deny all).
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <malloc.h>
+
+#include "guard_heap_lib.h"
+
+static __attribute__((noinline)) void poke(volatile char *p, char v)
+{
+	*p = v;
+}
+
+/* Not a tail call of malloc(): that would return to the gate, and a
+ * block asked for from there is the library's (docs/guard.md). */
+static void *from_callback(size_t n)
+{
+	char *p = malloc(n);
+
+	if (p)
+		p[0] = 0;
+	return p;
+}
+
+static int allowed(void)
+{
+	char *k = g_kept(64, 'L');
+	printf("kept %c%c\n", k[0], k[63]);
+	int once = g_touch();
+	printf("touched %d %d\n", once, g_touch());
+	k = g_grow(64, 8192, 'G');
+	printf("grown %d %c %c\n", k[0], k[63], k[8191]);
+
+	char *d = g_copy("hello");
+	printf("dup %s, usable %d\n", d, malloc_usable_size(d) >= 6);
+	free(d);
+	d = g_copy("abc");
+	d = realloc(d, 4096); /* the program's now: it may write it */
+	strcpy(d + 3, "def");
+	printf("realloc %s\n", d);
+	free(d);
+	printf("aligned %d %d\n", g_aligned(64), g_aligned(8192));
+
+	char *mine = malloc(32);
+	strcpy(mine, "mine");
+	g_fill(mine + 4, 4, 'x');
+	mine[8] = 0;
+	printf("handed in %s\n", mine);
+	free(mine);
+	char *cb = g_call(from_callback, 16);
+	strcpy(cb, "callback");
+	printf("%s\n", cb);
+	free(cb);
+	char *own = g_malloc(16); /* an allocator's: the program's */
+	strcpy(own, "allocator");
+	printf("%s\n", own);
+	free(own);
+	void *t = g_block(100);
+	printf("tail %d\n", t != NULL);
+	free(t);
+	g_drop();
+	return 0;
+}
+
+int main(int argc, char **argv)
+{
+	const char *m = argc > 1 ? argv[1] : "";
+
+	if (!*m)
+		return allowed();
+	setvbuf(stdout, NULL, _IONBF, 0);
+	if (!strcmp(m, "write")) {
+		char *d = g_copy("abc");
+		printf("read %s\n", d);
+		poke(d, 'X');
+		printf("wrote %s\n", d);
+	} else if (!strcmp(m, "uaf")) {
+		char *k = g_kept(64, 'L');
+		g_drop();
+		poke(k + 8, 'X');
+		printf("wrote after free\n");
+	} else if (!strcmp(m, "arith")) {
+		char *d = g_copy("0123456789abcdef0123456789"), *k = g_kept(32, 'K');
+		printf("apart %d\n", (int)(k - d));
+		poke(d + (k - d), 'X');
+		printf("wrote by arithmetic %c\n", k[0]);
+	} else if (!strcmp(m, "tail")) {
+		poke(g_block(100), 'X');
+		printf("wrote tail\n");
+	} else if (!strcmp(m, "read")) {
+		printf("read %s\n", g_copy("abc"));
+	} else if (!strcmp(m, "report")) {
+		char *d = g_copy("abc");
+		g_kept(8, 'k');
+		for (int i = 0; i < 3; i++)
+			poke(d + i, (char)('x' + i));
+		printf("report %s %d\n", d, g_touch());
+		free(d);
+	} else if (!strcmp(m, "free")) {
+		char *d = g_copy("abc");
+		free(d);
+		d = realloc(g_copy("abcdef"), 100);
+		printf("free %s\n", d);
+		free(d);
+	}
+	return 0;
+}

@@ -1,0 +1,170 @@
+/*
+ * `mpkit guard --heap --lib libguardheap -- ./guard-heap-prog`: the
+ * blocks the library's code allocates while the program is inside it
+ * are in its domain.  Protection: the program writes into a block the
+ * library handed out, into the block the library keeps after the
+ * library freed it (a use after free), past a returned block into the
+ * kept one (pointer arithmetic), into a block malloc() returned straight
+ * to the gate (a tail call): each faults, the report says "a heap block
+ * of guard:libguardheap.so" and mpkit's names the domain, SEGV_ACCERR on
+ * soft, SEGV_PKUERR and the domain's key on hw; under --deny all a read
+ * faults too.  Permission: the library writes and grows its blocks
+ * (realloc inside keeps them), calloc() and the aligned calls inside;
+ * the program reads them, frees them with free(), realloc()s one (the
+ * copy is its own, contents kept, writable), writes a block it handed in
+ * and one it allocated in a callback, and one from the library's
+ * allocator export g_malloc (its name says it allocates: the block is
+ * the program's; the library's own call of it gives the library's
+ * block): the output is the unguarded run's.
+ * Under --deny all free() and realloc() of a library block still work
+ * (realloc reads it with the domain open).  Without --heap the same
+ * writes are let alone.  --report (soft) lets three writes of one
+ * instruction through and lists them as a heap block's.  Both backends:
+ * soft forced, hw where there are keys; and under `mpkit run` (the
+ * drop-in allocator behind the helper), the same allowed run and write
+ * (not in an ASan build, whose mpkit command cannot take the drop-in).
+ */
+#include <signal.h>
+
+#include "t_cli.h"
+#include "t_exec.h"
+
+static char plain[1 << 14];
+
+/* `mpkit run` preloads the drop-in into the mpkit command, which an
+ * ASan build instruments: ASan's runtime must come first, and refuses. */
+#if defined(__SANITIZE_ADDRESS__)
+#define ASAN_BUILD 1
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer)
+#define ASAN_BUILD 1
+#endif
+#endif
+#ifndef ASAN_BUILD
+#define ASAN_BUILD 0
+#endif
+
+static char helper[4200];
+
+/* mpkit guard ARGS... (args from "mpkit", "guard") with the backend forced: the
+ * wait status, stdout and stderr in out. */
+static int guard(const char *backend, char *out, size_t cap, char *const *args)
+{
+	char be[64];
+
+	snprintf(be, sizeof(be), "MPKIT_BACKEND=%s", backend);
+	return t_exec_capture(t_cli_prog(), args, (char *[]){ helper, be, "MPKIT_GUARD_VERBOSE=1", NULL },
+			      1, out, cap);
+}
+
+/* guard-heap-prog MODE under --heap (and deny): killed by the report. */
+static void faults(const char *backend, const char *code, const char *deny, const char *mode, const char *what,
+		   const char *before, const char *after)
+{
+	static char out[1 << 14];
+	char want[128];
+
+	int st = guard(backend, out, sizeof(out),
+		       (char *[]){ "mpkit", "guard", "--heap", "--deny", (char *)deny, "--lib", "libguardheap", "--", "./guard-heap-prog",
+				   (char *)mode, NULL });
+	CHECK(WIFSIGNALED(st) && WTERMSIG(st) == SIGABRT);
+	CHECK(strstr(out, before) != NULL);
+	CHECK(strstr(out, after) == NULL);
+	snprintf(want, sizeof(want), "mpkit guard: %s of a heap block of guard:libguardheap.so (allocated inside the library) at 0x", what);
+	CHECK(strstr(out, want) != NULL);
+	snprintf(want, sizeof(want), "mpkit: protection fault: %s of domain \"guard:libguardheap.so\" at 0x", what);
+	CHECK(strstr(out, want) != NULL);
+	CHECK(strstr(out, code) != NULL);
+	if (!strcmp(code, "SEGV_PKUERR"))
+		CHECK(strstr(out, ", key ") != NULL); /* si_pkey */
+	if (t_failures)
+		fprintf(stderr, "%s, %s, --deny %s:\n%s\n", backend, mode, deny, out);
+}
+
+static void backend_runs(const char *backend, const char *code)
+{
+	static char out[1 << 14];
+
+	/* Everything allowed: the unguarded run's output, the heap named. */
+	int st = guard(backend, out, sizeof(out),
+		       (char *[]){ "mpkit", "guard", "--heap", "--lib", "libguardheap", "--", "./guard-heap-prog", NULL });
+	CHECK(WIFEXITED(st) && WEXITSTATUS(st) == 0);
+	CHECK(strstr(out, ": the blocks it allocates inside go in domain guard:libguardheap.so too\n") != NULL);
+	CHECK(strstr(out, plain) != NULL);
+	if (t_failures)
+		fprintf(stderr, "%s, allowed:\n%s\nunguarded:\n%s\n", backend, out, plain);
+
+	faults(backend, code, "write", "write", "write", "read abc\n", "wrote");
+	faults(backend, code, "write", "uaf", "write", "", "wrote after free");
+	faults(backend, code, "write", "arith", "write", "apart ", "wrote by arithmetic");
+	faults(backend, code, "write", "tail", "write", "", "wrote tail");
+	faults(backend, code, "all", "read", "read", "", "read abc");
+
+	/* --deny all: free() and realloc() from outside still work. */
+	st = guard(backend, out, sizeof(out),
+		   (char *[]){ "mpkit", "guard", "--heap", "--deny", "all", "--lib", "libguardheap", "--", "./guard-heap-prog", "free", NULL });
+	CHECK(WIFEXITED(st) && WEXITSTATUS(st) == 0);
+	CHECK(strstr(out, "free abcdef\n") != NULL);
+	if (t_failures)
+		fprintf(stderr, "%s, free under --deny all:\n%s\n", backend, out);
+
+	/* Without --heap the blocks are ordinary. */
+	st = guard(backend, out, sizeof(out), (char *[]){ "mpkit", "guard", "--lib", "libguardheap", "--", "./guard-heap-prog", "write", NULL });
+	CHECK(WIFEXITED(st) && WEXITSTATUS(st) == 0);
+	CHECK(strstr(out, "wrote Xbc\n") != NULL);
+	CHECK(strstr(out, "go in domain") == NULL);
+}
+
+int main(void)
+{
+	static char out[1 << 14], cwd[4096];
+
+	REQUIRE(getcwd(cwd, sizeof(cwd)));
+	snprintf(helper, sizeof(helper), "MPKIT_GUARD_HELPER=%s/libmpkit-guard.so", cwd);
+	if (access("./guard-heap-prog", X_OK) || access("./libmpkit-guard.so", R_OK))
+		t_skip("guard-heap-prog or libmpkit-guard.so missing (make tests)");
+	int st = t_exec_capture("./guard-heap-prog", (char *[]){ "guard-heap-prog", NULL }, (char *[]){ NULL }, 1, plain,
+				sizeof(plain));
+	REQUIRE(WIFEXITED(st) && WEXITSTATUS(st) == 0 && strstr(plain, "handed in minexxxx\ncallback\nallocator\n"));
+
+	backend_runs("soft", "SEGV_ACCERR");
+	/* --report: three writes of one instruction let through, the
+	 * program runs on, the list names the heap block. */
+	st = guard("soft", out, sizeof(out),
+		   (char *[]){ "mpkit", "guard", "--heap", "--report", "--lib", "libguardheap", "--", "./guard-heap-prog", "report", NULL });
+	CHECK(WIFEXITED(st) && WEXITSTATUS(st) == 0);
+	CHECK(strstr(out, "report xyz 108\n") != NULL);
+	CHECK(t_cli_count(out, "mpkit guard: write of a heap block of guard:libguardheap.so at 0x") == 1);
+	CHECK(strstr(out, ": libguardheap.so: 3 accesses from outside into its data, by 1 instruction\n") != NULL);
+	CHECK(strstr(out, ", first of a heap block of guard:libguardheap.so\n") != NULL);
+	CHECK(strstr(out, "protection fault") == NULL);
+	if (t_failures)
+		fprintf(stderr, "--report:\n%s\n", out);
+	if (t_backend() == MPK_BACKEND_HW)
+		backend_runs("hw", "SEGV_PKUERR");
+	/* Under `mpkit run` (the helper preloaded ahead of the drop-in):
+	 * the library's blocks in its domain, the others the drop-in's. */
+	if (!ASAN_BUILD && !access("./libmpkit-malloc.so", R_OK)) {
+		static char drop[4200];
+		snprintf(drop, sizeof(drop), "MPKIT_MALLOC_LIB=%s/libmpkit-malloc.so", cwd);
+		char *env[] = { helper, drop, "MPKIT_GUARD_VERBOSE=1", NULL };
+		char *argv[] = { "mpkit", "run", (char *)t_cli_prog(), "guard", "--heap", "--lib", "libguardheap", "--",
+				 "./guard-heap-prog", NULL, NULL };
+		st = t_exec_capture(t_cli_prog(), argv, env, 1, out, sizeof(out));
+		CHECK(WIFEXITED(st) && WEXITSTATUS(st) == 0 && strstr(out, plain) != NULL);
+		argv[9] = "write";
+		st = t_exec_capture(t_cli_prog(), argv, env, 1, out, sizeof(out));
+		CHECK(WIFSIGNALED(st) && WTERMSIG(st) == SIGABRT);
+		CHECK(strstr(out, "mpkit: protection fault: write of domain \"guard:libguardheap.so\" at 0x") != NULL);
+#ifdef __GLIBC__
+		/* With musl the drop-in's constructor runs after the helper's
+		 * and installs mpkit's handler without the helper's line. */
+		CHECK(strstr(out, "mpkit guard: write of a heap block of guard:libguardheap.so (allocated inside the "
+				  "library) at 0x") != NULL);
+#endif
+		CHECK(strstr(out, "wrote") == NULL);
+		if (t_failures)
+			fprintf(stderr, "under mpkit run:\n%s\n", out);
+	}
+	return t_done();
+}

@@ -1,0 +1,368 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The guarded library's heap blocks (docs/guard.md, "Heap blocks"), under
+ * MPKIT_GUARD_HEAP=1 (`mpkit guard --heap`): the helper exports the C
+ * library's allocation calls, and a block that the
+ * library's own code allocates while a thread is inside it (through a
+ * gate) comes from a heap in the library's domain; every other call goes
+ * to the next allocator (the C library's, or `mpkit run`'s drop-in when it
+ * is preloaded after this helper).  free(), realloc() and
+ * malloc_usable_size() from anywhere find a block's owner by address
+ * (mpk_domain_of(): a window table or the adopted ranges, no lock).
+ *
+ * "The library's own code": the caller's return address lies in the
+ * library's text, or is the gate's own (an export that tail-calls
+ * malloc).  A callback into the program runs inside the gate too, but
+ * its blocks are the program's; a block the C library allocates for the
+ * library (strdup(), fopen()) stays ordinary.
+ */
+#define _GNU_SOURCE
+#include <dlfcn.h>
+#include <errno.h>
+#include <malloc.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "guard.h"
+#include "unwind.h"
+
+#ifndef __GLIBC__
+void *pvalloc(size_t n); /* glibc's, which musl's <malloc.h> lacks */
+#endif
+
+#define EXPORT __attribute__((visibility("default")))
+#define likely(x) __builtin_expect(!!(x), 1)
+#define RA __builtin_extract_return_addr(__builtin_return_address(0))
+
+static mpk_heap *heap; /* NULL until the library is guarded */
+static const struct guard_lib *hlib;
+
+/* The next allocator's calls.  dlsym() may allocate (glibc's dlerror
+ * buffer): while they are being looked up, blocks come from boot[]. */
+static struct {
+	void *(*malloc)(size_t);
+	void *(*calloc)(size_t, size_t);
+	void *(*realloc)(void *, size_t);
+	void (*free)(void *);
+	void *(*memalign)(size_t, size_t);
+	size_t (*usable)(void *);
+} nx;
+static int resolved; /* 0, 1 looking up, 2 done */
+static _Alignas(16) char boot[1 << 16];
+static size_t boot_used;
+
+static int in_boot(const void *p)
+{
+	return (const char *)p >= boot && (const char *)p < boot + sizeof(boot);
+}
+
+/* 16 bytes of header keep the size, for realloc(). */
+static void *boot_alloc(size_t n, size_t align)
+{
+	if (align < 16)
+		align = 16;
+	size_t at = __atomic_load_n(&boot_used, __ATOMIC_RELAXED), start;
+	do {
+		start = (at + 16 + align - 1) & ~(align - 1);
+		if (n > sizeof(boot) || start + n > sizeof(boot)) {
+			errno = ENOMEM;
+			return NULL;
+		}
+	} while (!__atomic_compare_exchange_n(&boot_used, &at, start + n, 0, __ATOMIC_RELAXED, __ATOMIC_RELAXED));
+	*(size_t *)(boot + start - 16) = n;
+	return boot + start; /* static, so zeroed: calloc's too */
+}
+
+static void resolve(void)
+{
+	int no = 0;
+
+	if (!__atomic_compare_exchange_n(&resolved, &no, 1, 0, __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE))
+		return;
+	*(void **)&nx.malloc = dlsym(RTLD_NEXT, "malloc");
+	*(void **)&nx.calloc = dlsym(RTLD_NEXT, "calloc");
+	*(void **)&nx.realloc = dlsym(RTLD_NEXT, "realloc");
+	*(void **)&nx.free = dlsym(RTLD_NEXT, "free");
+	*(void **)&nx.memalign = dlsym(RTLD_NEXT, "memalign");
+	*(void **)&nx.usable = dlsym(RTLD_NEXT, "malloc_usable_size");
+	if (!nx.malloc || !nx.calloc || !nx.realloc || !nx.free || !nx.memalign || !nx.usable) {
+		static const char msg[] = "mpkit guard: the next allocator's calls not found\n";
+		(void)!write(STDERR_FILENO, msg, sizeof(msg) - 1);
+		abort();
+	}
+	__atomic_store_n(&resolved, 2, __ATOMIC_RELEASE);
+}
+
+/* The next allocator, or NULL while it is being looked up. */
+static inline int ready(void)
+{
+	if (likely(__atomic_load_n(&resolved, __ATOMIC_ACQUIRE) == 2))
+		return 1;
+	resolve();
+	return __atomic_load_n(&resolved, __ATOMIC_ACQUIRE) == 2;
+}
+
+/* sqlite3_malloc64, CRYPTO_malloc, xmlStrdup, sqlite3_mprintf: the
+ * program writes what these give it. */
+int guard_hands_out(const char *name)
+{
+	static const char *const says[] = { "alloc", "dup", "printf" };
+
+	for (size_t i = 0; i < sizeof(says) / sizeof(*says); i++)
+		if (strcasestr(name, says[i]))
+			return 1;
+	return 0;
+}
+
+/* The heap, when the block asked for from ra is the library's: its own
+ * code asks, inside a gate, and the call the program made is not one
+ * that allocates for the program. */
+static inline mpk_heap *for_lib(void *ra)
+{
+	mpk_heap *h = __atomic_load_n(&heap, __ATOMIC_ACQUIRE);
+
+	if (likely(!h))
+		return NULL;
+	void *gate = guard_inner_return();
+	if (likely(!gate) || (ra != gate && !guard_in_text((uintptr_t)ra)))
+		return NULL;
+	const struct guard_fn *in = guard_entry_fn();
+	return in && in->hands_out ? NULL : h;
+}
+
+/* The span of every block the heap handed out: a pointer outside it is
+ * not the heap's without asking mpkit (glibc's brk heap, mostly). */
+static uintptr_t span_lo = UINTPTR_MAX, span_hi;
+
+static void *spanned(void *p, size_t n)
+{
+	uintptr_t a = (uintptr_t)p, lo = __atomic_load_n(&span_lo, __ATOMIC_RELAXED),
+		  hi = __atomic_load_n(&span_hi, __ATOMIC_RELAXED);
+
+	if (!p)
+		return p;
+	while (a < lo && !__atomic_compare_exchange_n(&span_lo, &lo, a, 0, __ATOMIC_RELAXED, __ATOMIC_RELAXED))
+		;
+	while (a + n > hi && !__atomic_compare_exchange_n(&span_hi, &hi, a + n, 0, __ATOMIC_RELAXED, __ATOMIC_RELAXED))
+		;
+	return p;
+}
+
+/* p is a block of the library's heap. */
+static inline int owned(const void *p)
+{
+	if (likely(!__atomic_load_n(&heap, __ATOMIC_ACQUIRE)))
+		return 0;
+	if ((uintptr_t)p < __atomic_load_n(&span_lo, __ATOMIC_RELAXED) ||
+	    (uintptr_t)p >= __atomic_load_n(&span_hi, __ATOMIC_RELAXED))
+		return 0;
+	int err = errno;
+	int r = mpk_domain_of(p) == guard_domain;
+	errno = err;
+	return r;
+}
+
+int guard_heap_start(const struct guard_lib *l)
+{
+	const char *on = getenv("MPKIT_GUARD_HEAP");
+
+	if (!on || strcmp(on, "1"))
+		return 0;
+	mpk_heap *h = mpk_heap_create(guard_domain, 0);
+	if (!h)
+		return -1;
+	hlib = l;
+	__atomic_store_n(&heap, h, __ATOMIC_RELEASE);
+	return 1;
+}
+
+int guard_heap_block(uintptr_t a)
+{
+	return hlib && (a < hlib->data_lo || a >= hlib->data_hi);
+}
+
+static void *lib_alloc(mpk_heap *h, size_t align, size_t n)
+{
+	return spanned(align <= 16 ? mpk_heap_malloc(h, n) : mpk_heap_aligned_alloc(h, align, n), n);
+}
+
+EXPORT void *malloc(size_t n)
+{
+	mpk_heap *h = for_lib(RA);
+
+	if (h)
+		return spanned(mpk_heap_malloc(h, n), n);
+	return ready() ? nx.malloc(n) : boot_alloc(n, 16);
+}
+
+EXPORT void *calloc(size_t k, size_t n)
+{
+	mpk_heap *h = for_lib(RA);
+
+	if (h)
+		return spanned(mpk_heap_calloc(h, k, n), k * n); /* no overflow: it succeeded */
+	if (ready())
+		return nx.calloc(k, n);
+	size_t len;
+	if (__builtin_mul_overflow(k, n, &len)) {
+		errno = ENOMEM;
+		return NULL;
+	}
+	return boot_alloc(len, 16);
+}
+
+EXPORT void free(void *p)
+{
+	if (!p || in_boot(p))
+		return;
+	if (owned(p)) {
+		int err = errno;
+		(void)mpk_heap_free(heap, p); /* misuse: mpkit's report, abort */
+		errno = err;
+		return;
+	}
+	if (ready())
+		nx.free(p);
+}
+
+/* A block of the library's heap realloc'd from outside becomes the
+ * program's: a copy in the next allocator (read with the domain open,
+ * under --deny all), the old block freed. */
+static void *move_out(void *p, size_t n)
+{
+	size_t have = mpk_heap_usable_size(heap, p);
+	void *q = nx.malloc(n);
+
+	if (!q)
+		return NULL;
+	int was = mpk_get(guard_domain);
+	if (was == MPK_NONE && mpk_set(guard_domain, MPK_READ))
+		abort();
+	memcpy(q, p, have < n ? have : n);
+	if (was == MPK_NONE && mpk_set(guard_domain, was))
+		abort();
+	(void)mpk_heap_free(heap, p);
+	return q;
+}
+
+static void *realloc_from(void *ra, void *p, size_t n)
+{
+	mpk_heap *h = for_lib(ra);
+
+	if (!p)
+		return h ? spanned(mpk_heap_malloc(h, n), n) : ready() ? nx.malloc(n) : boot_alloc(n, 16);
+	if (!n) { /* glibc: frees, and returns NULL */
+		free(p);
+		return NULL;
+	}
+	if (owned(p))
+		return h ? spanned(mpk_heap_realloc(h, p, n), n) : ready() ? move_out(p, n) : NULL;
+	if (!ready() || in_boot(p)) {
+		void *q = ready() ? nx.malloc(n) : boot_alloc(n, 16);
+		if (q && in_boot(p)) {
+			size_t have = *(size_t *)((char *)p - 16);
+			memcpy(q, p, have < n ? have : n);
+		}
+		return q;
+	}
+	return nx.realloc(p, n);
+}
+
+EXPORT void *realloc(void *p, size_t n)
+{
+	return realloc_from(RA, p, n);
+}
+
+EXPORT void *reallocarray(void *p, size_t k, size_t n)
+{
+	size_t len;
+
+	if (__builtin_mul_overflow(k, n, &len)) {
+		errno = ENOMEM;
+		return NULL;
+	}
+	return realloc_from(RA, p, len);
+}
+
+/* glibc's memalign(): an alignment that is not a power of two is
+ * rounded up to one. */
+static void *aligned_from(void *ra, size_t align, size_t n)
+{
+	mpk_heap *h = for_lib(ra);
+
+	if (h && align <= ((size_t)2 << 20)) {
+		if (align & (align - 1))
+			align = (size_t)1 << (64 - __builtin_clzl(align));
+		return lib_alloc(h, align, n);
+	}
+	return ready() ? nx.memalign(align, n) : boot_alloc(n, align & (align - 1) ? 16 : align);
+}
+
+EXPORT void *memalign(size_t align, size_t n)
+{
+	if (align > SIZE_MAX / 2 + 1) {
+		errno = EINVAL;
+		return NULL;
+	}
+	return aligned_from(RA, align, n);
+}
+
+EXPORT void *aligned_alloc(size_t align, size_t n)
+{
+	if (!align || (align & (align - 1))) {
+		errno = EINVAL;
+		return NULL;
+	}
+	return aligned_from(RA, align, n);
+}
+
+EXPORT int posix_memalign(void **out, size_t align, size_t n)
+{
+	if (!align || (align & (align - 1)) || align % sizeof(void *))
+		return EINVAL;
+	int err = errno;
+	void *p = aligned_from(RA, align, n);
+	if (!p) {
+		int e = errno;
+		errno = err;
+		return e ? e : ENOMEM;
+	}
+	*out = p;
+	errno = err;
+	return 0;
+}
+
+EXPORT void *valloc(size_t n)
+{
+	return aligned_from(RA, (size_t)getpagesize(), n);
+}
+
+EXPORT void *pvalloc(size_t n)
+{
+	size_t pg = (size_t)getpagesize();
+
+	if (n > SIZE_MAX - pg) {
+		errno = ENOMEM;
+		return NULL;
+	}
+	return aligned_from(RA, pg, n ? (n + pg - 1) & ~(pg - 1) : pg);
+}
+
+EXPORT size_t malloc_usable_size(void *p)
+{
+	if (!p)
+		return 0;
+	if (in_boot(p))
+		return *(size_t *)((char *)p - 16);
+	if (owned(p))
+		return mpk_heap_usable_size(heap, p);
+	return ready() ? nx.usable(p) : 0;
+}
+
+/* Looked up before main(), while one thread runs. */
+__attribute__((constructor(101))) static void heap_start(void)
+{
+	(void)ready();
+}
