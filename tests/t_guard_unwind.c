@@ -5,11 +5,15 @@
  * by a callback through the library's frames; through two gates (library,
  * callback, library); caught in a callback inside the library, which then
  * writes the state with the library's rights; uncaught, which terminates
- * with the C++ runtime's message; pthread_cancel() of a thread blocked in
- * the library and pthread_exit() from a callback, whose cleanup handlers
- * outside the library run.  Each runs 1500 times, more than the shadow
- * stack's 1024 entries (a frame left there aborts the run), counts the
- * library's destructors (each ran), prints what it caught as the
+ * with the C++ runtime's message; a callback, and a function of the
+ * library's, called by an export's first instructions (a call the patch
+ * moves aside) throw; pthread_cancel() of a thread inside the library
+ * (acted on there, and, on soft, blocked in read()) and pthread_exit()
+ * from a callback, whose cleanup handlers outside the library run.
+ * Each throw runs 1100 times, more than the shadow stack's 1024 entries
+ * (a frame left there aborts the run), each thread case 100 times (a
+ * thread has a shadow stack of its own).  Each counts the library's
+ * destructors (each ran), prints what it caught as the
  * unguarded run does, then writes the library's state from outside: the
  * domain is closed again, so the write faults, named in mpkit's report
  * (SEGV_PKUERR on hw, SEGV_ACCERR on soft), where unguarded it lands.
@@ -39,6 +43,7 @@ static int guard_xx(const char *backend, const char *mode, char *out, size_t cap
 static void unwinds(const char *backend, const char *code, const char *mode, const char *want)
 {
 	static char out[1 << 14], plain[1 << 14];
+	int failed = t_failures;
 
 	int st = t_exec_capture("./guard-xxprog", (char *[]){ "guard-xxprog", (char *)mode, NULL }, (char *[]){ NULL }, 1,
 				plain, sizeof(plain));
@@ -53,7 +58,7 @@ static void unwinds(const char *backend, const char *code, const char *mode, con
 	CHECK(strstr(out, "holds read") != NULL);
 	CHECK(strstr(out, code) != NULL);
 	CHECK(strstr(out, "wrote after the unwinds") == NULL);
-	if (t_failures)
+	if (t_failures > failed)
 		fprintf(stderr, "%s, %s:\n%s\nunguarded:\n%s\n", backend, mode, out, plain);
 }
 
@@ -61,23 +66,34 @@ static void backend_runs(const char *backend, const char *code)
 {
 	static char out[1 << 14];
 
-	unwinds(backend, code, "throw", "caught 1500: thrown in the library 1500, undone 1500\n");
-	unwinds(backend, code, "callback", "caught 1500: thrown by the callback 1500, undone 1500\n");
+	unwinds(backend, code, "throw", "caught 1100: thrown in the library 1100, undone 1100\n");
+	unwinds(backend, code, "callback", "caught 1100: thrown by the callback 1100, undone 1100\n");
 	/* Two destructors a round, and the inner catch's two more (the
-	 * callback's write landed: 3000 + 2 + 100 + 1 after it). */
-	unwinds(backend, code, "nested", "inner 1\ncaught 1500: thrown in the library 3000, undone 3002\n");
-	/* 1500 threads each cancelled, or exited with 42, inside; each ran the
+	 * callback's write landed: 2200 + 2 + 100 + 1 after it). */
+	unwinds(backend, code, "nested", "inner 1\ncaught 1100: thrown in the library 2200, undone 2202\n");
+	/* A call the patch moved aside (the export's first instructions):
+	 * its callee returns into the export's own code, whose CFI leads on. */
+	unwinds(backend, code, "first", "caught 2200: thrown first thing, thrown first thing in the library, undone 0\n");
+	/* 100 threads each cancelled, or exited with 42, inside; each ran the
 	 * cleanup handler of its start routine, outside the library. */
-	unwinds(backend, code, "cancel", "cancelled 1500, cleanups 1500, undone 1500\n");
-	unwinds(backend, code, "exit", "exited 63000, cleanups 1500, undone 1500\n");
+	unwinds(backend, code, "cancel", "cancelled 100, cleanups 100, undone 100\n");
+	unwinds(backend, code, "exit", "exited 4200, cleanups 100, undone 100\n");
+	/* Blocked in read() inside: glibc unwinds from its cancellation
+	 * signal's handler, which on hw runs with the kernel's default rights
+	 * (no access to the domain: the unwinder reads the library's
+	 * personality pointer in its .data, and its destructors write it), so
+	 * this is soft's alone (docs/guard.md, "Unwinding"). */
+	if (!strcmp(backend, "soft"))
+		unwinds(backend, code, "blocked", "cancelled 100, cleanups 100, undone 100\n");
 
 	/* Nothing catches it: terminate(), the runtime's message, abort. */
+	int failed = t_failures;
 	int st = guard_xx(backend, "uncaught", out, sizeof(out));
 	CHECK(WIFSIGNALED(st) && WTERMSIG(st) == SIGABRT);
 	CHECK(strstr(out, "throwing\nterminate called after throwing an instance of 'std::runtime_error'\n"
 			  "  what():  thrown in the library 1\n") != NULL);
 	CHECK(strstr(out, "not caught") == NULL && strstr(out, "protection fault") == NULL);
-	if (t_failures)
+	if (t_failures > failed)
 		fprintf(stderr, "%s, uncaught:\n%s\n", backend, out);
 }
 

@@ -32,7 +32,7 @@ void guard_gate_pad(void);
 
 _Unwind_Reason_Code guard_personality(int version, _Unwind_Action actions, _Unwind_Exception_Class cls,
 				      struct _Unwind_Exception *exc, struct _Unwind_Context *ctx);
-_Noreturn void guard_unwind_on(struct _Unwind_Exception *exc, uintptr_t forced);
+_Noreturn void guard_uncaught(struct _Unwind_Exception *exc);
 
 _Unwind_Reason_Code guard_personality(int version, _Unwind_Action actions, _Unwind_Exception_Class cls,
 				      struct _Unwind_Exception *exc, struct _Unwind_Context *ctx)
@@ -50,10 +50,11 @@ _Unwind_Reason_Code guard_personality(int version, _Unwind_Action actions, _Unwi
 	return _URC_INSTALL_CONTEXT;
 }
 
-/* No handler past the gate: what the C++ runtime does when its raise
- * returns (the exception caught for terminate(), whose handler prints
- * it), if it is a C++ exception and the runtime is there; else abort. */
-static _Noreturn void uncaught(struct _Unwind_Exception *exc)
+/* No handler past the gate (the pad's raise returned): what the C++
+ * runtime does when its own raise returns (the exception caught for
+ * terminate(), whose handler prints it), if it is a C++ exception and
+ * the runtime is there; else a line and abort. */
+_Noreturn void guard_uncaught(struct _Unwind_Exception *exc)
 {
 	static const char msg[] = "mpkit guard: an exception left the library and nothing catches it\n";
 	/* "GNUCC++" and a last byte: 0 for an exception, 1 for a dependent one. */
@@ -73,21 +74,15 @@ static _Noreturn void uncaught(struct _Unwind_Exception *exc)
 	abort();
 }
 
-/* From the pad, the stack as right after the caller's call (below it
- * this frame and the pad's, whose CFI leads to the caller). */
-_Noreturn void guard_unwind_on(struct _Unwind_Exception *exc, uintptr_t forced)
-{
-	if (forced)
-		_Unwind_Resume(exc); /* the stop function goes on with the program's frames */
-	_Unwind_RaiseException(exc);
-	uncaught(exc);
-}
-
 /* Entered with the stack pointer as the gate had it at its call (the
  * caller's, before its call), %rax the exception, %rdx whether the
  * unwind is forced.  Until the return address is back in its slot the
  * caller cannot be found ("undefined"); from then on this is a function
- * the caller called, with 24 bytes of its own. */
+ * the caller called, with 24 bytes of its own, and the unwinder's calls
+ * are made from here (no C frame between, whose unwind tables a build's
+ * CFLAGS could leave out): a new raise, whose search starts at the
+ * caller, or the forced unwind resumed (its stop function goes on with
+ * the program's frames). */
 __asm__(".text\n"
 	".globl guard_gate_pad\n"
 	".hidden guard_gate_pad\n"
@@ -98,13 +93,17 @@ __asm__(".text\n"
 	"	.cfi_undefined rip\n"
 	"	sub $8, %rsp; .cfi_adjust_cfa_offset 8\n" /* the return address's slot */
 	"	push %rax; .cfi_adjust_cfa_offset 8; push %rdx; .cfi_adjust_cfa_offset 8\n"
-	"	sub $8, %rsp; .cfi_adjust_cfa_offset 8\n" /* the call aligned (16) */
+	"	sub $8, %rsp; .cfi_adjust_cfa_offset 8\n" /* the calls aligned (16) */
 	"	call guard_leave\n"
 	"	mov %rax, 24(%rsp)\n"
 	"	.cfi_offset rip, -8\n"
 	"	mov 16(%rsp), %rdi\n"
-	"	mov 8(%rsp), %rsi\n"
-	"	call guard_unwind_on\n"
+	"	cmpq $0, 8(%rsp)\n"
+	"	jne 1f\n"
+	"	call _Unwind_RaiseException@PLT\n"
+	"	mov 16(%rsp), %rdi\n"
+	"	call guard_uncaught\n"
+	"1:	call _Unwind_Resume@PLT\n"
 	"	ud2\n"
 	"	.cfi_endproc\n"
 	".size guard_gate_pad, .-guard_gate_pad\n");
