@@ -67,6 +67,15 @@ TEST_FILES := $(B)/tests/ex-jit $(B)/tests/libmpkit-watch.so $(B)/tests/watch-ta
 	      $(B)/tests/malloc-calloc $(B)/tests/malloc-boot \
 	      $(B)/tests/malloc-stress-static $(B)/tests/bench-noise.so \
 	      $(B)/tests/t_scan_lockdown_static $(B)/tests/scan-libmpkit.so $(B)/tests/scan-cc/built
+# t_guard_unwind's C++ library and the program that catches what it
+# throws (g++, or clang++ with clang), where the C library has a C++
+# compiler (musl-gcc has none: the test skips, saying so).
+GUARD_CXX := $(if $(filter glibc,$(LIBC)),$(if $(findstring clang,$(CC)),clang++,g++))
+GUARD_CXX_OK := $(if $(GUARD_CXX),$(shell command -v $(GUARD_CXX) >/dev/null 2>&1 && echo yes))
+GUARD_CXXFLAGS = $(filter-out -std=% -Wstrict-prototypes -Wmissing-prototypes,$(PRELOAD_CFLAGS))
+ifeq ($(GUARD_CXX_OK),yes)
+TEST_FILES += $(B)/tests/libguardxx.so $(B)/tests/guard-xxprog
+endif
 $(B)/tests/ex-jit: $(B)/examples/jit
 	@mkdir -p $(@D)
 	cp $< $@
@@ -94,6 +103,12 @@ $(B)/tests/libguardheap.so: tests/helpers/guard_heap_lib.c tests/helpers/guard_h
 $(B)/tests/guard-heap-prog: tests/helpers/guard_heap_prog.c tests/helpers/guard_heap_lib.h $(B)/tests/libguardheap.so
 	@mkdir -p $(@D)
 	$(CC) $(PRELOAD_CFLAGS) $< -L$(@D) -lguardheap -Wl,-rpath,'$$ORIGIN' -o $@
+$(B)/tests/libguardxx.so: tests/helpers/guard_xxlib.cc tests/helpers/guard_xx.h
+	@mkdir -p $(@D)
+	$(GUARD_CXX) $(GUARD_CXXFLAGS) -shared -fPIC -Wl,-soname,libguardxx.so $< -o $@
+$(B)/tests/guard-xxprog: tests/helpers/guard_xxprog.cc tests/helpers/guard_xx.h $(B)/tests/libguardxx.so
+	@mkdir -p $(@D)
+	$(GUARD_CXX) $(GUARD_CXXFLAGS) $< -L$(@D) -lguardxx -Wl,-rpath,'$$ORIGIN' -pthread -o $@
 # ... and one that opens it with dlopen() (from its own directory).
 $(B)/tests/guard-dlprog: tests/helpers/guard_dlprog.c $(B)/tests/libguardtest.so
 	@mkdir -p $(@D)

@@ -31,8 +31,9 @@ build="gcc make libc6-dev"
 # the drop-in allocator preloaded (each skips when missing), and `mpkit
 # bench malloc` runs them (t_cli_bench_malloc: sqlite3); t_guard_real
 # runs sqlite3, xmllint (libxml2-utils), git and openssl with a library of
-# each guarded by `mpkit guard`.
-test="pkg-config libsodium-dev libssl-dev libsqlite3-dev valgrind groff-base man-db mandoc python3 sqlite3 git xz-utils zstd libxml2-utils openssl"
+# each guarded by `mpkit guard`; g++ builds t_guard_unwind's C++ library
+# and program (exceptions across the guard's gate).
+test="g++ pkg-config libsodium-dev libssl-dev libsqlite3-dev valgrind groff-base man-db mandoc python3 sqlite3 git xz-utils zstd libxml2-utils openssl"
 # vm: the VM suite's emulator (tests/vm/vm.sh fetches a static busybox and
 # the kernel into build/vm/ itself).
 vm="qemu-system-x86"

@@ -117,14 +117,24 @@ void guard_unwind(uintptr_t sp)
  * stack is the caller's call: 8 mod 16, the return address on top.
  * Saved: the argument registers and %rax (a variadic call's count of
  * vector arguments), %xmm0-7; on return %rax, %rdx, %xmm0-1 (x87 st0
- * is untouched: the C above does no x87 arithmetic). */
+ * is untouched: the C above does no x87 arithmetic).
+ * Its CFI says where the caller's return address is until the callee's
+ * takes its slot; from the call on it is on the shadow stack, which no
+ * unwind rule can read: "undefined", and guard_personality
+ * (guard_unwind.c) takes an exception or forced unwind that reaches the
+ * gate and carries it on past (docs/guard.md, "Unwinding"). */
 __asm__(".text\n"
 	".globl guard_gate\n"
 	".hidden guard_gate\n"
 	".type guard_gate, @function\n"
 	"guard_gate:\n"
-	"	push %rdi; push %rsi; push %rdx; push %rcx; push %r8; push %r9; push %rax; push %r11\n"
-	"	sub $136, %rsp\n"
+	"	.cfi_startproc\n"
+	"	.cfi_personality 0x1b, guard_personality\n" /* pc-relative, 4 bytes: hidden, in this object's reach */
+	"	push %rdi; .cfi_adjust_cfa_offset 8; push %rsi; .cfi_adjust_cfa_offset 8\n"
+	"	push %rdx; .cfi_adjust_cfa_offset 8; push %rcx; .cfi_adjust_cfa_offset 8\n"
+	"	push %r8; .cfi_adjust_cfa_offset 8; push %r9; .cfi_adjust_cfa_offset 8\n"
+	"	push %rax; .cfi_adjust_cfa_offset 8; push %r11; .cfi_adjust_cfa_offset 8\n"
+	"	sub $136, %rsp; .cfi_adjust_cfa_offset 136\n"
 	"	movdqu %xmm0, 0(%rsp); movdqu %xmm1, 16(%rsp); movdqu %xmm2, 32(%rsp); movdqu %xmm3, 48(%rsp)\n"
 	"	movdqu %xmm4, 64(%rsp); movdqu %xmm5, 80(%rsp); movdqu %xmm6, 96(%rsp); movdqu %xmm7, 112(%rsp)\n"
 	"	mov %r11, %rdi\n"
@@ -133,17 +143,25 @@ __asm__(".text\n"
 	"	mov %rax, %r11\n"
 	"	movdqu 0(%rsp), %xmm0; movdqu 16(%rsp), %xmm1; movdqu 32(%rsp), %xmm2; movdqu 48(%rsp), %xmm3\n"
 	"	movdqu 64(%rsp), %xmm4; movdqu 80(%rsp), %xmm5; movdqu 96(%rsp), %xmm6; movdqu 112(%rsp), %xmm7\n"
-	"	add $144, %rsp\n"
-	"	pop %rax; pop %r9; pop %r8; pop %rcx; pop %rdx; pop %rsi; pop %rdi\n"
-	"	add $8, %rsp\n" /* the callee's return address goes in its place */
+	"	add $144, %rsp; .cfi_adjust_cfa_offset -144\n"
+	"	pop %rax; .cfi_adjust_cfa_offset -8; pop %r9; .cfi_adjust_cfa_offset -8\n"
+	"	pop %r8; .cfi_adjust_cfa_offset -8; pop %rcx; .cfi_adjust_cfa_offset -8\n"
+	"	pop %rdx; .cfi_adjust_cfa_offset -8; pop %rsi; .cfi_adjust_cfa_offset -8\n"
+	"	pop %rdi; .cfi_adjust_cfa_offset -8\n"
+	"	add $8, %rsp; .cfi_adjust_cfa_offset -8\n" /* the callee's return address goes in its place */
+	"	.cfi_undefined rip\n"
 	"	call *%r11\n"
-	"	push %rax; push %rdx\n"
-	"	sub $32, %rsp\n"
+	".globl guard_gate_back\n"
+	".hidden guard_gate_back\n"
+	"guard_gate_back:\n"
+	"	push %rax; .cfi_adjust_cfa_offset 8; push %rdx; .cfi_adjust_cfa_offset 8\n"
+	"	sub $32, %rsp; .cfi_adjust_cfa_offset 32\n"
 	"	movdqu %xmm0, 0(%rsp); movdqu %xmm1, 16(%rsp)\n"
 	"	call guard_leave\n"
 	"	mov %rax, %r11\n"
 	"	movdqu 0(%rsp), %xmm0; movdqu 16(%rsp), %xmm1\n"
-	"	add $32, %rsp\n"
-	"	pop %rdx; pop %rax\n"
+	"	add $32, %rsp; .cfi_adjust_cfa_offset -32\n"
+	"	pop %rdx; .cfi_adjust_cfa_offset -8; pop %rax; .cfi_adjust_cfa_offset -8\n"
 	"	jmp *%r11\n"
+	"	.cfi_endproc\n"
 	".size guard_gate, .-guard_gate\n");

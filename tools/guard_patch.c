@@ -115,6 +115,56 @@ static size_t move_branch(const struct insn *in, const uint8_t *at, uint8_t *to)
 	return n;
 }
 
+/* A call that ends the displaced instructions (its next one lies past
+ * the patch, intact) returns there, not into rest: its return address
+ * pushed by hand (push imm32, movl to the upper half), then a jump to
+ * its target.  The callee's caller is then the function's own code,
+ * which its FDE describes, so that an exception or a cancellation out of
+ * a callback called first thing crosses it (docs/guard.md,
+ * "Unwinding"); rest has no unwind information.  Direct calls, and
+ * indirect ones through a register or RIP-relative memory (one through
+ * the stack pointer would see it moved): the bytes written, or 0 for
+ * the plain copy, whose return is into rest. */
+static size_t move_call(const struct insn *in, const uint8_t *at, size_t len, uint8_t *to)
+{
+	uint64_t back = (uint64_t)(uintptr_t)(at + len);
+	uint32_t lo = (uint32_t)back, hi = (uint32_t)(back >> 32);
+	int direct = in->map == 0 && in->op == 0xe8 && in->has_target;
+	int indirect = in->map == 0 && in->op == 0xff && (in->reg & 7) == 2 && (in->mod == 3 || in->riprel);
+	size_t o = 13;
+
+	if (!direct && !indirect)
+		return 0;
+	to[0] = 0x68; /* push $lo */
+	memcpy(to + 1, &lo, 4);
+	to[5] = 0xc7, to[6] = 0x44, to[7] = 0x24, to[8] = 0x04; /* movl $hi, 4(%rsp) */
+	memcpy(to + 9, &hi, 4);
+	if (direct) {
+		const uint8_t *target = at + in->target;
+		int64_t rel = target - (to + o + 5);
+		if (rel != (int32_t)rel)
+			return 0;
+		to[o] = 0xe9;
+		put_rel32(to + o + 1, to + o + 5, target);
+		return o + 5;
+	}
+	/* ff /2 -> ff /4: ModRM last for a register, before disp32 for
+	 * RIP-relative (no immediate either way) */
+	size_t m = in->mod == 3 ? len - 1 : len - 5;
+	memcpy(to + o, at, len);
+	to[o + m] = (uint8_t)((to[o + m] & ~0x38) | 0x20);
+	if (in->riprel) {
+		int32_t disp;
+		memcpy(&disp, at + len - 4, 4);
+		int64_t moved = (int64_t)disp + (at - (to + o));
+		if (moved != (int32_t)moved)
+			return 0;
+		disp = (int32_t)moved;
+		memcpy(to + o + len - 4, &disp, 4);
+	}
+	return o + len;
+}
+
 /* Copy fn's first instructions (JMP_LEN bytes at least) to rest: how
  * many bytes of fn they are (*out: how many of rest), or 0 with *why. */
 static size_t displace(const uint8_t *fn, size_t size, uint8_t *rest, size_t *out, const char **why)
@@ -128,6 +178,13 @@ static size_t displace(const uint8_t *fn, size_t size, uint8_t *rest, size_t *ou
 		if (!len) {
 			*why = n < size ? "its first instructions cannot be decoded" : "shorter than a jump (5 bytes)";
 			return 0;
+		}
+		size_t c = in.flow == FLOW_CALL && n + (size_t)len >= JMP_LEN ? move_call(&in, fn + n, (size_t)len, rest + o) : 0;
+		if (c) {
+			if (in.has_target)
+				targets[ntargets++] = (int64_t)n + in.target;
+			n += (size_t)len, o += c;
+			continue;
 		}
 		if (in.has_target) {
 			size_t w = move_branch(&in, fn + n, rest + o);
