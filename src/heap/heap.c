@@ -456,10 +456,19 @@ void mpk__remote_drain(struct arena *ar)
 
 static struct arena *pick(struct heap *h);
 
+/* A class's first refill in a cache takes a few blocks, each next one
+ * twice the last, up to half the cache: a thread that makes a few blocks
+ * of a class and exits takes (and gives back at exit) a few, not 64. */
+#define TC_FILL_FIRST 4
+
 int mpk__tc_refill(struct tcache *tc, unsigned cls)
 {
-	unsigned want = mpk__tc_lim[cls] / 2, got = 0;
+	unsigned want = tc->fill[cls] ? tc->fill[cls] * 2u : TC_FILL_FIRST, got = 0;
 	struct arena *a = tc->arena;
+
+	if (want > mpk__tc_lim[cls] / 2u)
+		want = mpk__tc_lim[cls] / 2u;
+	tc->fill[cls] = (uint8_t)want;
 
 	/* The blocks' headers are written below (malloc could not take
 	 * them without rights anyway: it goes the slow way). */
