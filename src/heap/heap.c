@@ -481,20 +481,23 @@ int mpk__tc_refill(struct tcache *tc, unsigned cls)
 	 * the blocks). */
 	if (__atomic_load_n(&a->remote, __ATOMIC_RELAXED))
 		mpk__remote_drain(a);
+	uintptr_t fresh[TC_MAX / 2];
 	while (got < want) {
 		uintptr_t b = slab_alloc(a, cls);
 		if (!b)
 			break;
-		/* Lowest address on top: handed out first. */
-		tc->slot[cls][want - 1 - got++] = (b + HDR) ^ tc->mkey;
+		fresh[got++] = b + HDR;
 	}
 	a->blocks += got;
 	a->bytes += got * (size_t)(class_size[cls] - HDR);
 	pthread_mutex_unlock(&a->lock);
-	if (got < want)
-		memmove(tc->slot[cls], tc->slot[cls] + (want - got), got * sizeof(uintptr_t));
+	/* Lowest address on top: handed out first.  Slots are written from
+	 * the bottom up, none past the batch (cache.c's wipe() relies on the
+	 * written ones being a prefix), and the blocks come from here, not
+	 * back from the cache's open memory. */
 	for (unsigned i = 0; i < got; i++) {
-		uintptr_t b = tc->slot[cls][i] ^ tc->mkey;
+		uintptr_t b = fresh[got - 1 - i];
+		tc->slot[cls][i] = b ^ tc->mkey;
 		mpk__hdr_set(b, mpk__hdr_mark(tc->tok, b), 0);
 	}
 	tc->n[cls] = (uint8_t)got;
