@@ -18,7 +18,17 @@ __thread struct tcache *mpk__tc_last __attribute__((tls_model("initial-exec")));
 struct bundle {
 	struct tcache c[TC_HEAPS];
 	unsigned next; /* the entry to reuse when all are taken */
+	unsigned used; /* entries ever given a heap (a bit each): wipe() scans those */
 };
+
+/* Bundles of threads that exited, each wiped, for the next threads to
+ * take: a thread's start and exit then map and unmap nothing, and the
+ * pages it touches are the last one's.  A slot is taken by exchange, so
+ * two threads never get one bundle.  Unsealed, as the bundles are: a
+ * pointer planted here gives a thread a cache the attacker could write
+ * anyway (caches are open memory, and sealed heaps have none). */
+#define POOL 4
+static struct bundle *pool[POOL];
 
 static __thread struct bundle *mine __attribute__((tls_model("initial-exec")));
 static pthread_key_t exit_key;
@@ -34,8 +44,51 @@ static bool alive(const struct heap *h, uint32_t uid)
 	return false;
 }
 
-/* A thread exits: its blocks go back to heaps still alive, its mapping
- * to the kernel. */
+static struct bundle *pool_take(void)
+{
+	for (int i = 0; i < POOL; i++) {
+		struct bundle *b = __atomic_exchange_n(&pool[i], NULL, __ATOMIC_ACQUIRE);
+		if (b)
+			return b;
+	}
+	return NULL;
+}
+
+/* b goes to the pool, or, the pool full, back to the kernel. */
+static void pool_put(struct bundle *b)
+{
+	for (int i = 0; i < POOL; i++) {
+		struct bundle *none = NULL;
+		if (__atomic_compare_exchange_n(&pool[i], &none, b, false, __ATOMIC_RELEASE,
+						__ATOMIC_RELAXED))
+			return;
+	}
+	mpk_os_unmap(b, sizeof(*b));
+}
+
+static void reset(struct tcache *tc, struct heap *h);
+
+/* Nothing of a thread's caches outlives it: every entry's header (keys,
+ * hints, counts) and every slot ever written is zeroed.  A class's
+ * written slots are a prefix of its stack (an entry is written at the
+ * count or below), never 0 (mkey is odd, a block even), so the scan
+ * stops at the first 0 and reads no page the thread did not touch. */
+static struct bundle *wipe(struct bundle *b)
+{
+	for (int i = 0; i < TC_HEAPS; i++) {
+		if (!(b->used & 1u << i))
+			continue;
+		for (unsigned c = 0; c < NTC; c++)
+			for (unsigned j = 0; j < TC_MAX && b->c[i].slot[c][j]; j++)
+				b->c[i].slot[c][j] = 0;
+		reset(&b->c[i], NULL);
+	}
+	b->next = b->used = 0;
+	return b;
+}
+
+/* A thread exits: its blocks go back to heaps still alive, its bundle,
+ * wiped, to the next thread. */
 static void thread_gone(void *arg)
 {
 	struct bundle *b = arg;
@@ -51,7 +104,7 @@ static void thread_gone(void *arg)
 		pthread_mutex_unlock(&mpk__heaps_lock);
 		mpk__meta_close(&s);
 	}
-	mpk_os_unmap(b, sizeof(*b));
+	pool_put(wipe(b));
 }
 
 static void make_key(void)
@@ -66,10 +119,12 @@ static struct bundle *bundle(void)
 	if (b)
 		return b;
 	pthread_once(&key_once, make_key);
-	if (!key_ok || !(b = mpk_os_map(sizeof(*b), PROT_READ | PROT_WRITE)))
+	if (!key_ok)
+		return NULL;
+	if (!(b = pool_take()) && !(b = mpk_os_map(sizeof(*b), PROT_READ | PROT_WRITE)))
 		return NULL;
 	if (pthread_setspecific(exit_key, b)) {
-		mpk_os_unmap(b, sizeof(*b));
+		pool_put(b);
 		return NULL;
 	}
 	return mine = b;
@@ -86,6 +141,9 @@ void mpk__tc_flush_all(struct tcache *tc)
 			mpk__tc_flush(tc, c, tc->n[c]);
 }
 
+/* Entries given a heap so far, mixed into their keys. */
+static uint64_t uses;
+
 static void reset(struct tcache *tc, struct heap *h)
 {
 	uint64_t epoch = __atomic_load_n(&mpk__heap_epoch, __ATOMIC_ACQUIRE);
@@ -99,7 +157,10 @@ static void reset(struct tcache *tc, struct heap *h)
 	tc->key = h->key;
 	tc->ckey = h->ckey;
 	tc->tok = h->tok;
-	tc->mkey = mpk__mix(h->key ^ (uintptr_t)tc ^ (uintptr_t)&tc);
+	/* Odd (wipe() relies on it), and new for each use of the entry: a
+	 * bundle and a stack are used again, the count is not. */
+	tc->mkey = mpk__mix(h->key ^ (uintptr_t)tc ^ (uintptr_t)&tc ^
+			    __atomic_add_fetch(&uses, 1, __ATOMIC_RELAXED)) | 1;
 	tc->domain = h->domain;
 	tc->wipe = h->flags & MPK_HEAP_WIPE;
 	tc->rw = (struct mpk__soft_snap){ ~0ull, ~0ull };
@@ -179,6 +240,7 @@ struct tcache *mpk__tc_attach(struct heap *h)
 			mpk__tc_flush_all(tc);
 		}
 		reset(tc, h);
+		b->used |= 1u << (tc - b->c);
 	}
 	return last(tc);
 }

@@ -456,10 +456,19 @@ void mpk__remote_drain(struct arena *ar)
 
 static struct arena *pick(struct heap *h);
 
+/* A class's first refill in a cache takes a few blocks, each next one
+ * twice the last, up to half the cache: a thread that makes a few blocks
+ * of a class and exits takes (and gives back at exit) a few, not 64. */
+#define TC_FILL_FIRST 4
+
 int mpk__tc_refill(struct tcache *tc, unsigned cls)
 {
-	unsigned want = mpk__tc_lim[cls] / 2, got = 0;
+	unsigned want = tc->fill[cls] ? tc->fill[cls] * 2u : TC_FILL_FIRST, got = 0;
 	struct arena *a = tc->arena;
+
+	if (want > mpk__tc_lim[cls] / 2u)
+		want = mpk__tc_lim[cls] / 2u;
+	tc->fill[cls] = (uint8_t)want;
 
 	/* The blocks' headers are written below (malloc could not take
 	 * them without rights anyway: it goes the slow way). */
@@ -472,20 +481,23 @@ int mpk__tc_refill(struct tcache *tc, unsigned cls)
 	 * the blocks). */
 	if (__atomic_load_n(&a->remote, __ATOMIC_RELAXED))
 		mpk__remote_drain(a);
+	uintptr_t fresh[TC_MAX / 2];
 	while (got < want) {
 		uintptr_t b = slab_alloc(a, cls);
 		if (!b)
 			break;
-		/* Lowest address on top: handed out first. */
-		tc->slot[cls][want - 1 - got++] = (b + HDR) ^ tc->mkey;
+		fresh[got++] = b + HDR;
 	}
 	a->blocks += got;
 	a->bytes += got * (size_t)(class_size[cls] - HDR);
 	pthread_mutex_unlock(&a->lock);
-	if (got < want)
-		memmove(tc->slot[cls], tc->slot[cls] + (want - got), got * sizeof(uintptr_t));
+	/* Lowest address on top: handed out first.  Slots are written from
+	 * the bottom up, none past the batch (cache.c's wipe() relies on the
+	 * written ones being a prefix), and the blocks come from here, not
+	 * back from the cache's open memory. */
 	for (unsigned i = 0; i < got; i++) {
-		uintptr_t b = tc->slot[cls][i] ^ tc->mkey;
+		uintptr_t b = fresh[got - 1 - i];
+		tc->slot[cls][i] = b ^ tc->mkey;
 		mpk__hdr_set(b, mpk__hdr_mark(tc->tok, b), 0);
 	}
 	tc->n[cls] = (uint8_t)got;

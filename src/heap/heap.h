@@ -673,6 +673,7 @@ struct tcache {
 	uintptr_t vl_keep, vl_keep_end;
 	unsigned vl_keep_cls;
 	uint8_t n[NTC];                /* small classes, then page runs */
+	uint8_t fill[NTC];             /* the last refill's batch: the next doubles it */
 	uintptr_t slot[NTC][TC_MAX];   /* user pointer ^ mkey */
 };
 /* Bumped when a heap goes, and when a chunk goes back (a cache's chunk

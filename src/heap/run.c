@@ -143,9 +143,11 @@ static struct chunk *chunk_new(struct arena *a)
 		a->chunks->prev = c;
 	a->chunks = c;
 	mpk__arena_mapped(a, CHUNK_SIZE, 0);
+	/* A run's fields are set where a run starts (here, and where one is
+	 * split off): the table's other entries stay untouched, and so do
+	 * most of its 26 KiB of pages in a chunk little used. */
 	struct run *r = &c->runs[0];
-	for (unsigned i = 0; i < c->npages; i++)
-		c->runs[i].chunk = c;
+	r->chunk = c;
 	r->page = 0;
 	r->pages = c->npages;
 	r->clean = 1;
@@ -251,6 +253,7 @@ bool mpk__run_grow(struct arena *a, struct chunk *c, struct run *r, size_t pages
 	mpk__free_remove(a, n);
 	if (n->pages > extra) {
 		struct run *t = &c->runs[end + extra];
+		t->chunk = c;
 		t->page = (uint16_t)(end + extra);
 		t->pages = (uint16_t)(n->pages - extra);
 		t->clean = n->clean;
@@ -293,6 +296,7 @@ struct run *mpk__run_alloc(struct arena *a, size_t pages, struct chunk **cp)
 	mpk__free_remove(a, r);
 	if (r->pages > pages) {
 		struct run *tail = &c->runs[r->page + pages];
+		tail->chunk = c;
 		tail->page = (uint16_t)(r->page + pages);
 		tail->pages = (uint16_t)(r->pages - pages);
 		tail->clean = r->clean;

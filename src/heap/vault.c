@@ -139,6 +139,7 @@ static void vault_clear(struct arena *a, struct chunk *c, unsigned from)
 		r->kind = RUN_NONE;
 	}
 	struct run *r = &c->runs[from];
+	r->chunk = c;
 	r->page = (uint16_t)from;
 	r->pages = (uint16_t)(c->npages - from);
 	r->clean = 1;

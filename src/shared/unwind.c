@@ -64,8 +64,14 @@ void mpk__bt_names_fd(void *const *frames, int n, int fd)
 
 void mpk__bt_prime(void)
 {
-	void *f[2];
-	backtrace(f, 2); /* loads libgcc_s now, not in a signal handler */
+	void *f[1];
+	/* Loads libgcc_s now (dlopen: malloc, the loader's lock), not in a
+	 * signal handler, and unwinds nothing: a first unwind then needs
+	 * neither (libgcc finds tables with _dl_find_object() or
+	 * dl_iterate_phdr(), no allocation), and its pages (44 KiB of
+	 * libgcc_s by fault-around) stay out of every process that never
+	 * reports a fault. */
+	backtrace(f, 0);
 }
 
 #else
