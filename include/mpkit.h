@@ -801,6 +801,48 @@ int mpk_watch(void *addr, size_t len, unsigned flags, mpk_watch_fn fn, void *arg
  * covers them.  Errors: EINVAL (not a live watch), mprotect() errors. */
 int mpk_unwatch(int id) MPK__NOTHROW;
 
+/* ---- guarding a loaded library (docs/guard.md) ----------------------------
+ *
+ * What `mpkit guard --lib NAME -- PROG` does, for a program that links
+ * libmpkit.so: the library's writable data past RELRO goes into a domain
+ * "guard:FILE" that the program may read and not write (flags 0), or not
+ * even read (MPK_GUARD_DENY_ALL), and each function the library exports
+ * goes through a gate that opens the domain to the calling thread while it
+ * runs.  A write from outside faults, and mpkit's report names the domain
+ * after a line naming the symbol written.  There is no way back.
+ */
+enum {
+	/* Outside the library its data is not readable either. */
+	MPK_GUARD_DENY_ALL = 1u << 0,
+	/* Report each access from outside and let it through; the list (the
+	 * writer's backtrace, the symbol written) at exit. */
+	MPK_GUARD_REPORT = 1u << 1,
+};
+
+/*
+ * Guard the loaded library NAME (its file name, "libz.so.1", or that
+ * name up to a dot, "libz").  The work is done by the helper of `mpkit
+ * guard`, libmpkit-guard.so, opened with dlopen() (and kept): from
+ * MPKIT_GUARD_HELPER if set, else from the helpers' directory of this
+ * installation (LIBEXECDIR/mpkit), else beside libmpkit.so.  One library
+ * per process; it stays loaded (dlclose() leaves it).
+ * The helper is opened, not preloaded, so it wraps none of the program's
+ * calls, and what `mpkit guard` covers through those is not covered:
+ * blocks the library allocates stay outside the domain (--heap); a thread
+ * that a callback starts while inside the library starts with the domain
+ * open (hw), and a longjmp() out of a callback leaves it open; the
+ * library is not guarded again if something loads another copy.
+ * Returns 0.  Errors, with nothing changed: EINVAL (name NULL or empty,
+ * flags unknown), ENOENT (no such library loaded), EEXIST (it is guarded
+ * already), EBUSY (another library is), ENOTSUP (the helper not found or
+ * not loadable, as with musl, whose loader refuses its initial-exec TLS;
+ * libmpkit linked statically; or the library has no writable data past
+ * RELRO of its own page).  Other errors (ENOMEM, a
+ * mapping that could not be moved) come from the guarding itself and may
+ * leave the library partly guarded; a later call then fails with EBUSY.
+ */
+int mpk_guard_library(const char *name, unsigned flags) MPK__NOTHROW MPK__NODISCARD;
+
 /* ---- guarded heaps -------------------------------------------------------
  *
  * A heap is a general-purpose allocator whose blocks live in one domain, so

@@ -63,6 +63,7 @@ $(shell mkdir -p $(INST) && [ "$$(cat $(INST)/layout 2>/dev/null)" = '$(INST_LAY
 # $(call relink,OBJECTS,LIBS,DIR): $@ linked to libmpkit.so for DIR.
 relink = $(CC) $(ALL_LDFLAGS) $(1) $(B)/libmpkit.so $(call inst_rpath,$(3)) $(2) -o $@
 
+$(GUARD_API_OBJ): $(INST)/layout
 $(INST)/paths.o: tools/paths.c $(INST)/layout
 	$(CC) $(ALL_CFLAGS) -DMPKIT_LIBEXEC='"$(call relpath,$(BINDIR),$(HELPER_DIR))"' -DMPKIT_DOCDIR='"$(DOCDIR)"' -c $< -o $@
 $(INST)/mpkit: $(CLI_OBJ) $(INST)/paths.o $(B)/libmpkit.so

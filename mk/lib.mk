@@ -18,7 +18,7 @@ CORE_SRC := $(addprefix src/core/,init.c os.c os_signal.c domain.c region.c wind
             fault.c hooks.c backtrace.c report.c registry.c audit.c ialloc.c sort.c)
 HEAP_SRC := $(addprefix src/heap/,meta.c seal.c map.c run.c big.c heap.c calls.c misuse.c cache.c fork.c vault.c vlist.c)
 LOCKDOWN_SRC := $(addprefix src/lockdown/,lockdown.c lockdown_bpf.c lockdown_exec.c landlock.c)
-FEATURE_SRC := src/features/code.c src/features/watch.c
+FEATURE_SRC := src/features/code.c src/features/watch.c src/features/guard.c
 LIB_SRC := $(ARCH_SRC) $(SHARED_SRC) $(CORE_SRC) $(HEAP_SRC) $(LOCKDOWN_SRC) $(FEATURE_SRC)
 LIB_OBJ := $(LIB_SRC:%.c=$(B)/obj/%.o)
 PIC_OBJ := $(LIB_SRC:%.c=$(B)/pic/%.o)
@@ -58,6 +58,11 @@ CLI_OBJ := $(addprefix $(B)/obj/tools/,mpkit.o cli.o info.o scan.o maps.o maps_c
 $(B)/mpkit: $(CLI_OBJ) $(B)/obj/tools/paths.o $(B)/libmpkit.so
 	$(CC) $(ALL_LDFLAGS) $^ $(SO_RPATH) -o $@
 $(B)/obj/tools/paths.o: MPK_XCFLAGS += -DMPKIT_DOCDIR='"$(abspath docs)"'
+# mpk_guard_library() finds the guard helper from libmpkit.so's own
+# directory, the way from LIBDIR to the helpers' once installed
+# (mk/install.mk rebuilds it when the layout changes).
+GUARD_API_OBJ := $(addsuffix /src/features/guard.o,$(B)/obj $(B)/pic $(B)/preload)
+$(GUARD_API_OBJ): MPK_XCFLAGS += -DMPKIT_GUARD_REL='"$(call relpath,$(LIBDIR),$(HELPER_DIR))"'
 
 # `mpkit watch`'s LD_PRELOAD helper links libmpkit.so, or in a sanitizer
 # build the library's objects compiled without sanitizers.
@@ -114,7 +119,9 @@ $(B)/libmpkit-malloc.so: $(MALLOC_DROPIN_OBJ) $(MALLOC_SHARED_OBJ) $(HELPER_LIB)
 # library's objects in it, linked with -r so that --wrap applies to
 # mpkit's objects alone: their malloc() calls go to the internal
 # allocator (src/malloc/boot.c), never to the heap they are inside.
-MALLOC_LIB_OBJ := $(if $(SANITIZE),$(LIB_SRC:%.c=$(B)/preload/%.o),$(PIC_OBJ))
+# mpk_guard_library() is left out: it dlopen()s a helper that links
+# libmpkit.so, nothing a static program can do.
+MALLOC_LIB_OBJ := $(filter-out %/features/guard.o,$(if $(SANITIZE),$(LIB_SRC:%.c=$(B)/preload/%.o),$(PIC_OBJ)))
 MALLOC_WRAP_LD := --wrap=malloc --wrap=calloc --wrap=realloc --wrap=free
 $(B)/libmpkit-malloc.o: $(MALLOC_DROPIN_OBJ) $(B)/preload/src/malloc/wrap.o $(MALLOC_LIB_OBJ)
 	$(LD) -r $(MALLOC_WRAP_LD) $^ -o $@

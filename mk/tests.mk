@@ -32,6 +32,12 @@ $(B)/tests/t_ialloc_no_malloc: $(B)/obj/tests/t_ialloc_no_malloc.o $(B)/obj/src/
 	@mkdir -p $(@D)
 	$(CC) $(ALL_LDFLAGS) -rdynamic $^ $(SO_RPATH) -o $@
 
+# mpk_guard_library() opens a helper that links libmpkit.so: the program
+# must link it too (linked statically, the call refuses, ENOTSUP).
+$(B)/tests/t_guard_api: $(B)/obj/tests/t_guard_api.o $(KIT_LIB) $(B)/libmpkit.so
+	@mkdir -p $(@D)
+	$(CC) $(ALL_LDFLAGS) $^ $(SO_RPATH) -ldl -o $@
+
 # A test whose optional library pkg-config did not find (or that a musl
 # build cannot use) is a script that skips, naming the library and why:
 # the other tests build and run (make check installs the library first,
@@ -152,7 +158,7 @@ $(B)/preload/tests/libt.a: $(KIT_SRC:%.c=$(B)/preload/%.o)
 	@rm -f $@
 	$(AR) rcs $@ $^
 $(B)/tests/t_scan_lockdown_static: $(B)/preload/tests/t_scan_lockdown.o $(B)/preload/tests/libt.a \
-				   $(LIB_SRC:%.c=$(B)/preload/%.o)
+				   $(filter-out %/features/guard.o,$(LIB_SRC:%.c=$(B)/preload/%.o))
 	@mkdir -p $(@D)
 	$(CC) -static -pthread $^ -o $@
 $(B)/tests/scan-libmpkit.so: $(B)/libmpkit.so

@@ -79,6 +79,9 @@ void guard_stats_start(void);
 void guard_stats_thread(void);
 void guard_stats_end(const char *lib);
 
+/* mpk_guard_library()'s entry point (guard_preload.c): 0, or -1 with errno. */
+int mpkit_guard_api(const char *name, unsigned flags);
+
 /* The near mapping the stubs and trampolines live in (within 2 GiB of
  * the library's text): 0, or -1 with errno. */
 int guard_patch_begin(uintptr_t text_lo, uintptr_t text_hi);

@@ -8,7 +8,9 @@
  * variadic ones) exactly where the caller put them.
  */
 #include <errno.h>
+#include <pthread.h>
 #include <stdlib.h>
+#include <sys/mman.h>
 #include <unistd.h>
 
 #include "guard.h"
@@ -25,8 +27,11 @@ struct guard_frame {
 };
 
 /* initial-exec: a preloaded library's TLS is static, and no
- * __tls_get_addr() call can reach the allocator from the gate. */
-static __thread __attribute__((tls_model("initial-exec"))) struct guard_frame frames[GUARD_DEPTH];
+ * __tls_get_addr() call can reach the allocator from the gate.  The
+ * frames are mapped at a thread's first call, not in TLS: glibc keeps
+ * a few hundred bytes of static TLS for a library opened by dlopen()
+ * (mpk_guard_library()), and refuses one that wants more. */
+static __thread __attribute__((tls_model("initial-exec"))) struct guard_frame *frames;
 static __thread __attribute__((tls_model("initial-exec"))) unsigned depth;
 /* MPKIT_GUARD_STATS (guard_stats.c): calls through the gate, and those
  * that opened the domain. */
@@ -40,11 +45,44 @@ static void guard_die(const char *what)
 	abort();
 }
 
+static pthread_key_t frames_key;
+static pthread_once_t frames_once = PTHREAD_ONCE_INIT;
+
+/* Run in the thread that ends; a later call (another key's destructor)
+ * maps them again. */
+static void frames_free(void *f)
+{
+	frames = NULL;
+	munmap(f, GUARD_DEPTH * sizeof(*frames));
+}
+
+static void frames_key_make(void)
+{
+	if (pthread_key_create(&frames_key, frames_free))
+		abort();
+}
+
+/* The thread's frames, mapped at its first call (a system call and
+ * pthread_setspecific(), which allocates nothing for the first keys),
+ * unmapped at its end. */
+static void frames_map(void)
+{
+	void *f = mmap(NULL, GUARD_DEPTH * sizeof(*frames), PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1,
+		       0);
+
+	if (f == MAP_FAILED || pthread_once(&frames_once, frames_key_make) || pthread_setspecific(frames_key, f))
+		guard_die("map  ");
+	frames = f;
+}
+
 /* From the gate, with the arguments saved: open, remember, go on to the
  * function's own code. */
 __attribute__((used)) void *guard_enter(struct guard_fn *fn, void **slot)
 {
 	int err = errno;
+
+	if (__builtin_expect(!frames, 0))
+		frames_map();
 	unsigned d = depth++;
 	int prev = mpk_get(guard_domain);
 

@@ -60,10 +60,12 @@ static int must(void)
 }
 static int verbose; /* MPKIT_GUARD_VERBOSE: say what was guarded, and not */
 static int report;  /* MPKIT_GUARD_REPORT: writes from outside reported, let through */
+static int api;     /* guarded by mpk_guard_library(): its errno says why not */
 
 static void guard_fail(const char *what, const char *why)
 {
-	fprintf(stderr, "mpkit guard: %s: %s\n", what, why);
+	if (!api)
+		fprintf(stderr, "mpkit guard: %s: %s\n", what, why);
 	if (must())
 		_exit(GUARD_FAILED);
 }
@@ -254,36 +256,39 @@ int guard_in_text(uintptr_t pc)
 	return guard_domain && pc >= lib.text_lo && pc < lib.text_hi;
 }
 
-/* lib found loaded: its data into the domain, its exports gated. */
-static void guard_lib(void)
+/* lib found loaded: its data into the domain, its exports gated.  0, or
+ * -1 with errno (said by guard_fail()). */
+static int guard_lib(void)
 {
 	static char dname[64];
 	int patched = 0, refused = 0, heap = 0;
 
 	if (lib.data_hi <= lib.data_lo) {
+		errno = ENOTSUP;
 		guard_fail(lib.want, lib.tail_hi > lib.tail_lo
 					     ? "its data past RELRO all shares its last page with the C library's malloc"
 					     : "it has no writable data past RELRO");
-		return;
+		return -1;
 	}
 	snprintf(dname, sizeof(dname), "guard:%.56s", strrchr(lib.path, '/') + 1);
 	guard_domain = mpk_domain_create(dname, MPK_RW, MPK_DOMAIN_SHARED);
-	if (!guard_domain || adopt_data(&lib) || (heap = guard_heap_start(&lib)) < 0 ||
+	if (!guard_domain || adopt_data(&lib) || (heap = api ? 0 : guard_heap_start(&lib)) < 0 ||
 	    patch_exports(&lib, &patched, &refused)) {
 		guard_fail(lib.want, strerror(errno));
-		return;
+		return -1;
 	}
 	if (guard_report_start(&lib, report)) {
 		guard_fail(lib.want, strerror(errno));
-		return;
+		return -1;
 	}
 	if (mpk_set_all(guard_domain, rights)) {
 		guard_fail(lib.want, strerror(errno));
-		return;
+		return -1;
 	}
 	if (atexit(guard_open_at_exit)) {
+		errno = ENOMEM;
 		guard_fail(lib.want, "atexit() failed");
-		return;
+		return -1;
 	}
 	reporting = report;
 	if (verbose) {
@@ -297,6 +302,7 @@ static void guard_lib(void)
 					"shared with the C library's malloc\n", lib.path, (size_t)(lib.tail_hi - lib.tail_lo),
 				(size_t)(lib.tail_lo - lib.base));
 	}
+	return 0;
 }
 
 /* PROG ended and never loaded the library: it ran unguarded. */
@@ -343,7 +349,10 @@ __attribute__((constructor)) static void guard_start(void)
 	lib.want = getenv("MPKIT_GUARD_LIB");
 	guard_stats_start();
 	if (!lib.want || !*lib.want) {
-		guard_fail("MPKIT_GUARD_LIB", "not set: no library to guard");
+		/* Opened by mpk_guard_library(), which says what to guard. */
+		lib.want = NULL;
+		if (prog)
+			guard_fail("MPKIT_GUARD_LIB", "not set: no library to guard");
 		return;
 	}
 	if (dl_iterate_phdr(find_lib, &lib)) {
@@ -356,6 +365,47 @@ __attribute__((constructor)) static void guard_start(void)
 		guard_fail(lib.want, "atexit() failed");
 	else if (verbose)
 		fprintf(stderr, "mpkit guard: %s: not loaded at startup: guarded if PROG opens it\n", lib.want);
+}
+
+/* mpk_guard_library() (src/features/guard.c), this helper opened by
+ * dlopen() or preloaded: what guard_start() does for a library already
+ * loaded, the flags for the environment.  Nothing is changed on EEXIST
+ * or EBUSY (a library named already: one per process), ENOENT (not
+ * loaded) or ENOTSUP (no data of its own to guard). */
+__attribute__((visibility("default"))) int mpkit_guard_api(const char *name, unsigned flags)
+{
+	struct guard_lib *want = calloc(1, sizeof(*want));
+	int rc = -1;
+
+	if (!want)
+		return -1;
+	want->want = name;
+	pthread_mutex_lock(&late);
+	if (lib.want)
+		errno = guard_domain && name_matches(lib.path, name) ? EEXIST : EBUSY;
+	else if (!dl_iterate_phdr(find_lib, want))
+		errno = ENOENT;
+	else if (want->data_hi <= want->data_lo)
+		errno = ENOTSUP;
+	else if ((want->want = strdup(name))) {
+		lib = *want;
+		api = 1;
+		rights = flags & MPK_GUARD_DENY_ALL ? MPK_NONE : MPK_READ;
+		report = (flags & MPK_GUARD_REPORT) != 0;
+		/* Kept loaded, as the dlopen() wrapper keeps a library it guards. */
+		if (dlopen(lib.path, RTLD_LAZY | RTLD_NOLOAD | RTLD_NODELETE))
+			rc = guard_lib();
+		else {
+			free((void *)lib.want);
+			lib.want = NULL;
+			errno = ENOENT;
+		}
+	}
+	int e = errno;
+	pthread_mutex_unlock(&late);
+	free(want);
+	errno = e;
+	return rc;
 }
 
 /* The list of --report's writes (the domain is open by now); the
