@@ -10,7 +10,9 @@
  * library's state faults naming that library's domain and symbol (own,
  * two_state); libguardtwo's code writing libguardtest's state (a stray
  * write from one guarded library into the other) faults, naming the
- * writer's library.  --report lists each library's writes under its own
+ * writer's library.  A longjmp out of a callback that runs inside both
+ * libraries' gates closes both domains again, and a thread it starts
+ * starts with both closed (hw).  --report lists each library's writes under its own
  * name; MPKIT_GUARD_STATS writes a line per library (5 calls each, all
  * from outside: the calls from libguardtwo into libguardtest open its
  * domain).  A library of the list opened later with dlopen() is guarded
@@ -46,13 +48,16 @@ static int run(const char *backend, int quiet, char *out, size_t cap, char *cons
 
 /* PROG stopped by mpkit's report on a write into file's domain, after
  * the guard's line (line: what follows "caught a write "). */
+static char out_last[1 << 14]; /* caught()'s run's output */
+
 static void caught(const char *backend, const char *mode, const char *file, const char *line)
 {
-	static char out[1 << 14];
+	char *out = out_last;
+	size_t cap = sizeof(out_last);
 	char want[256], dom[128];
 	const char *code = strcmp(backend, "hw") ? "SEGV_ACCERR" : "SEGV_PKUERR";
 
-	int st = run(backend, 0, out, sizeof(out), (char *[]){ "--", "./guard-two-prog", (char *)mode, NULL });
+	int st = run(backend, 0, out, cap, (char *[]){ "--", "./guard-two-prog", (char *)mode, NULL });
 	CHECK(WIFSIGNALED(st) && WTERMSIG(st) == SIGABRT);
 	snprintf(want, sizeof(want), "mpkit guard: caught a write %s", line);
 	snprintf(dom, sizeof(dom), "\nmpkit: protection fault: write of domain \"guard:%s\" at 0x", file);
@@ -101,12 +106,26 @@ static void backend_runs(const char *backend)
 	CHECK(WIFEXITED(st) && WEXITSTATUS(st) == 0 && !strcmp(out, plain));
 	st = run(backend, 0, out, sizeof(out), (char *[]){ "--", "./guard-two-prog", NULL });
 	CHECK(strstr(out, " bytes of data in domain guard:libguardtest.so, 9 functions gated") &&
-	      strstr(out, " bytes of data in domain guard:libguardtwo.so, 5 functions gated"));
+	      strstr(out, " bytes of data in domain guard:libguardtwo.so, 6 functions gated"));
 
 	caught(backend, "write1", "libguardtest.so", "from outside libguardtest.so into its data: own+0x0 (libguardtest.so+0x6000)\n");
 	caught(backend, "write2", "libguardtwo.so", "from outside libguardtwo.so into its data: two_state+0x0 (libguardtwo.so+0x");
 	caught(backend, "stray", "libguardtest.so",
 	       "from outside libguardtest.so (by libguardtwo.so's code) into its data: own+0x0 (libguardtest.so+0x6000)\n");
+	/* A longjmp out of a callback inside both gates closes both. */
+	caught(backend, "jump1", "libguardtest.so", "from outside libguardtest.so into its data: own+0x0 (libguardtest.so+0x6000)\n");
+	CHECK(strstr(out_last, "jumped\n") != NULL);
+	/* A thread a callback inside both starts: closed to both on hw; on
+	 * soft rights are process-wide (it writes). */
+	if (!strcmp(backend, "hw")) {
+		caught(backend, "thread1", "libguardtest.so", "from outside libguardtest.so into its data: own+0x0");
+		caught(backend, "thread2", "libguardtwo.so", "from outside libguardtwo.so into its data: two_state+0x0");
+	} else {
+		int ts = run(backend, 1, out_last, sizeof(out_last), (char *[]){ "--", "./guard-two-prog", "thread2", NULL });
+		CHECK(WIFEXITED(ts) && WEXITSTATUS(ts) == 0 && strstr(out_last, "thread wrote\nspawn 9\n") != NULL);
+	}
+	caught(backend, "jump2", "libguardtwo.so", "from outside libguardtwo.so into its data: two_state+0x0 (libguardtwo.so+0x");
+	CHECK(strstr(out_last, "jumped\n") != NULL);
 
 	/* --report: each library's writes listed under its name. */
 	st = run(backend, 0, out, sizeof(out), (char *[]){ "--report", "--", "./guard-two-prog", "both", NULL });

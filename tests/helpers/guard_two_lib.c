@@ -5,8 +5,10 @@
  * (a call from one guarded library into the other), g2_back() has
  * libguardtest's g_apply() call back into this library's own code,
  * which writes this library's state (its domain stays open while the
- * other runs), and g2_poke() writes where it is told: into
- * libguardtest's state, a stray write from this library's code.
+ * other runs), g2_poke() writes where it is told: into
+ * libguardtest's state, a stray write from this library's code, and
+ * g2_via() passes the program's callback on to g_apply(): the callback
+ * runs inside both libraries' gates.
  */
 #include "guard_lib.h"
 #include "guard_two_lib.h"
@@ -51,4 +53,10 @@ void g2_poke(long *p, long v)
 {
 	two_state.count++;
 	*(volatile long *)p = v;
+}
+
+long g2_via(long (*fn)(long), long v)
+{
+	two_state.count++;
+	return g_apply(fn, v);
 }
