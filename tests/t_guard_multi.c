@@ -12,7 +12,8 @@
  * write from one guarded library into the other) faults, naming the
  * writer's library.  A longjmp out of a callback that runs inside both
  * libraries' gates closes both domains again, and a thread it starts
- * starts with both closed (hw).  --report lists each library's writes under its own
+ * starts with both closed (hw).  Under --heap a block libguardtwo's code
+ * allocates is in its domain, and a write into it names that.  --report lists each library's writes under its own
  * name; MPKIT_GUARD_STATS writes a line per library (5 calls each, all
  * from outside: the calls from libguardtwo into libguardtest open its
  * domain).  A library of the list opened later with dlopen() is guarded
@@ -106,7 +107,7 @@ static void backend_runs(const char *backend)
 	CHECK(WIFEXITED(st) && WEXITSTATUS(st) == 0 && !strcmp(out, plain));
 	st = run(backend, 0, out, sizeof(out), (char *[]){ "--", "./guard-two-prog", NULL });
 	CHECK(strstr(out, " bytes of data in domain guard:libguardtest.so, 9 functions gated") &&
-	      strstr(out, " bytes of data in domain guard:libguardtwo.so, 6 functions gated"));
+	      strstr(out, " bytes of data in domain guard:libguardtwo.so, 7 functions gated"));
 
 	caught(backend, "write1", "libguardtest.so", "from outside libguardtest.so into its data: own+0x0 (libguardtest.so+0x6000)\n");
 	caught(backend, "write2", "libguardtwo.so", "from outside libguardtwo.so into its data: two_state+0x0 (libguardtwo.so+0x");
@@ -138,6 +139,18 @@ static void backend_runs(const char *backend)
 	if (t_failures)
 		fprintf(stderr, "%s, --report:\n%s\n", backend, out);
 	stats(backend);
+
+	/* --heap: libguardtwo's block is in its domain (freed from outside),
+	 * and the program's write into it names that domain. */
+	st = run(backend, 1, out, sizeof(out), (char *[]){ "--heap", "--", "./guard-two-prog", "heap", NULL });
+	CHECK(WIFEXITED(st) && WEXITSTATUS(st) == 0 && strstr(out, "block 9\nwrote 104 9\n") != NULL);
+	st = run(backend, 0, out, sizeof(out), (char *[]){ "--heap", "--", "./guard-two-prog", "heapwrite", NULL });
+	CHECK(WIFSIGNALED(st) && WTERMSIG(st) == SIGABRT);
+	CHECK(strstr(out, "mpkit guard: write of a heap block of guard:libguardtwo.so (allocated inside the library) at "
+			  "0x") != NULL);
+	CHECK(strstr(out, "mpkit: protection fault: write of domain \"guard:libguardtwo.so\"") != NULL);
+	if (t_failures)
+		fprintf(stderr, "%s, --heap:\n%s\n", backend, out);
 
 	/* guard-dlprog opens libguardtest with dlopen() and never loads
 	 * libguardtwo: the first is guarded then, the second named. */

@@ -8,8 +8,12 @@
  * other runs), g2_poke() writes where it is told: into
  * libguardtest's state, a stray write from this library's code, and
  * g2_via() passes the program's callback on to g_apply(): the callback
- * runs inside both libraries' gates.
+ * runs inside both libraries' gates; g2_block() allocates a block with
+ * its own code (its name says nothing of allocating: under --heap the
+ * block is this library's).
  */
+#include <stdlib.h>
+
 #include "guard_lib.h"
 #include "guard_two_lib.h"
 
@@ -59,4 +63,13 @@ long g2_via(long (*fn)(long), long v)
 {
 	two_state.count++;
 	return g_apply(fn, v);
+}
+
+long *g2_block(void)
+{
+	long *p = malloc(64);
+
+	if (p)
+		*p = ++two_state.count;
+	return p;
 }

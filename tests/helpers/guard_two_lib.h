@@ -8,4 +8,5 @@ long g2_call(long by);
 long g2_back(long by);
 void g2_poke(long *p, long v);
 long g2_via(long (*fn)(long), long v);
+long *g2_block(void);
 #endif

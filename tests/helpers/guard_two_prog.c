@@ -10,11 +10,13 @@
  * calling libguardtest) longjmps out, then the program writes the
  * state of libguardtest/libguardtwo: both domains closed again;
  * "thread1"/"thread2": such a callback starts a thread that writes that
- * state (on hw it starts with both domains closed).
+ * state (on hw it starts with both domains closed); "heap": it reads,
+ * then frees a block libguardtwo allocated, "heapwrite": it writes one.
  */
 #include <pthread.h>
 #include <setjmp.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "guard_lib.h"
@@ -63,7 +65,14 @@ int main(int argc, char **argv)
 		g2_poke(g_ptr(), 13);
 	else if (!strcmp(mode, "both"))
 		*g_ptr() = 11, *g2_ptr() = 12;
-	else if (!strncmp(mode, "thread", 6)) {
+	else if (!strncmp(mode, "heap", 4)) {
+		long *b = g2_block();
+		printf("block %ld\n", b ? *b : -1);
+		fflush(stdout);
+		if (b && !strcmp(mode, "heapwrite"))
+			*(volatile long *)b = 17;
+		free(b);
+	} else if (!strncmp(mode, "thread", 6)) {
 		target = mode[6] == '1' ? g_ptr() : g2_ptr();
 		printf("spawn %ld\n", g2_via(spawn, 9));
 	} else if (!strncmp(mode, "jump", 4)) {
