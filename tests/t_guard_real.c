@@ -9,9 +9,9 @@
  * repository), openssl with libcrypto (a digest, an AES round trip with
  * a fixed salt), python3 with libsqlite3 and libbz2, which its modules
  * sqlite3 and bz2 bring with dlopen() (a table of 20,000 rows; a
- * compression round trip), and python3 with libsqlite3 and libz both
- * guarded (two --lib: rows of compressed blobs, each library in its own
- * domain).  Each guarded run must also say (MPKIT_GUARD_VERBOSE)
+ * compression round trip), and two libraries at once (two --lib, each
+ * in its own domain): git with libz and libpcre2 (git grep -P), python3
+ * with libsqlite3 and libz (rows of compressed blobs).  Each guarded run must also say (MPKIT_GUARD_VERBOSE)
  * that it put each library's data in its domain; the helper's own lines
  * are taken out before comparing.  A program that is missing is skipped,
  * named (tools/deps.sh test installs them); the test skips when all are,
@@ -57,6 +57,12 @@ static const struct prog progs[] = {
 	  "GIT_COMMITTER_DATE=2020-01-0${i}T00:00:00Z $G git commit -q -m c$i || exit 1; done && "
 	  "$G git log -p | md5sum && $G git cat-file -p HEAD:f2 | md5sum && $G git gc -q && "
 	  "$G git fsck --full 2>&1 && $G git log --format='%H %s'", "--heap" },
+	{ "git (libz and libpcre2)", "libz", "git --version",
+	  TMP "export GIT_CONFIG_NOSYSTEM=1 HOME=\"$d\" && git init -q r && cd r && "
+	  "git config user.email t@example.org && git config user.name t && seq 1 20000 > f && "
+	  "git add f && GIT_AUTHOR_DATE=2020-01-01T00:00:00Z GIT_COMMITTER_DATE=2020-01-01T00:00:00Z git commit -q -m c && "
+	  "$G git grep -P -n \"^(\\d)\\d*\\1$\" | md5sum && $G git grep -P -c \"7{2,}\" && $G git log -p | md5sum",
+	  "--heap", "libpcre2-8" },
 	{ "python3 (sqlite3)", "libsqlite3", "python3 -c 'import sqlite3'",
 	  "$G python3 -c '\n"
 	  "import sqlite3\n"
