@@ -67,6 +67,7 @@ endif
 # the shared library for `mpkit scan` to read.
 TEST_FILES := $(B)/tests/ex-jit $(B)/tests/libmpkit-watch.so $(B)/tests/watch-target \
 	      $(B)/tests/libmpkit-guard.so $(B)/tests/guard-prog $(B)/tests/guard-dlprog $(B)/tests/guard-heap-prog $(B)/tests/libguardheap.so \
+	      $(B)/tests/libguardtwo.so $(B)/tests/guard-two-prog \
 	      $(B)/tests/watch-plain $(B)/tests/watch-plain-stripped \
 	      $(B)/tests/libmpkit-malloc.so $(B)/tests/malloc-edge $(B)/tests/malloc-stress $(B)/tests/malloc-misuse $(B)/tests/malloc-args \
 	      $(B)/tests/malloc-misuse-static \
@@ -102,6 +103,14 @@ $(B)/tests/libguardtest.so: tests/helpers/guard_lib.c
 $(B)/tests/guard-prog: tests/helpers/guard_prog.c tests/helpers/step_count.h $(B)/tests/libguardtest.so
 	@mkdir -p $(@D)
 	$(CC) $(PRELOAD_CFLAGS) $< -L$(@D) -lguardtest -Wl,-rpath,'$$ORIGIN' -pthread -ldl -o $@
+# t_guard_multi's second library, which calls the first, and the program
+# that links both.
+$(B)/tests/libguardtwo.so: tests/helpers/guard_two_lib.c tests/helpers/guard_two_lib.h tests/helpers/guard_lib.h $(B)/tests/libguardtest.so
+	@mkdir -p $(@D)
+	$(CC) $(PRELOAD_CFLAGS) -shared -fPIC -Wl,-soname,libguardtwo.so $< -L$(@D) -lguardtest -Wl,-rpath,'$$ORIGIN' -o $@
+$(B)/tests/guard-two-prog: tests/helpers/guard_two_prog.c $(B)/tests/libguardtwo.so
+	@mkdir -p $(@D)
+	$(CC) $(PRELOAD_CFLAGS) $< -L$(@D) -lguardtwo -lguardtest -Wl,-rpath,'$$ORIGIN' -o $@
 # t_guard_heap's library, whose heap blocks are guarded, and its program.
 $(B)/tests/libguardheap.so: tests/helpers/guard_heap_lib.c tests/helpers/guard_heap_lib.h
 	@mkdir -p $(@D)

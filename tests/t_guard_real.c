@@ -9,8 +9,10 @@
  * repository), openssl with libcrypto (a digest, an AES round trip with
  * a fixed salt), python3 with libsqlite3 and libbz2, which its modules
  * sqlite3 and bz2 bring with dlopen() (a table of 20,000 rows; a
- * compression round trip).  Each guarded run must also say (MPKIT_GUARD_VERBOSE)
- * that it put the library's data in the domain; the helper's own lines
+ * compression round trip), and two libraries at once (two --lib, each
+ * in its own domain): git with libz and libpcre2 (git grep -P), python3
+ * with libsqlite3 and libz (rows of compressed blobs).  Each guarded run must also say (MPKIT_GUARD_VERBOSE)
+ * that it put each library's data in its domain; the helper's own lines
  * are taken out before comparing.  A program that is missing is skipped,
  * named (tools/deps.sh test installs them); the test skips when all are,
  * and with a C library other than glibc (the helper built for it cannot
@@ -32,6 +34,7 @@ struct prog {
 	const char *need; /* succeeds where the program is there */
 	const char *script; /* $G: nothing, or `mpkit guard --lib LIB --` */
 	const char *heap;   /* the options of a second guarded run: --heap */
+	const char *lib2;   /* a second library guarded with it, or NULL */
 };
 
 #define TMP "d=$(mktemp -d) && trap 'rm -rf \"$d\"' EXIT && cd \"$d\" && "
@@ -54,6 +57,12 @@ static const struct prog progs[] = {
 	  "GIT_COMMITTER_DATE=2020-01-0${i}T00:00:00Z $G git commit -q -m c$i || exit 1; done && "
 	  "$G git log -p | md5sum && $G git cat-file -p HEAD:f2 | md5sum && $G git gc -q && "
 	  "$G git fsck --full 2>&1 && $G git log --format='%H %s'", "--heap" },
+	{ "git (libz and libpcre2)", "libz", "git --version",
+	  TMP "export GIT_CONFIG_NOSYSTEM=1 HOME=\"$d\" && git init -q r && cd r && "
+	  "git config user.email t@example.org && git config user.name t && seq 1 20000 > f && "
+	  "git add f && GIT_AUTHOR_DATE=2020-01-01T00:00:00Z GIT_COMMITTER_DATE=2020-01-01T00:00:00Z git commit -q -m c && "
+	  "$G git grep -P -n \"^(\\d)\\d*\\1$\" | md5sum && $G git grep -P -c \"7{2,}\" && $G git log -p | md5sum",
+	  "--heap", "libpcre2-8" },
 	{ "python3 (sqlite3)", "libsqlite3", "python3 -c 'import sqlite3'",
 	  "$G python3 -c '\n"
 	  "import sqlite3\n"
@@ -67,6 +76,14 @@ static const struct prog progs[] = {
 	  "d = b\"\".join(str(i).encode() for i in range(100000))\n"
 	  "z = bz2.compress(d)\n"
 	  "print(len(d), len(z), hashlib.sha256(z).hexdigest(), bz2.decompress(z) == d)\n'", "--heap" },
+	{ "python3 (sqlite3 and zlib)", "libsqlite3", "python3 -c 'import sqlite3, zlib'",
+	  "$G python3 -c '\n"
+	  "import sqlite3, zlib\n"
+	  "c = sqlite3.connect(\":memory:\")\n"
+	  "c.execute(\"create table t(x)\")\n"
+	  "c.executemany(\"insert into t values (?)\", ((zlib.compress(str(i).encode() * 50),) for i in range(2000)))\n"
+	  "print(sum(len(zlib.decompress(r[0])) for r in c.execute(\"select x from t\")), zlib.crc32(b\"mpkit\"))\n'",
+	  "--heap", "libz" },
 	{ "openssl", "libcrypto", "openssl version",
 	  TMP "seq 1 100000 > in && $G openssl dgst -sha256 in && "
 	  "$G openssl enc -aes-256-cbc -pbkdf2 -pass pass:x -S 0102030405060708 -in in -out in.enc && "
@@ -97,18 +114,22 @@ static int frame_line(const char *l, size_t len)
 }
 
 /* out without the helper's lines (printed when they are --report's
- * list); how many said the library was guarded. */
-static int strip(const char *out, const char *lib, char *to, size_t cap)
+ * list); how many said the library was guarded (and lib2, if not NULL,
+ * in *said2). */
+static int strip(const char *out, const char *lib, const char *lib2, int *said2, char *to, size_t cap)
 {
-	char want[96];
+	char want[96], want2[96];
 	int said = 0;
 	size_t n = 0;
 
 	snprintf(want, sizeof(want), "bytes of data in domain guard:%s.", lib);
+	snprintf(want2, sizeof(want2), "bytes of data in domain guard:%s.", lib2 ? lib2 : lib);
+	*said2 = 0;
 	for (const char *l = out; *l;) {
 		size_t len = strcspn(l, "\n") + (l[strcspn(l, "\n")] == '\n');
 		if (!strncmp(l, "mpkit guard: ", 13)) {
 			said += memmem(l, len, want, strlen(want)) != NULL;
+			*said2 += memmem(l, len, want2, strlen(want2)) != NULL;
 			if (memmem(l, len, " from outside into its data", 27) || !strncmp(l, "mpkit guard:   ", 15))
 				printf("  %.*s", (int)len, l);
 		} else if (!frame_line(l, len) && n + len < cap)
@@ -121,8 +142,8 @@ static int strip(const char *out, const char *lib, char *to, size_t cap)
 
 int main(void)
 {
-	static char guard[4300], need[256], mpkit[PATH_MAX];
-	int ran = 0;
+	static char guard[4300], need[256], mpkit[PATH_MAX], libs[128];
+	int ran = 0, said2;
 
 #ifndef __GLIBC__
 	t_skip("the programs are Debian's, built for glibc: a helper built for another C library cannot load "
@@ -148,18 +169,21 @@ int main(void)
 		int a = run(p->script, NULL, plain, sizeof(plain));
 		/* Its data, then its heap blocks too. */
 		for (int heap = 0; heap < 2; heap++) {
-			snprintf(guard, sizeof(guard), "%s guard %s --lib %s --", mpkit, heap ? p->heap : "", p->lib);
+			snprintf(libs, sizeof(libs), "%s%s%s", p->lib, p->lib2 ? " --lib " : "", p->lib2 ? p->lib2 : "");
+			snprintf(guard, sizeof(guard), "%s guard %s --lib %s --", mpkit, heap ? p->heap : "", libs);
 			int b = run(p->script, guard, guarded, sizeof(guarded));
-			int said = strip(guarded, p->lib, kept, sizeof(kept));
+			int said = strip(guarded, p->lib, p->lib2, &said2, kept, sizeof(kept));
+			if (!said2)
+				said = 0;
 			if (!WIFEXITED(a) || WEXITSTATUS(a) || !WIFEXITED(b) || WEXITSTATUS(b))
 				t_fail("%s: status %#x unguarded, %#x guarded:\n%s\n---\n%s", p->name, a, b, plain, guarded);
 			else if (!said)
-				t_fail("%s: the helper did not say it guarded %s:\n%s", p->name, p->lib, guarded);
+				t_fail("%s: the helper did not say it guarded %s:\n%s", p->name, libs, guarded);
 			else if (strcmp(plain, kept))
 				t_fail("%s: output differs:\nunguarded:\n%s\nguarded:\n%s", p->name, plain, guarded);
 			else
 				printf("%s%s%s: same output, %s guarded in %d run%s\n", p->name, heap ? " " : "",
-				       heap ? p->heap : "", p->lib, said, said > 1 ? "s" : "");
+				       heap ? p->heap : "", libs, said, said > 1 ? "s" : "");
 		}
 	}
 	if (!ran)

@@ -1,9 +1,9 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * `mpkit guard --lib NAME [--deny write|all] [--] PROG ARGS`: PROG with
- * libmpkit-guard.so preloaded (tools/guard_preload.c), which puts the
- * library NAME's data in a domain writable only inside its exported
- * functions (docs/guard.md).
+ * `mpkit guard --lib NAME... [--deny write|all] [--] PROG ARGS`: PROG with
+ * libmpkit-guard.so preloaded (tools/guard_preload.c), which puts each
+ * library NAME's data in a domain of its own, writable only inside that
+ * library's exported functions (docs/guard.md).
  */
 #define _GNU_SOURCE
 #include <stdio.h>
@@ -23,18 +23,24 @@ static int cmd_guard(int argc, char **argv)
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
-	const char *lib = NULL, *deny = "write";
-	int o, report = 0, heap = 0;
+	const char *deny = "write";
+	char libs[4096] = ""; /* NAME:NAME..., MPKIT_GUARD_LIB */
+	size_t used = 0;
+	int o, report = 0, heap = 0, nlib = 0, bad = 0;
 
 	/* "+": PROG's own options are PROG's. */
 	while ((o = cli_getopt(&cli_guard, argc, argv, "+l:d:rHh", longopts)) != -1) {
 		switch (o) {
 		case 'l':
-			if (lib) {
-				fprintf(stderr, "mpkit guard: one --lib for now (several are to come)\n");
+			if (!*optarg || strchr(optarg, '/') || strchr(optarg, ':')) {
+				bad = 1;
+				break;
+			}
+			if (++nlib > 8 || used + strlen(optarg) + 2 > sizeof(libs)) {
+				fprintf(stderr, "mpkit guard: 8 --lib at most\n");
 				return 2;
 			}
-			lib = optarg;
+			used += (size_t)snprintf(libs + used, sizeof(libs) - used, "%s%s", used ? ":" : "", optarg);
 			break;
 		case 'd':
 			if (strcmp(optarg, "write") && strcmp(optarg, "all")) {
@@ -55,15 +61,15 @@ static int cmd_guard(int argc, char **argv)
 			return 2;
 		}
 	}
-	if (!lib || !*lib || strchr(lib, '/') || optind >= argc) {
-		if (lib && strchr(lib, '/'))
+	if (!nlib || bad || optind >= argc) {
+		if (bad)
 			fprintf(stderr, "mpkit guard: --lib takes the library's file name, not a path\n");
 		cli_usage(&cli_guard, stderr);
 		return 2;
 	}
 	char pid[24];
 	snprintf(pid, sizeof(pid), "%ld", (long)getpid()); /* PROG keeps it across execvp() */
-	setenv("MPKIT_GUARD_LIB", lib, 1);
+	setenv("MPKIT_GUARD_LIB", libs, 1);
 	setenv("MPKIT_GUARD_DENY", deny, 1);
 	setenv("MPKIT_GUARD_PID", pid, 1);
 	if (heap)
@@ -78,11 +84,12 @@ static int cmd_guard(int argc, char **argv)
 }
 
 const struct cli_command cli_guard = {
-	"guard", cmd_guard, "--lib NAME [--deny write|all] [--heap] [--report] [--] PROG [ARGS]",
+	"guard", cmd_guard, "--lib NAME... [--deny write|all] [--heap] [--report] [--] PROG [ARGS]",
 	"PROG with a library's data writable only while PROG runs inside it",
 	"  -l, --lib=NAME     the library: its file name (libfoo.so.1), or that up\n"
 	"                     to a dot (libfoo); loaded when PROG starts, or\n"
-	"                     by PROG's dlopen() (guarded then, kept loaded)\n"
+	"                     by PROG's dlopen() (guarded then, kept loaded);\n"
+	"                     up to 8 --lib, each library in a domain of its own\n"
 	"  -d, --deny=write   outside the library its data is read-only (default)\n"
 	"  -d, --deny=all     outside the library its data cannot be read either\n"
 	"  -H, --heap         the heap blocks the library's code allocates while\n"
@@ -98,7 +105,10 @@ const struct cli_command cli_guard = {
 	"write from anywhere else faults, with mpkit's report after a line that\n"
 	"names what was written (the library's symbol+0xOFF, unnamed static\n"
 	"data at FILE+0xOFF, or a heap block); longjmp, C++ exceptions and\n"
-	"pthread_cancel/pthread_exit across a gate close it again.  With --heap\n"
+	"pthread_cancel/pthread_exit across a gate close it again.  A call from\n"
+	"one guarded library into another opens the callee's domain and leaves\n"
+	"the caller's open: the callee may write what the caller hands it, but\n"
+	"the caller's own code cannot write the callee's data.  With --heap\n"
 	"the blocks its code allocates while inside (malloc and the rest, through\n"
 	"any allocator preloaded after the helper) are in the domain too; free()\n"
 	"and realloc() of them work from anywhere.  Not covered: callbacks the\n"
@@ -113,8 +123,8 @@ const struct cli_command cli_guard = {
 	"                           libmpkit-guard.so in mpkit's helpers' directory\n"
 	"  MPKIT_GUARD_VERBOSE=1    say what was guarded at PROG's start, and name\n"
 	"                           each export left ungated (too short to patch)\n"
-	"  MPKIT_GUARD_STATS=FILE   a line at exit: the calls through the gate\n"
-	"                           (mpkit bench guard sums them)\n"
+	"  MPKIT_GUARD_STATS=FILE   a line at exit per library: the calls through\n"
+	"                           its gates (mpkit bench guard sums them)\n"
 	"The programs PROG starts are guarded too where they load the library,\n"
 	"and run as they would where it cannot be guarded.\n"
 	"exit status: PROG's; 125 the library could not be guarded (no helper),\n"

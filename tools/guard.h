@@ -11,22 +11,37 @@
 
 #include "mpkit.h"
 
+/* At most this many libraries guarded at once (MPKIT_GUARD_LIB's list):
+ * hw has 15 keys for every domain of the process. */
+#define GUARD_LIBS 8
+
+/* A guarded library, as found loaded (guard_preload.c); guarded once
+ * domain is set, and never unset. */
+struct guard_lib {
+	const char *want;
+	char path[4096];
+	const char *file; /* path's last part */
+	int index;        /* in guard_libs[] */
+	int found;        /* loaded, at startup or by dlopen() */
+	mpk_domain *domain;
+	mpk_heap *heap; /* --heap (guard_heap.c) */
+	uintptr_t base, data_lo, data_hi, text_lo, text_hi;
+	uintptr_t tail_lo, tail_hi; /* the data left out of the domain */
+};
+
+/* MPKIT_GUARD_LIB's libraries, in its order; guard_nlibs of them. */
+extern struct guard_lib guard_libs[GUARD_LIBS];
+extern int guard_nlibs;
+/* The guarded library whose domain is d, or whose text holds pc; NULL. */
+struct guard_lib *guard_lib_of(const mpk_domain *d);
+struct guard_lib *guard_lib_at(uintptr_t pc);
+
 /* One per patched export: the gate stub loads its address into %r11. */
 struct guard_fn {
 	uint8_t *rest; /* the displaced instructions, then a jump back */
 	const char *name;
-	int hands_out; /* its name says it allocates for its caller (guard_heap.c) */
-};
-
-/* The guarded library's domain (guard_preload.c). */
-extern mpk_domain *guard_domain;
-
-/* The guarded library, as found loaded (guard_preload.c). */
-struct guard_lib {
-	const char *want;
-	char path[4096];
-	uintptr_t base, data_lo, data_hi, text_lo, text_hi;
-	uintptr_t tail_lo, tail_hi; /* the data left out of the domain */
+	struct guard_lib *lib; /* whose domain the gate opens */
+	int hands_out;         /* its name says it allocates for its caller (guard_heap.c) */
 };
 
 /* The ELF file path mapped read-only, its section headers inside it:
@@ -37,7 +52,7 @@ const uint8_t *guard_map_elf(const char *path, size_t *len);
  * the line that names what was written ahead of its report; report set
  * (--report), accesses from outside reported and let through.  0, or -1
  * with errno. */
-int guard_report_start(const struct guard_lib *l, int report);
+int guard_report_start(struct guard_lib *l, int report);
 /* Every instruction that wrote, with its count, on stderr. */
 void guard_report_end(void);
 
@@ -51,33 +66,36 @@ void *guard_leave(void);
 void guard_unwind(uintptr_t sp);
 
 /* Where the innermost gate's callee returns to, NULL outside every gate;
- * the function of the innermost gate entered from outside the library's
+ * the innermost gate's function;
+ * the function of l's innermost gate entered from outside l's
  * text, NULL if none (guard_gate.c). */
 void *guard_inner_return(void);
-const struct guard_fn *guard_entry_fn(void);
+const struct guard_fn *guard_inner_fn(void);
+const struct guard_fn *guard_entry_fn(const struct guard_lib *l);
 
 /* The library's heap (guard_heap.c): made when the library is guarded,
  * under MPKIT_GUARD_HEAP=1 (1 made, 0 not asked for, -1 with errno);
- * whether an address of the domain lies outside
- * the library's data (a heap block: guard_report.c names it so). */
-int guard_heap_start(const struct guard_lib *l);
-int guard_heap_block(uintptr_t a);
+ * whether an address of l's domain lies outside
+ * its data (a heap block: guard_report.c names it so). */
+int guard_heap_start(struct guard_lib *l);
+int guard_heap_block(const struct guard_lib *l, uintptr_t a);
 /* Whether an export of that name allocates for its caller. */
 int guard_hands_out(const char *name);
 
-/* The rights outside the library (MPK_READ, or MPK_NONE), and whether
- * pc lies in its text (guard_preload.c; 0 while it is not guarded). */
+/* The rights outside the libraries (MPK_READ, or MPK_NONE)
+ * (guard_preload.c). */
 int guard_outside(void);
-int guard_in_text(uintptr_t pc);
 
 /* MPKIT_GUARD_STATS (guard_stats.c): the calling thread's calls through
- * the gate and those that opened the domain (guard_gate.c); set when the
- * counts are to be written; a thread's first call; the line at exit. */
-extern __thread __attribute__((tls_model("initial-exec"))) unsigned long guard_calls, guard_opens;
+ * the gate and those that opened the domain, per library (guard_gate.c);
+ * set when the counts are to be written; a thread's first call; the
+ * lines at exit. */
+extern __thread __attribute__((tls_model("initial-exec"))) unsigned long guard_calls[GUARD_LIBS],
+	guard_opens[GUARD_LIBS];
 extern int guard_stats_on;
 void guard_stats_start(void);
 void guard_stats_thread(void);
-void guard_stats_end(const char *lib);
+void guard_stats_end(void);
 
 /* mpk_guard_library()'s entry point (guard_preload.c): 0, or -1 with errno. */
 int mpkit_guard_api(const char *name, unsigned flags);
@@ -87,7 +105,7 @@ int mpkit_guard_api(const char *name, unsigned flags);
 int guard_patch_begin(uintptr_t text_lo, uintptr_t text_hi);
 /* Send fn (size bytes of code) to a gate: 0, or -1 with *why saying why
  * it was left alone. */
-int guard_patch(const char *name, uint8_t *fn, size_t size, const char **why);
+int guard_patch(struct guard_lib *l, const char *name, uint8_t *fn, size_t size, const char **why);
 /* The near mapping back to read+execute. */
 int guard_patch_end(void);
 

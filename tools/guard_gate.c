@@ -1,8 +1,9 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * The gate every patched export of a guarded library goes through
- * (docs/guard.md, "The gate"): rights to the library's domain for the
- * calling thread on the way in, the rights held before on the way out.
+ * (docs/guard.md, "The gate"): rights to the domain of the function's
+ * library for the calling thread on the way in, the rights held before
+ * on the way out; the other libraries' domains stay as they were.
  * The caller's return address is kept on a per-thread shadow stack, not
  * on the stack, so that the callee finds its arguments (stack ones,
  * variadic ones) exactly where the caller put them.
@@ -22,8 +23,8 @@
 struct guard_frame {
 	void *ret;   /* the caller's return address */
 	void **slot; /* where it was on the stack: a longjmp past it left the gate */
-	int prev;    /* the rights held before the gate */
-	struct guard_fn *fn;
+	int prev;    /* the rights held before the gate, to fn's library's domain */
+	struct guard_fn *fn; /* its lib says which domain the gate opened */
 };
 
 /* initial-exec: a preloaded library's TLS is static, and no
@@ -34,8 +35,8 @@ struct guard_frame {
 static __thread __attribute__((tls_model("initial-exec"))) struct guard_frame *frames;
 static __thread __attribute__((tls_model("initial-exec"))) unsigned depth;
 /* MPKIT_GUARD_STATS (guard_stats.c): calls through the gate, and those
- * that opened the domain. */
-__thread __attribute__((tls_model("initial-exec"))) unsigned long guard_calls, guard_opens;
+ * that opened the domain, per library. */
+__thread __attribute__((tls_model("initial-exec"))) unsigned long guard_calls[GUARD_LIBS], guard_opens[GUARD_LIBS];
 
 static void guard_die(const char *what)
 {
@@ -84,20 +85,21 @@ __attribute__((used)) void *guard_enter(struct guard_fn *fn, void **slot)
 	if (__builtin_expect(!frames, 0))
 		frames_map();
 	unsigned d = depth++;
-	int prev = mpk_get(guard_domain);
+	struct guard_lib *l = fn->lib;
+	int prev = mpk_get(l->domain);
 
 	if (d < GUARD_DEPTH)
 		frames[d] = (struct guard_frame){ *slot, slot, prev, fn };
 	else
 		abort();
 	/* A thread's first call: its counts are to be kept at its end. */
-	if (!guard_calls++ && guard_stats_on)
+	if (!guard_calls[l->index]++ && guard_stats_on)
 		guard_stats_thread();
 	/* Nothing to change on re-entry (recursion, a callback that calls
 	 * back in): no WRPKRU, no mprotect. */
 	if (prev != MPK_RW) {
-		guard_opens++;
-		if (mpk_set(guard_domain, MPK_RW))
+		guard_opens[l->index]++;
+		if (mpk_set(l->domain, MPK_RW))
 			guard_die("enter");
 	}
 	errno = err;
@@ -111,7 +113,7 @@ __attribute__((used)) void *guard_leave(void)
 	int err = errno;
 	struct guard_frame *f = &frames[--depth];
 
-	if (f->prev != MPK_RW && mpk_set(guard_domain, f->prev))
+	if (f->prev != MPK_RW && mpk_set(f->fn->lib->domain, f->prev))
 		guard_die("leave");
 	errno = err;
 	return f->ret;
@@ -125,17 +127,27 @@ void *guard_inner_return(void)
 	return depth ? *frames[depth - 1].slot : NULL;
 }
 
-const struct guard_fn *guard_entry_fn(void)
+const struct guard_fn *guard_inner_fn(void)
 {
-	for (unsigned d = depth; d > 0; d--)
-		if (!guard_in_text((uintptr_t)frames[d - 1].ret))
-			return frames[d - 1].fn;
+	return depth ? frames[depth - 1].fn : NULL;
+}
+
+const struct guard_fn *guard_entry_fn(const struct guard_lib *l)
+{
+	for (unsigned d = depth; d > 0; d--) {
+		const struct guard_fn *fn = frames[d - 1].fn;
+		uintptr_t ret = (uintptr_t)frames[d - 1].ret;
+		if (fn->lib == l && (ret < l->text_lo || ret >= l->text_hi))
+			return fn;
+	}
 	return NULL;
 }
 
 /* A longjmp to a stack pointer sp (guard_wrap.c) leaves every gate
  * whose return slot lies below sp (the stack grows down): their entries
- * go, and the rights held before the outermost of them come back. */
+ * go, and each domain they opened gets back the rights held before the
+ * outermost of them that opened it (innermost first: the outermost's
+ * are set last). */
 void guard_unwind(uintptr_t sp)
 {
 	int err = errno;
@@ -143,11 +155,13 @@ void guard_unwind(uintptr_t sp)
 
 	while (d > 0 && (uintptr_t)frames[d - 1].slot < sp)
 		d--;
-	if (d == depth)
-		return;
+	for (unsigned k = depth; k > d; k--) {
+		const struct guard_frame *f = &frames[k - 1];
+		mpk_domain *dom = f->fn->lib->domain;
+		if (mpk_get(dom) != f->prev && mpk_set(dom, f->prev))
+			guard_die("jump ");
+	}
 	depth = d;
-	if (mpk_get(guard_domain) != frames[d].prev && mpk_set(guard_domain, frames[d].prev))
-		guard_die("jump ");
 	errno = err;
 }
 

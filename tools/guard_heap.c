@@ -1,10 +1,10 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * The guarded library's heap blocks (docs/guard.md, "Heap blocks"), under
+ * The guarded libraries' heap blocks (docs/guard.md, "Heap blocks"), under
  * MPKIT_GUARD_HEAP=1 (`mpkit guard --heap`): the helper exports the C
- * library's allocation calls, and a block that the
- * library's own code allocates while a thread is inside it (through a
- * gate) comes from a heap in the library's domain; every other call goes
+ * library's allocation calls, and a block that a guarded
+ * library's own code allocates while a thread is inside a gate comes
+ * from a heap in that library's domain; every other call goes
  * to the next allocator (the C library's, or `mpkit run`'s drop-in when it
  * is preloaded after this helper).  free(), realloc() and
  * malloc_usable_size() from anywhere find a block's owner by address
@@ -12,7 +12,7 @@
  *
  * "The library's own code": the caller's return address lies in the
  * library's text, or is the gate's own (an export that tail-calls
- * malloc).  A callback into the program runs inside the gate too, but
+ * malloc: the innermost gate's library).  A callback into the program runs inside the gate too, but
  * its blocks are the program's; a block the C library allocates for the
  * library (strdup(), fopen()) stays ordinary.
  */
@@ -36,8 +36,7 @@ void *pvalloc(size_t n); /* glibc's, which musl's <malloc.h> lacks */
 #define likely(x) __builtin_expect(!!(x), 1)
 #define RA __builtin_extract_return_addr(__builtin_return_address(0))
 
-static mpk_heap *heap; /* NULL until the library is guarded */
-static const struct guard_lib *hlib;
+static int heaps; /* 0 until a library's heap is made */
 
 /* The next allocator's calls.  dlsym() may allocate (glibc's dlerror
  * buffer): while they are being looked up, blocks come from boot[]. */
@@ -121,14 +120,16 @@ int guard_hands_out(const char *name)
  * that allocates for the program. */
 static inline mpk_heap *for_lib(void *ra)
 {
-	mpk_heap *h = __atomic_load_n(&heap, __ATOMIC_ACQUIRE);
-
-	if (likely(!h))
+	if (likely(!__atomic_load_n(&heaps, __ATOMIC_ACQUIRE)))
 		return NULL;
 	void *gate = guard_inner_return();
-	if (likely(!gate) || (ra != gate && !guard_in_text((uintptr_t)ra)))
+	if (likely(!gate))
 		return NULL;
-	const struct guard_fn *in = guard_entry_fn();
+	struct guard_lib *l = ra == gate ? guard_inner_fn()->lib : guard_lib_at((uintptr_t)ra);
+	mpk_heap *h = l ? __atomic_load_n(&l->heap, __ATOMIC_ACQUIRE) : NULL;
+	if (!h)
+		return NULL;
+	const struct guard_fn *in = guard_entry_fn(l);
 	return in && in->hands_out ? NULL : h;
 }
 
@@ -150,37 +151,37 @@ static void *spanned(void *p, size_t n)
 	return p;
 }
 
-/* p is a block of the library's heap. */
-static inline int owned(const void *p)
+/* The library whose heap p is a block of, or NULL. */
+static inline struct guard_lib *owned(const void *p)
 {
-	if (likely(!__atomic_load_n(&heap, __ATOMIC_ACQUIRE)))
-		return 0;
+	if (likely(!__atomic_load_n(&heaps, __ATOMIC_ACQUIRE)))
+		return NULL;
 	if ((uintptr_t)p < __atomic_load_n(&span_lo, __ATOMIC_RELAXED) ||
 	    (uintptr_t)p >= __atomic_load_n(&span_hi, __ATOMIC_RELAXED))
-		return 0;
+		return NULL;
 	int err = errno;
-	int r = mpk_domain_of(p) == guard_domain;
+	struct guard_lib *l = guard_lib_of(mpk_domain_of(p));
 	errno = err;
-	return r;
+	return l && __atomic_load_n(&l->heap, __ATOMIC_ACQUIRE) ? l : NULL;
 }
 
-int guard_heap_start(const struct guard_lib *l)
+int guard_heap_start(struct guard_lib *l)
 {
 	const char *on = getenv("MPKIT_GUARD_HEAP");
 
 	if (!on || strcmp(on, "1"))
 		return 0;
-	mpk_heap *h = mpk_heap_create(guard_domain, 0);
+	mpk_heap *h = mpk_heap_create(l->domain, 0);
 	if (!h)
 		return -1;
-	hlib = l;
-	__atomic_store_n(&heap, h, __ATOMIC_RELEASE);
+	__atomic_store_n(&l->heap, h, __ATOMIC_RELEASE);
+	__atomic_store_n(&heaps, 1, __ATOMIC_RELEASE);
 	return 1;
 }
 
-int guard_heap_block(uintptr_t a)
+int guard_heap_block(const struct guard_lib *l, uintptr_t a)
 {
-	return hlib && (a < hlib->data_lo || a >= hlib->data_hi);
+	return l->heap && (a < l->data_lo || a >= l->data_hi);
 }
 
 static void *lib_alloc(mpk_heap *h, size_t align, size_t n)
@@ -217,9 +218,10 @@ EXPORT void free(void *p)
 {
 	if (!p || in_boot(p))
 		return;
-	if (owned(p)) {
+	struct guard_lib *o = owned(p);
+	if (o) {
 		int err = errno;
-		(void)mpk_heap_free(heap, p); /* misuse: mpkit's report, abort */
+		(void)mpk_heap_free(o->heap, p); /* misuse: mpkit's report, abort */
 		errno = err;
 		return;
 	}
@@ -227,23 +229,24 @@ EXPORT void free(void *p)
 		nx.free(p);
 }
 
-/* A block of the library's heap realloc'd from outside becomes the
+/* A block of library o's heap realloc'd from outside becomes the
  * program's: a copy in the next allocator (read with the domain open,
- * under --deny all), the old block freed. */
-static void *move_out(void *p, size_t n)
+ * under --deny all), the old block freed; realloc'd by another guarded
+ * library's code (h), a copy in that library's heap. */
+static void *move_out(struct guard_lib *o, mpk_heap *h, void *p, size_t n)
 {
-	size_t have = mpk_heap_usable_size(heap, p);
-	void *q = nx.malloc(n);
+	size_t have = mpk_heap_usable_size(o->heap, p);
+	void *q = h ? spanned(mpk_heap_malloc(h, n), n) : nx.malloc(n);
 
 	if (!q)
 		return NULL;
-	int was = mpk_get(guard_domain);
-	if (was == MPK_NONE && mpk_set(guard_domain, MPK_READ))
+	int was = mpk_get(o->domain);
+	if (was == MPK_NONE && mpk_set(o->domain, MPK_READ))
 		abort();
 	memcpy(q, p, have < n ? have : n);
-	if (was == MPK_NONE && mpk_set(guard_domain, was))
+	if (was == MPK_NONE && mpk_set(o->domain, was))
 		abort();
-	(void)mpk_heap_free(heap, p);
+	(void)mpk_heap_free(o->heap, p);
 	return q;
 }
 
@@ -257,8 +260,9 @@ static void *realloc_from(void *ra, void *p, size_t n)
 		free(p);
 		return NULL;
 	}
-	if (owned(p))
-		return h ? spanned(mpk_heap_realloc(h, p, n), n) : ready() ? move_out(p, n) : NULL;
+	struct guard_lib *o = owned(p);
+	if (o)
+		return h == o->heap ? spanned(mpk_heap_realloc(h, p, n), n) : ready() ? move_out(o, h, p, n) : NULL;
 	if (!ready() || in_boot(p)) {
 		void *q = ready() ? nx.malloc(n) : boot_alloc(n, 16);
 		if (q && in_boot(p)) {
@@ -356,8 +360,9 @@ EXPORT size_t malloc_usable_size(void *p)
 		return 0;
 	if (in_boot(p))
 		return *(size_t *)((char *)p - 16);
-	if (owned(p))
-		return mpk_heap_usable_size(heap, p);
+	struct guard_lib *o = owned(p);
+	if (o)
+		return mpk_heap_usable_size(o->heap, p);
 	return ready() ? nx.usable(p) : 0;
 }
 

@@ -246,7 +246,7 @@ static int branches_into_patch(const uint8_t *fn, size_t size)
 	return 0;
 }
 
-int guard_patch(const char *name, uint8_t *fn, size_t size, const char **why)
+int guard_patch(struct guard_lib *l, const char *name, uint8_t *fn, size_t size, const char **why)
 {
 	uint8_t *rest = near_next;
 
@@ -271,6 +271,7 @@ int guard_patch(const char *name, uint8_t *fn, size_t size, const char **why)
 		return -1;
 	}
 	g->name = name;
+	g->lib = l;
 	g->rest = rest;
 	g->hands_out = guard_hands_out(name);
 	/* rest: the displaced instructions, jmp fn+n */

@@ -1,16 +1,17 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * libmpkit-guard.so, the LD_PRELOAD helper of `mpkit guard --lib NAME --
- * PROG ARGS` (docs/guard.md): before PROG's main(), the library NAME's
- * writable data past RELRO goes into a domain that every thread may read
- * (MPKIT_GUARD_DENY=all: not even that), and each of its exported
- * functions is sent through the gate (guard_gate.c), which opens the
- * domain to the calling thread while it runs.  A write from outside then
- * faults, and mpkit's report names the domain "guard:NAME", after a line
- * naming what was written (guard_report.c).
+ * libmpkit-guard.so, the LD_PRELOAD helper of `mpkit guard --lib NAME...
+ * -- PROG ARGS` (docs/guard.md): before PROG's main(), each library NAME's
+ * writable data past RELRO goes into a domain of its own that every
+ * thread may read (MPKIT_GUARD_DENY=all: not even that), and each of its
+ * exported functions is sent through the gate (guard_gate.c), which opens
+ * that library's domain to the calling thread while it runs.  A write
+ * from outside then faults, and mpkit's report names the domain
+ * "guard:FILE", after a line naming what was written (guard_report.c).
  *
- *   MPKIT_GUARD_LIB=NAME    the library: its file name, or that name up to
- *                           a dot (libfoo for libfoo.so.1)
+ *   MPKIT_GUARD_LIB=NAME[:NAME...]  the libraries (8 at most): each its
+ *                           file name, or that name up to a dot (libfoo
+ *                           for libfoo.so.1)
  *   MPKIT_GUARD_DENY=write|all
  *   MPKIT_GUARD_VERBOSE=1   say what was guarded, and name each export
  *                           left ungated and why
@@ -26,7 +27,7 @@
  *                           inherit the environment) are guarded where
  *                           they load NAME at startup, else run unguarded
  *
- * The library is guarded at startup, or when PROG's dlopen() brings it;
+ * A library is guarded at startup, or when PROG's dlopen() brings it;
  * threads and longjmp are guard_wrap.c's; what docs/guard.md lists as
  * later is not here (the fault fallback for the library's own ungated
  * code but its destructors, unwinding).
@@ -49,7 +50,8 @@
 
 #define GUARD_FAILED 125 /* tools/mpkit.c */
 
-mpk_domain *guard_domain;
+struct guard_lib guard_libs[GUARD_LIBS];
+int guard_nlibs;
 
 static pid_t prog; /* PROG's pid (MPKIT_GUARD_PID): failing to guard ends it */
 
@@ -159,7 +161,7 @@ static int adopt_data(struct guard_lib *l)
 		munmap(copy, len);
 		return -1;
 	}
-	return mpk_adopt(guard_domain, (void *)l->data_lo, len);
+	return mpk_adopt(l->domain, (void *)l->data_lo, len);
 }
 
 const uint8_t *guard_map_elf(const char *path, size_t *len)
@@ -187,7 +189,8 @@ const uint8_t *guard_map_elf(const char *path, size_t *len)
 	return f;
 }
 
-/* Every function the library defines in its .dynsym, from its file. */
+/* Every function the library defines in its .dynsym, from its file, to
+ * a gate that opens the library's domain. */
 static int patch_exports(struct guard_lib *l, int *patched, int *refused)
 {
 	size_t flen;
@@ -212,7 +215,7 @@ static int patch_exports(struct guard_lib *l, int *patched, int *refused)
 			if (at < l->text_lo || at + sym[s].st_size > l->text_hi)
 				continue;
 			const char *why, *name = strdup(str + sym[s].st_name);
-			if (name && !guard_patch(name, (uint8_t *)at, sym[s].st_size, &why)) {
+			if (name && !guard_patch(l, name, (uint8_t *)at, sym[s].st_size, &why)) {
 				++*patched;
 				continue;
 			}
@@ -228,21 +231,21 @@ out:
 	return rc;
 }
 
-/* At exit, the library's destructors run through no gate.  glibc runs
+/* At exit, the libraries' destructors run through no gate.  glibc runs
  * them after this helper's destructor (docs/guard.md, experiment 4) for
  * a library loaded at startup, before it for one opened later; musl
  * before it, after every atexit() handler.  This handler, registered
- * when the library is guarded, runs before the library's destructors in
+ * when each library is guarded, runs before the library's destructors in
  * each case, and after the program's handlers registered later. */
 static void guard_open_at_exit(void)
 {
-	if (mpk_set_all(guard_domain, MPK_RW))
-		return;
+	for (int i = 0; i < guard_nlibs; i++)
+		if (guard_libs[i].domain && mpk_set_all(guard_libs[i].domain, MPK_RW))
+			continue;
 }
 
-static struct guard_lib lib;
-static int rights;  /* outside the library: MPK_READ, or MPK_NONE */
-static int waiting; /* not loaded yet: guarded when dlopen() brings it */
+static int rights;  /* outside the libraries: MPK_READ, or MPK_NONE */
+static int waiting; /* libraries not loaded yet: guarded when dlopen() brings them */
 static int reporting;
 static pthread_mutex_t late = PTHREAD_MUTEX_INITIALIZER;
 
@@ -251,71 +254,109 @@ int guard_outside(void)
 	return rights;
 }
 
-int guard_in_text(uintptr_t pc)
+struct guard_lib *guard_lib_of(const mpk_domain *d)
 {
-	return guard_domain && pc >= lib.text_lo && pc < lib.text_hi;
+	int n = __atomic_load_n(&guard_nlibs, __ATOMIC_ACQUIRE);
+
+	for (int i = 0; d && i < n; i++)
+		if (__atomic_load_n(&guard_libs[i].domain, __ATOMIC_ACQUIRE) == d)
+			return &guard_libs[i];
+	return NULL;
 }
 
-/* lib found loaded: its data into the domain, its exports gated.  0, or
- * -1 with errno (said by guard_fail()). */
-static int guard_lib(void)
+struct guard_lib *guard_lib_at(uintptr_t pc)
+
 {
-	static char dname[64];
+	int n = __atomic_load_n(&guard_nlibs, __ATOMIC_ACQUIRE);
+
+	for (int i = 0; i < n; i++) {
+		struct guard_lib *l = &guard_libs[i];
+		if (__atomic_load_n(&l->domain, __ATOMIC_ACQUIRE) && pc >= l->text_lo && pc < l->text_hi)
+			return l;
+	}
+	return NULL;
+}
+
+/* l found loaded: its data into its own domain, its exports gated.  0,
+ * or -1 with errno (said by guard_fail()). */
+static int guard_lib(struct guard_lib *l)
+{
+	char dname[64];
 	int patched = 0, refused = 0, heap = 0;
 
-	if (lib.data_hi <= lib.data_lo) {
+	for (int i = 0; i < guard_nlibs; i++)
+		if (&guard_libs[i] != l && guard_libs[i].domain && guard_libs[i].base == l->base) {
+			errno = EEXIST;
+			guard_fail(l->want, "named twice (the same library as another --lib)");
+			return -1;
+		}
+	if (l->data_hi <= l->data_lo) {
 		errno = ENOTSUP;
-		guard_fail(lib.want, lib.tail_hi > lib.tail_lo
-					     ? "its data past RELRO all shares its last page with the C library's malloc"
-					     : "it has no writable data past RELRO");
+		guard_fail(l->want, l->tail_hi > l->tail_lo
+					    ? "its data past RELRO all shares its last page with the C library's malloc"
+					    : "it has no writable data past RELRO");
 		return -1;
 	}
-	snprintf(dname, sizeof(dname), "guard:%.56s", strrchr(lib.path, '/') + 1);
-	guard_domain = mpk_domain_create(dname, MPK_RW, MPK_DOMAIN_SHARED);
-	if (!guard_domain || adopt_data(&lib) || (heap = api ? 0 : guard_heap_start(&lib)) < 0 ||
-	    patch_exports(&lib, &patched, &refused)) {
-		guard_fail(lib.want, strerror(errno));
+	l->file = strrchr(l->path, '/') + 1;
+	snprintf(dname, sizeof(dname), "guard:%.56s", l->file);
+	mpk_domain *d = mpk_domain_create(dname, MPK_RW, MPK_DOMAIN_SHARED);
+	if (!d) {
+		guard_fail(l->want, strerror(errno));
 		return -1;
 	}
-	if (guard_report_start(&lib, report)) {
-		guard_fail(lib.want, strerror(errno));
+	/* Set before the gates exist: their descriptors lead here. */
+	__atomic_store_n(&l->domain, d, __ATOMIC_RELEASE);
+	if (adopt_data(l) || (heap = api ? 0 : guard_heap_start(l)) < 0 || patch_exports(l, &patched, &refused)) {
+		guard_fail(l->want, strerror(errno));
 		return -1;
 	}
-	if (mpk_set_all(guard_domain, rights)) {
-		guard_fail(lib.want, strerror(errno));
+	if (guard_report_start(l, report)) {
+		guard_fail(l->want, strerror(errno));
+		return -1;
+	}
+	if (mpk_set_all(d, rights)) {
+		guard_fail(l->want, strerror(errno));
 		return -1;
 	}
 	if (atexit(guard_open_at_exit)) {
 		errno = ENOMEM;
-		guard_fail(lib.want, "atexit() failed");
+		guard_fail(l->want, "atexit() failed");
 		return -1;
+
 	}
 	reporting = report;
 	if (verbose) {
 		fprintf(stderr, "mpkit guard: %s: %zu bytes of data in domain %s, %d functions gated, %d not\n",
-			lib.path, (size_t)(lib.data_hi - lib.data_lo), dname, patched, refused);
+			l->path, (size_t)(l->data_hi - l->data_lo), dname, patched, refused);
 		if (heap)
-			fprintf(stderr, "mpkit guard: %s: the blocks it allocates inside go in domain %s too\n", lib.path,
+			fprintf(stderr, "mpkit guard: %s: the blocks it allocates inside go in domain %s too\n", l->path,
 				dname);
-		if (lib.tail_hi > lib.tail_lo)
+		if (l->tail_hi > l->tail_lo)
 			fprintf(stderr, "mpkit guard: %s: its last %zu bytes of data (+0x%zx) not covered: their page is "
-					"shared with the C library's malloc\n", lib.path, (size_t)(lib.tail_hi - lib.tail_lo),
-				(size_t)(lib.tail_lo - lib.base));
+					"shared with the C library's malloc\n", l->path, (size_t)(l->tail_hi - l->tail_lo),
+				(size_t)(l->tail_lo - l->base));
 	}
 	return 0;
 }
 
-/* PROG ended and never loaded the library: it ran unguarded. */
+/* PROG ended and never loaded a library of the list: it ran unguarded. */
 static void guard_never_loaded(void)
 {
 	if (!must() || !__atomic_load_n(&waiting, __ATOMIC_ACQUIRE))
 		return;
+	int some = 0;
 	fflush(NULL);
-	guard_fail(lib.want, "no such library loaded, at startup or with dlopen: nothing was guarded");
+	for (int i = 0; i < guard_nlibs; i++)
+		some |= guard_libs[i].found;
+	for (int i = 0; i < guard_nlibs; i++)
+		if (!guard_libs[i].found)
+			guard_fail(guard_libs[i].want,
+				   some ? "no such library loaded, at startup or with dlopen: it was not guarded"
+					: "no such library loaded, at startup or with dlopen: nothing was guarded");
 }
 
-/* PROG's dlopen(): when it brings the library, the library is guarded
- * before PROG can reach it, and kept loaded (its data stays the
+/* PROG's dlopen(): when it brings a library of the list, the library is
+ * guarded before PROG can reach it, and kept loaded (its data stays the
  * domain's).  glibc resolves a bare name against the caller's RUNPATH:
  * the caller is now this helper, which has none. */
 __attribute__((visibility("default"))) void *dlopen(const char *file, int mode)
@@ -328,50 +369,81 @@ __attribute__((visibility("default"))) void *dlopen(const char *file, int mode)
 	if (!h || !__atomic_load_n(&waiting, __ATOMIC_ACQUIRE))
 		return h;
 	pthread_mutex_lock(&late);
-	if (waiting && dl_iterate_phdr(find_lib, &lib)) {
-		__atomic_store_n(&waiting, 0, __ATOMIC_RELEASE);
-		guard_lib();
-		if (guard_domain && !real(lib.path, RTLD_LAZY | RTLD_NOLOAD | RTLD_NODELETE))
-			guard_fail(lib.want, "could not be kept loaded (RTLD_NODELETE)");
+	for (int i = 0; i < guard_nlibs; i++) {
+		struct guard_lib *l = &guard_libs[i];
+		if (l->found || !dl_iterate_phdr(find_lib, l))
+			continue;
+		l->found = 1;
+		__atomic_sub_fetch(&waiting, 1, __ATOMIC_RELEASE);
+		guard_lib(l);
+		if (l->domain && !real(l->path, RTLD_LAZY | RTLD_NOLOAD | RTLD_NODELETE))
+			guard_fail(l->want, "could not be kept loaded (RTLD_NODELETE)");
 	}
 	pthread_mutex_unlock(&late);
 	return h;
 }
 
+/* One library to guard, by name (its file name, or that up to a dot):
+ * guarded now if it is loaded, else when PROG's dlopen() brings it.
+ * The options (rights outside, --report, --heap) are the process's. */
+static void guard_library(const char *want)
+{
+	if (guard_nlibs == GUARD_LIBS) {
+		guard_fail(want, "too many libraries (8 at most)");
+		return;
+	}
+	struct guard_lib *l = &guard_libs[guard_nlibs];
+	l->want = want;
+	l->index = guard_nlibs;
+	__atomic_store_n(&guard_nlibs, guard_nlibs + 1, __ATOMIC_RELEASE);
+	if (dl_iterate_phdr(find_lib, l)) {
+		l->found = 1;
+		guard_lib(l);
+		return;
+	}
+	/* Not there yet: PROG may open it. */
+	if (!waiting++ && atexit(guard_never_loaded))
+		guard_fail(want, "atexit() failed");
+	else if (verbose)
+		fprintf(stderr, "mpkit guard: %s: not loaded at startup: guarded if PROG opens it\n", want);
+}
+
 __attribute__((constructor)) static void guard_start(void)
 {
 	const char *pid = getenv("MPKIT_GUARD_PID"), *deny = getenv("MPKIT_GUARD_DENY");
+	const char *list = getenv("MPKIT_GUARD_LIB");
+	char *names, *save = NULL;
 
 	prog = pid ? (pid_t)atol(pid) : 0;
 	verbose = getenv("MPKIT_GUARD_VERBOSE") != NULL;
 	report = getenv("MPKIT_GUARD_REPORT") != NULL;
 	rights = deny && !strcmp(deny, "all") ? MPK_NONE : MPK_READ;
-	lib.want = getenv("MPKIT_GUARD_LIB");
 	guard_stats_start();
-	if (!lib.want || !*lib.want) {
+	if (!list || !*list) {
 		/* Opened by mpk_guard_library(), which says what to guard. */
-		lib.want = NULL;
 		if (prog)
 			guard_fail("MPKIT_GUARD_LIB", "not set: no library to guard");
 		return;
 	}
-	if (dl_iterate_phdr(find_lib, &lib)) {
-		guard_lib();
+	if (!(names = strdup(list))) {
+		guard_fail("MPKIT_GUARD_LIB", strerror(errno));
+
 		return;
 	}
-	/* Not there yet: PROG may open it. */
-	waiting = 1;
-	if (atexit(guard_never_loaded))
-		guard_fail(lib.want, "atexit() failed");
-	else if (verbose)
-		fprintf(stderr, "mpkit guard: %s: not loaded at startup: guarded if PROG opens it\n", lib.want);
+	/* NAME:NAME...: a library's file name has no colon (ld.so's lists
+	 * use it too). */
+	for (char *n = strtok_r(names, ":", &save); n; n = strtok_r(NULL, ":", &save))
+		guard_library(n);
+	if (!guard_nlibs)
+		guard_fail("MPKIT_GUARD_LIB", "empty: no library to guard");
 }
 
 /* mpk_guard_library() (src/features/guard.c), this helper opened by
- * dlopen() or preloaded: what guard_start() does for a library already
+ * dlopen() or preloaded: what guard_library() does for a library already
  * loaded, the flags for the environment.  Nothing is changed on EEXIST
- * or EBUSY (a library named already: one per process), ENOENT (not
- * loaded) or ENOTSUP (no data of its own to guard). */
+ * or EBUSY (a library guarded already: through the API, one per
+ * process, with the options of the first), ENOENT (not loaded) or
+ * ENOTSUP (no data of its own to guard). */
 __attribute__((visibility("default"))) int mpkit_guard_api(const char *name, unsigned flags)
 {
 	struct guard_lib *want = calloc(1, sizeof(*want));
@@ -381,23 +453,32 @@ __attribute__((visibility("default"))) int mpkit_guard_api(const char *name, uns
 		return -1;
 	want->want = name;
 	pthread_mutex_lock(&late);
-	if (lib.want)
-		errno = guard_domain && name_matches(lib.path, name) ? EEXIST : EBUSY;
-	else if (!dl_iterate_phdr(find_lib, want))
+	int found = dl_iterate_phdr(find_lib, want);
+	errno = 0;
+	for (int i = 0; i < guard_nlibs && !errno; i++)
+		if (guard_libs[i].domain)
+			errno = found && guard_libs[i].base == want->base ? EEXIST : EBUSY;
+	if (errno)
+		;
+	else if (guard_nlibs)
+		errno = EBUSY; /* named by mpkit guard, not loaded yet */
+	else if (!found)
 		errno = ENOENT;
 	else if (want->data_hi <= want->data_lo)
 		errno = ENOTSUP;
 	else if ((want->want = strdup(name))) {
-		lib = *want;
-		api = 1;
-		rights = flags & MPK_GUARD_DENY_ALL ? MPK_NONE : MPK_READ;
-		report = (flags & MPK_GUARD_REPORT) != 0;
 		/* Kept loaded, as the dlopen() wrapper keeps a library it guards. */
-		if (dlopen(lib.path, RTLD_LAZY | RTLD_NOLOAD | RTLD_NODELETE))
-			rc = guard_lib();
-		else {
-			free((void *)lib.want);
-			lib.want = NULL;
+		if (dlopen(want->path, RTLD_LAZY | RTLD_NOLOAD | RTLD_NODELETE)) {
+			struct guard_lib *l = &guard_libs[0];
+			*l = *want;
+			l->found = 1;
+			api = 1;
+			rights = flags & MPK_GUARD_DENY_ALL ? MPK_NONE : MPK_READ;
+			report = (flags & MPK_GUARD_REPORT) != 0;
+			__atomic_store_n(&guard_nlibs, 1, __ATOMIC_RELEASE);
+			rc = guard_lib(l);
+		} else {
+			free((void *)want->want);
 			errno = ENOENT;
 		}
 	}
@@ -414,8 +495,6 @@ __attribute__((destructor)) static void guard_end(void)
 {
 	if (reporting)
 		guard_report_end();
-	if (guard_domain)
-		guard_stats_end(strrchr(lib.path, '/') + 1);
-	if (guard_domain && mpk_set_all(guard_domain, MPK_RW))
-		return;
+	guard_stats_end();
+	guard_open_at_exit();
 }

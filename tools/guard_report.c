@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * Faults in the guarded library's domain (docs/guard.md, "Fault
- * reports" and "--report").  Enforcing, a write from outside (a read
+ * Faults in a guarded library's domain (docs/guard.md, "Fault
+ * reports" and "--report"); the library is the one whose domain it is.  Enforcing, a write from outside (a read
  * under --deny all) stops PROG with mpkit's report, its backtrace from
  * the faulting instruction, and a line ahead of it that says the guard
  * caught it and what was written: the library's symbol and offset, or
@@ -41,15 +41,17 @@ struct dsym {
 	uintptr_t at, size;
 	const char *name;
 };
-static struct dsym *syms;
-static size_t nsyms;
-static const struct guard_lib *lib;
+static struct {
+	struct dsym *syms;
+	size_t n;
+} tab[GUARD_LIBS]; /* by guard_lib.index */
 static int reporting; /* --report: accesses let through */
 
 /* One per writing instruction; the first write of each is reported. */
 #define SITES 256
 static struct site {
 	uintptr_t ip;             /* 0: free */
+	const struct guard_lib *lib; /* the first write's */
 	unsigned long count;
 	uintptr_t addr;           /* the first address it wrote */
 	int write;
@@ -59,6 +61,7 @@ static unsigned long lost; /* writes of instructions past SITES */
 static struct sigaction mpkit_segv, old_trap;
 static __thread __attribute__((tls_model("initial-exec"))) ucontext_t *fault_uc;
 static __thread __attribute__((tls_model("initial-exec"))) int stepping, step_rights;
+static __thread __attribute__((tls_model("initial-exec"))) mpk_domain *step_dom;
 
 static void put(const char *s)
 {
@@ -84,8 +87,10 @@ static int by_at(const void *a, const void *b)
 }
 
 /* The objects of .symtab (if the file has one) and .dynsym. */
-static int load_syms(void)
+static int load_syms(const struct guard_lib *lib)
 {
+	struct dsym *syms = NULL;
+	size_t nsyms = 0;
 	size_t flen;
 	const uint8_t *f = guard_map_elf(lib->path, &flen);
 
@@ -117,6 +122,8 @@ static int load_syms(void)
 		nsyms = n;
 	}
 	qsort(syms, nsyms, sizeof(*syms), by_at);
+	tab[lib->index].syms = syms;
+	tab[lib->index].n = nsyms;
 out:
 	munmap((void *)f, flen);
 	return syms ? 0 : -1;
@@ -124,14 +131,15 @@ out:
 
 /* What address a of the domain is, "sym+0xoff (lib+0xoff)" or "unnamed
  * static data at lib+0xoff": async-signal-safe. */
-static void where(struct mpk__text *t, uintptr_t a)
+static void where(struct mpk__text *t, const struct guard_lib *lib, uintptr_t a)
 {
-	size_t lo = 0, hi = nsyms;
-	const char *file = strrchr(lib->path, '/') + 1;
+	const struct dsym *syms = tab[lib->index].syms;
+	size_t lo = 0, hi = tab[lib->index].n;
+	const char *file = lib->file;
 
-	if (guard_heap_block(a)) { /* --heap (guard_heap.c) */
+	if (guard_heap_block(lib, a)) { /* --heap (guard_heap.c) */
 		mpk__text_str(t, "a heap block of ");
-		mpk__text_str(t, mpk_domain_name(guard_domain));
+		mpk__text_str(t, mpk_domain_name(lib->domain));
 		return;
 	}
 	if (a < lib->data_lo || a >= lib->data_hi) {
@@ -163,56 +171,62 @@ static void where(struct mpk__text *t, uintptr_t a)
 		mpk__text_str(t, ")");
 }
 
-static void put_where(uintptr_t a)
+static void put_where(const struct guard_lib *lib, uintptr_t a)
 {
 	char b[512];
 	struct mpk__text t = { b, sizeof(b), 0 };
 
-	where(&t, a);
+	where(&t, lib, a);
 	put(b);
 }
 
 /* Whether the library's own code made the access: code that came in
  * through no gate (its constructors, an export too short to patch). */
-static int own_code(uintptr_t ip)
+static int own_code(const struct guard_lib *lib, uintptr_t ip)
 {
 	return ip >= lib->text_lo && ip < lib->text_hi;
 }
 
 /* Enforcing: the line ahead of mpkit's report, where reports go. */
-static void report_caught(const struct mpk_fault *f, uintptr_t ip)
+static void report_caught(const struct guard_lib *lib, const struct mpk_fault *f, uintptr_t ip)
 {
 	char b[768];
 	struct mpk__text t = { b, sizeof(b), 0 };
-	const char *file = strrchr(lib->path, '/') + 1;
+	const char *file = lib->file;
 
-	if (guard_heap_block((uintptr_t)f->addr)) {
+	if (guard_heap_block(lib, (uintptr_t)f->addr)) {
 		mpk__text_str(&t, f->write ? "mpkit guard: write of a heap block of " : "mpkit guard: read of a heap block of ");
-		mpk__text_str(&t, mpk_domain_name(guard_domain));
+		mpk__text_str(&t, mpk_domain_name(lib->domain));
 		mpk__text_str(&t, " (allocated inside the library) at ");
 		mpk__text_hex(&t, (uintptr_t)f->addr);
-		mpk__text_str(&t, ip && own_code(ip) ? ", by the library's own code, entered without a gate\n"
+		mpk__text_str(&t, ip && own_code(lib, ip) ? ", by the library's own code, entered without a gate\n"
 						    : ", from outside the library\n");
 		mpk_report_write(t.buf, t.len);
 		return;
 	}
 	mpk__text_str(&t, "mpkit guard: caught a ");
 	mpk__text_str(&t, f->write ? "write" : "read");
-	if (ip && own_code(ip)) {
+	if (ip && own_code(lib, ip)) {
 		mpk__text_str(&t, " by ");
 		mpk__text_str(&t, file);
 		mpk__text_str(&t, "'s own code, entered without a gate,");
 	} else {
+		const struct guard_lib *by = ip ? guard_lib_at(ip) : NULL;
 		mpk__text_str(&t, " from outside ");
 		mpk__text_str(&t, file);
+		if (by) { /* another guarded library: its code, not through one of file's gates */
+			mpk__text_str(&t, " (by ");
+			mpk__text_str(&t, by->file);
+			mpk__text_str(&t, "'s code)");
+		}
 	}
 	mpk__text_str(&t, " into its data: ");
-	where(&t, (uintptr_t)f->addr);
+	where(&t, lib, (uintptr_t)f->addr);
 	mpk__text_str(&t, "\n");
 	mpk_report_write(t.buf, t.len);
 }
 
-static void report_first(const struct mpk_fault *f, uintptr_t ip)
+static void report_first(const struct guard_lib *lib, const struct mpk_fault *f, uintptr_t ip)
 {
 	void *frames[64];
 	int n = mpk__bt(frames, 64), i = 0;
@@ -220,10 +234,10 @@ static void report_first(const struct mpk_fault *f, uintptr_t ip)
 	put("mpkit guard: ");
 	put(f->write ? "write" : "read");
 	put(" of ");
-	put_where((uintptr_t)f->addr);
+	put_where(lib, (uintptr_t)f->addr);
 	put(" at ");
 	mpk__fd_hex(STDERR_FILENO, (uintptr_t)f->addr);
-	put(own_code(ip) ? " by the library's own code, entered without a gate, thread "
+	put(own_code(lib, ip) ? " by the library's own code, entered without a gate, thread "
 			  : " from outside the library, by thread ");
 	put_dec((unsigned long)f->tid);
 	put(", instruction ");
@@ -241,11 +255,12 @@ static int on_fault(const struct mpk_fault *f, void *arg)
 	ucontext_t *uc = fault_uc;
 
 	(void)arg;
-	if (f->domain != guard_domain)
+	const struct guard_lib *lib = guard_lib_of(f->domain);
+	if (!lib)
 		return MPK_FAULT_ABORT;
 	uintptr_t ip = uc ? (uintptr_t)uc->uc_mcontext.gregs[REG_RIP] : 0;
 	if (!reporting || !uc || stepping) {
-		report_caught(f, ip);
+		report_caught(lib, f, ip);
 		return MPK_FAULT_ABORT;
 	}
 	struct site *s = NULL;
@@ -260,11 +275,13 @@ static int on_fault(const struct mpk_fault *f, void *arg)
 	else if (__atomic_fetch_add(&s->count, 1, __ATOMIC_RELAXED) == 0) {
 		s->addr = (uintptr_t)f->addr;
 		s->write = f->write;
-		report_first(f, ip);
+		s->lib = lib;
+		report_first(lib, f, ip);
 	}
 	/* One instruction with the domain open, then the SIGTRAP. */
 	step_rights = f->rights;
-	if (mpk_set(guard_domain, MPK_RW))
+	step_dom = lib->domain;
+	if (mpk_set(lib->domain, MPK_RW))
 		return MPK_FAULT_ABORT;
 	stepping = 1;
 	uc->uc_mcontext.gregs[REG_EFL] |= TRAP_FLAG;
@@ -300,18 +317,24 @@ static void on_trap(int sig, siginfo_t *si, void *uc)
 	}
 	u->uc_mcontext.gregs[REG_EFL] &= ~(greg_t)TRAP_FLAG;
 	stepping = 0;
-	if (mpk_set_interrupted(guard_domain, step_rights, uc))
+	if (mpk_set_interrupted(step_dom, step_rights, uc))
 		abort();
 	errno = saved;
 }
 
-int guard_report_start(const struct guard_lib *l, int report)
+/* l's symbols; the handlers with the first library guarded. */
+int guard_report_start(struct guard_lib *l, int report)
 {
+	static int installed;
 	struct sigaction sa;
 
-	lib = l;
 	reporting = report;
-	if (load_syms() || mpk_fault_handler_install(on_fault, NULL) || sigaction(SIGSEGV, NULL, &mpkit_segv) ||
+	if (load_syms(l))
+		return -1;
+	if (installed)
+		return 0;
+	installed = 1;
+	if (mpk_fault_handler_install(on_fault, NULL) || sigaction(SIGSEGV, NULL, &mpkit_segv) ||
 	    !(mpkit_segv.sa_flags & SA_SIGINFO))
 		return -1;
 	mpk__bt_prime();
@@ -327,45 +350,51 @@ int guard_report_start(const struct guard_lib *l, int report)
 	return sigaction(SIGSEGV, &sa, NULL);
 }
 
-/* The list, at exit: every instruction that wrote, with its count. */
+/* The list, at exit: for each library, every instruction that wrote
+ * into its data, with its count. */
 void guard_report_end(void)
 {
-	unsigned long total = lost, places = 0;
+	for (int i = 0; i < guard_nlibs; i++) {
+		const struct guard_lib *lib = &guard_libs[i];
+		unsigned long total = i ? 0 : lost, places = 0;
 
-	for (int k = 0; k < SITES; k++)
-		if (sites[k].ip)
-			total += sites[k].count, places++;
-	put("mpkit guard: ");
-	put(strrchr(lib->path, '/') + 1);
-	put(": ");
-	put_dec(total);
-	put(total == 1 ? " access" : " accesses");
-	put(" from outside into its data, by ");
-	put_dec(places);
-	put(places == 1 ? " instruction\n" : " instructions\n");
-	for (int k = 0; k < SITES; k++) {
-		Dl_info di;
-		if (!sites[k].ip)
+		if (!lib->domain)
 			continue;
-		put("mpkit guard:   ");
-		put_dec(sites[k].count);
-		put(sites[k].write ? " write" : " read");
-		put(sites[k].count == 1 ? " by " : "s by ");
-		if (dladdr((void *)sites[k].ip, &di) && di.dli_fname) {
-			const char *b = strrchr(di.dli_fname, '/');
-			put(b ? b + 1 : di.dli_fname);
-			put("+");
-			mpk__fd_hex(STDERR_FILENO, sites[k].ip - (uintptr_t)di.dli_fbase);
-		} else {
-			mpk__fd_hex(STDERR_FILENO, sites[k].ip);
+		for (int k = 0; k < SITES; k++)
+			if (sites[k].ip && sites[k].lib == lib)
+				total += sites[k].count, places++;
+		put("mpkit guard: ");
+		put(lib->file);
+		put(": ");
+		put_dec(total);
+		put(total == 1 ? " access" : " accesses");
+		put(" from outside into its data, by ");
+		put_dec(places);
+		put(places == 1 ? " instruction\n" : " instructions\n");
+		for (int k = 0; k < SITES; k++) {
+			Dl_info di;
+			if (!sites[k].ip || sites[k].lib != lib)
+				continue;
+			put("mpkit guard:   ");
+			put_dec(sites[k].count);
+			put(sites[k].write ? " write" : " read");
+			put(sites[k].count == 1 ? " by " : "s by ");
+			if (dladdr((void *)sites[k].ip, &di) && di.dli_fname) {
+				const char *b = strrchr(di.dli_fname, '/');
+				put(b ? b + 1 : di.dli_fname);
+				put("+");
+				mpk__fd_hex(STDERR_FILENO, sites[k].ip - (uintptr_t)di.dli_fbase);
+			} else {
+				mpk__fd_hex(STDERR_FILENO, sites[k].ip);
+			}
+			put(", first of ");
+			put_where(lib, sites[k].addr);
+			put("\n");
 		}
-		put(", first of ");
-		put_where(sites[k].addr);
-		put("\n");
-	}
-	if (lost) {
-		put("mpkit guard:   ");
-		put_dec(lost);
-		put(" by instructions past the first 256\n");
+		if (!i && lost) {
+			put("mpkit guard:   ");
+			put_dec(lost);
+			put(" by instructions past the first 256 (into any library's data)\n");
+		}
 	}
 }

@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * MPKIT_GUARD_STATS=FILE (docs/guard.md, "Cost"): at exit each guarded
- * process appends one line to FILE saying how many calls went through
+ * process appends a line to FILE for each library it guarded, saying how
+ * many calls went through
  * the gate and how many of them opened the domain (a call from outside;
  * the others were re-entries, which change no rights).  The counting is
  * a per-thread counter in the gate (guard_gate.c), always kept: one
@@ -23,21 +24,23 @@
 int guard_stats_on;
 static const char *file;
 static pthread_key_t key;
-static unsigned long total_calls, total_opens;
+static unsigned long total_calls[GUARD_LIBS], total_opens[GUARD_LIBS];
 
 /* The thread's counts into the total (from its key's destructor). */
 static void thread_done(void *v)
 {
 	(void)v;
-	__atomic_fetch_add(&total_calls, guard_calls, __ATOMIC_RELAXED);
-	__atomic_fetch_add(&total_opens, guard_opens, __ATOMIC_RELAXED);
+	for (int i = 0; i < GUARD_LIBS; i++) {
+		__atomic_fetch_add(&total_calls[i], guard_calls[i], __ATOMIC_RELAXED);
+		__atomic_fetch_add(&total_opens[i], guard_opens[i], __ATOMIC_RELAXED);
+	}
 }
 
 /* fork(): the child counts its own calls, not its parent's. */
 static void child_reset(void)
 {
-	total_calls = total_opens = 0;
-	guard_calls = guard_opens = 0;
+	for (int i = 0; i < GUARD_LIBS; i++)
+		total_calls[i] = total_opens[i] = guard_calls[i] = guard_opens[i] = 0;
 }
 
 void guard_stats_start(void)
@@ -55,7 +58,8 @@ void guard_stats_thread(void)
 		return;
 }
 
-void guard_stats_end(const char *lib)
+/* A line for each library guarded. */
+void guard_stats_end(void)
 {
 	char line[512];
 
@@ -65,11 +69,16 @@ void guard_stats_end(const char *lib)
 	if (fd < 0)
 		return;
 	int be = mpk_backend();
-	/* One write(): the lines of processes ending together stay whole. */
-	int n = snprintf(line, sizeof(line), "mpkit-guard-stats pid=%ld lib=%s calls=%lu opens=%lu backend=%s\n",
-			 (long)getpid(), lib, total_calls + guard_calls, total_opens + guard_opens,
-			 be < 0 ? "none" : mpk_backend_name(be));
-	if (n > 0 && write(fd, line, (size_t)n) < 0)
-		n = -1;
+	for (int i = 0; i < guard_nlibs; i++) {
+		if (!guard_libs[i].domain)
+			continue;
+		/* One write(): the lines of processes ending together stay whole. */
+		int n = snprintf(line, sizeof(line),
+				 "mpkit-guard-stats pid=%ld lib=%s calls=%lu opens=%lu backend=%s\n", (long)getpid(),
+				 guard_libs[i].file, total_calls[i] + guard_calls[i], total_opens[i] + guard_opens[i],
+				 be < 0 ? "none" : mpk_backend_name(be));
+		if (n > 0 && write(fd, line, (size_t)n) < 0)
+			break;
+	}
 	close(fd);
 }

@@ -7,9 +7,10 @@
  * pthread_create(): on hw a new thread copies its creator's PKRU, so a
  * thread created while its creator is inside the library (a callback of
  * the program's that starts one) would run with the domain open for
- * good.  The creator closes it to the rights outside for the clone, so
- * the thread starts closed, then takes its rights back; a thread whose
- * start routine is the library's own code starts with them (its worker).
+ * good.  The creator closes every guarded library's domain to the rights
+ * outside for the clone, so the thread starts closed, then takes its
+ * rights back; a thread whose start routine is a guarded library's own
+ * code starts with them (its worker).
  *
  * longjmp(), _longjmp(), siglongjmp() (and glibc's __longjmp_chk(), what
  * _FORTIFY_SOURCE calls): a jump out of a callback skips the gates'
@@ -38,21 +39,42 @@ static void *next(const char *name)
 	return f;
 }
 
+/* Each guarded library's domain set to the rights r[] (or, to == 0, to
+ * the rights outside, r[] getting the rights held): 0, or -1. */
+static int set_all(int *r, int to)
+{
+	int n = __atomic_load_n(&guard_nlibs, __ATOMIC_ACQUIRE), rc = 0;
+
+	for (int i = 0; !to && i < GUARD_LIBS; i++)
+		r[i] = -1;
+	for (int i = 0; i < n; i++) {
+		mpk_domain *d = __atomic_load_n(&guard_libs[i].domain, __ATOMIC_ACQUIRE);
+		if (!d)
+			continue;
+		if (!to)
+			r[i] = mpk_get(d);
+		int want = to ? r[i] : guard_outside();
+		if (r[i] >= 0 && r[i] != guard_outside() && mpk_set(d, want))
+			rc = -1;
+	}
+	return rc;
+}
+
 __attribute__((visibility("default"))) int pthread_create(pthread_t *t, const pthread_attr_t *attr,
 							   void *(*fn)(void *), void *arg)
 {
 	static int (*real)(pthread_t *, const pthread_attr_t *, void *(*)(void *), void *);
-	int now, out = guard_outside();
+	int now[GUARD_LIBS];
 
 	if (!real)
 		*(void **)&real = next("pthread_create");
-	if (!guard_domain || guard_in_text((uintptr_t)fn) || (now = mpk_get(guard_domain)) == out || now < 0)
+	if (!__atomic_load_n(&guard_nlibs, __ATOMIC_ACQUIRE) || guard_lib_at((uintptr_t)fn))
 		return real(t, attr, fn, arg);
-	if (mpk_set(guard_domain, out))
+	if (set_all(now, 0))
 		return errno;
 	int rc = real(t, attr, fn, arg), err = errno;
-	if (mpk_set(guard_domain, now))
-		abort(); /* the creator would lose the library's rights */
+	if (set_all(now, 1))
+		abort(); /* the creator would lose the libraries' rights */
 	errno = err;
 	return rc;
 }
@@ -81,8 +103,7 @@ static _Noreturn void jump(const char *name, jump_fn *real, void *env, int val)
 		*(void **)&f = next(name);
 		__atomic_store_n(real, f, __ATOMIC_RELAXED);
 	}
-	if (guard_domain)
-		guard_unwind(jmp_sp(env));
+	guard_unwind(jmp_sp(env));
 	f(env, val);
 	abort();
 }
