@@ -8,7 +8,7 @@
  * with the C++ runtime's message; a callback, and a function of the
  * library's, called by an export's first instructions (a call the patch
  * moves aside) throw; pthread_cancel() of a thread inside the library
- * (acted on there, and, on soft, blocked in read()) and pthread_exit()
+ * (acted on there, and blocked in read()) and pthread_exit()
  * from a callback, whose cleanup handlers outside the library run.
  * Each throw runs 1100 times, more than the shadow stack's 1024 entries
  * (a frame left there aborts the run), each thread case 100 times (a
@@ -79,12 +79,12 @@ static void backend_runs(const char *backend, const char *code)
 	unwinds(backend, code, "cancel", "cancelled 100, cleanups 100, undone 100\n");
 	unwinds(backend, code, "exit", "exited 4200, cleanups 100, undone 100\n");
 	/* Blocked in read() inside: glibc unwinds from its cancellation
-	 * signal's handler, which on hw runs with the kernel's default rights
-	 * (no access to the domain: the unwinder reads the library's
-	 * personality pointer in its .data, and its destructors write it), so
-	 * this is soft's alone (docs/guard.md, "Unwinding"). */
-	if (!strcmp(backend, "soft"))
-		unwinds(backend, code, "blocked", "cancelled 100, cleanups 100, undone 100\n");
+	 * signal's handler, which on hw starts with the kernel's default
+	 * rights; the unwinder reads the library's personality pointer in its
+	 * .data, and its destructors write it: the fault callback gives the
+	 * rights back to a thread inside the library (docs/guard.md,
+	 * "Signals"). */
+	unwinds(backend, code, "blocked", "cancelled 100, cleanups 100, undone 100\n");
 
 	/* Nothing catches it: terminate(), the runtime's message, abort. */
 	int failed = t_failures;

@@ -65,6 +65,9 @@ void *guard_leave(void);
  * outermost's rights back (guard_gate.c). */
 void guard_unwind(uintptr_t sp);
 
+/* Whether the calling thread is inside a gate into d's library
+ * (guard_gate.c; async-signal-safe). */
+int guard_inside(const mpk_domain *d);
 /* Where the innermost gate's callee returns to, NULL outside every gate;
  * the innermost gate's function;
  * the function of l's innermost gate entered from outside l's

@@ -84,14 +84,17 @@ __attribute__((used)) void *guard_enter(struct guard_fn *fn, void **slot)
 
 	if (__builtin_expect(!frames, 0))
 		frames_map();
-	unsigned d = depth++;
+	unsigned d = depth;
 	struct guard_lib *l = fn->lib;
 	int prev = mpk_get(l->domain);
 
-	if (d < GUARD_DEPTH)
-		frames[d] = (struct guard_frame){ *slot, slot, prev, fn };
-	else
+	if (d >= GUARD_DEPTH)
 		abort();
+	/* The frame whole before it counts: a signal handler on this thread
+	 * reads the frames below depth (guard_inside()). */
+	frames[d] = (struct guard_frame){ *slot, slot, prev, fn };
+	__atomic_signal_fence(__ATOMIC_SEQ_CST);
+	depth = d + 1;
 	/* A thread's first call: its counts are to be kept at its end. */
 	if (!guard_calls[l->index]++ && guard_stats_on)
 		guard_stats_thread();
@@ -117,6 +120,16 @@ __attribute__((used)) void *guard_leave(void)
 		guard_die("leave");
 	errno = err;
 	return f->ret;
+}
+
+/* Whether the calling thread is inside a gate into the library whose
+ * domain is d (async-signal-safe: guard_report.c's fault callback). */
+int guard_inside(const mpk_domain *d)
+{
+	for (unsigned k = depth; k > 0; k--)
+		if (frames[k - 1].fn->lib->domain == d)
+			return 1;
+	return 0;
 }
 
 /* Inside a gate: where the innermost one's callee returns to (the

@@ -259,6 +259,14 @@ static int on_fault(const struct mpk_fault *f, void *arg)
 	if (!lib)
 		return MPK_FAULT_ABORT;
 	uintptr_t ip = uc ? (uintptr_t)uc->uc_mcontext.gregs[REG_RIP] : 0;
+	/* On hw a signal handler runs with the kernel's default rights, the
+	 * library's domain closed, also while its thread is inside the
+	 * library (glibc's cancellation unwinds from one, and reads the
+	 * library's data on the way): a thread inside the library keeps its
+	 * rights there, as a callback does (docs/guard.md, "Signals"). */
+	if (f->pkey >= 0 && f->rights != MPK_RW && guard_inside(f->domain) &&
+	    !mpk_set(f->domain, MPK_RW))
+		return MPK_FAULT_RETRY;
 	if (!reporting || !uc || stepping) {
 		report_caught(lib, f, ip);
 		return MPK_FAULT_ABORT;
