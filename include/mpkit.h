@@ -835,8 +835,7 @@ enum {
  * Returns 0.  Errors, with nothing changed: EINVAL (name NULL or empty,
  * flags unknown), ENOENT (no such library loaded), EEXIST (it is guarded
  * already), EBUSY (another library is), ENOTSUP (the helper not found or
- * not loadable, as with musl, whose loader refuses its initial-exec TLS;
- * libmpkit linked statically; or the library has no writable data past
+ * not loadable; libmpkit linked statically; or the library has no writable data past
  * RELRO of its own page).  Other errors (ENOMEM, a
  * mapping that could not be moved) come from the guarding itself and may
  * leave the library partly guarded; a later call then fails with EBUSY.

@@ -11,6 +11,18 @@
 
 #include "mpkit.h"
 
+/* The helper's thread-local variables.  glibc: initial-exec, so that no
+ * __tls_get_addr() call (which may allocate, for a module opened later)
+ * runs in the gate or a signal handler; a preloaded library's TLS is
+ * static anyway.  musl refuses initial-exec TLS in an object opened by
+ * dlopen() (mpk_guard_library()) and never allocates in __tls_get_addr()
+ * (it makes every thread's dynamic TLS at dlopen()): the default model. */
+#ifdef __GLIBC__
+#define GUARD_TLS __thread __attribute__((tls_model("initial-exec")))
+#else
+#define GUARD_TLS __thread
+#endif
+
 /* At most this many libraries guarded at once (MPKIT_GUARD_LIB's list):
  * hw has 15 keys for every domain of the process. */
 #define GUARD_LIBS 8
@@ -93,7 +105,7 @@ int guard_outside(void);
  * the gate and those that opened the domain, per library (guard_gate.c);
  * set when the counts are to be written; a thread's first call; the
  * lines at exit. */
-extern __thread __attribute__((tls_model("initial-exec"))) unsigned long guard_calls[GUARD_LIBS],
+extern GUARD_TLS unsigned long guard_calls[GUARD_LIBS],
 	guard_opens[GUARD_LIBS];
 extern int guard_stats_on;
 void guard_stats_start(void);

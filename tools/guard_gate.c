@@ -27,16 +27,16 @@ struct guard_frame {
 	struct guard_fn *fn; /* its lib says which domain the gate opened */
 };
 
-/* initial-exec: a preloaded library's TLS is static, and no
- * __tls_get_addr() call can reach the allocator from the gate.  The
+/* GUARD_TLS (guard.h): no __tls_get_addr() call can reach the allocator
+ * from the gate.  The
  * frames are mapped at a thread's first call, not in TLS: glibc keeps
  * a few hundred bytes of static TLS for a library opened by dlopen()
  * (mpk_guard_library()), and refuses one that wants more. */
-static __thread __attribute__((tls_model("initial-exec"))) struct guard_frame *frames;
-static __thread __attribute__((tls_model("initial-exec"))) unsigned depth;
+static GUARD_TLS struct guard_frame *frames;
+static GUARD_TLS unsigned depth;
 /* MPKIT_GUARD_STATS (guard_stats.c): calls through the gate, and those
  * that opened the domain, per library. */
-__thread __attribute__((tls_model("initial-exec"))) unsigned long guard_calls[GUARD_LIBS], guard_opens[GUARD_LIBS];
+GUARD_TLS unsigned long guard_calls[GUARD_LIBS], guard_opens[GUARD_LIBS];
 
 static void guard_die(const char *what)
 {

@@ -74,18 +74,32 @@ static void *boot_alloc(size_t n, size_t align)
 	return boot + start; /* static, so zeroed: calloc's too */
 }
 
+/* The allocator after this helper; opened by dlopen() (mpk_guard_library())
+ * the helper is last, and musl's RTLD_NEXT then finds nothing: the
+ * first one in the process, unless that is this helper's own. */
+static void *next_sym(const char *name)
+{
+	void *f = dlsym(RTLD_NEXT, name);
+	Dl_info at, self;
+
+	if (!f && (f = dlsym(RTLD_DEFAULT, name)) && dladdr(f, &at) && dladdr((void *)next_sym, &self) &&
+	    at.dli_fbase == self.dli_fbase)
+		f = NULL;
+	return f;
+}
+
 static void resolve(void)
 {
 	int no = 0;
 
 	if (!__atomic_compare_exchange_n(&resolved, &no, 1, 0, __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE))
 		return;
-	*(void **)&nx.malloc = dlsym(RTLD_NEXT, "malloc");
-	*(void **)&nx.calloc = dlsym(RTLD_NEXT, "calloc");
-	*(void **)&nx.realloc = dlsym(RTLD_NEXT, "realloc");
-	*(void **)&nx.free = dlsym(RTLD_NEXT, "free");
-	*(void **)&nx.memalign = dlsym(RTLD_NEXT, "memalign");
-	*(void **)&nx.usable = dlsym(RTLD_NEXT, "malloc_usable_size");
+	*(void **)&nx.malloc = next_sym("malloc");
+	*(void **)&nx.calloc = next_sym("calloc");
+	*(void **)&nx.realloc = next_sym("realloc");
+	*(void **)&nx.free = next_sym("free");
+	*(void **)&nx.memalign = next_sym("memalign");
+	*(void **)&nx.usable = next_sym("malloc_usable_size");
 	if (!nx.malloc || !nx.calloc || !nx.realloc || !nx.free || !nx.memalign || !nx.usable) {
 		static const char msg[] = "mpkit guard: the next allocator's calls not found\n";
 		(void)!write(STDERR_FILENO, msg, sizeof(msg) - 1);

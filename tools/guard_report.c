@@ -59,9 +59,9 @@ static struct site {
 static unsigned long lost; /* writes of instructions past SITES */
 
 static struct sigaction mpkit_segv, old_trap;
-static __thread __attribute__((tls_model("initial-exec"))) ucontext_t *fault_uc;
-static __thread __attribute__((tls_model("initial-exec"))) int stepping, step_rights;
-static __thread __attribute__((tls_model("initial-exec"))) mpk_domain *step_dom;
+static GUARD_TLS ucontext_t *fault_uc;
+static GUARD_TLS int stepping, step_rights;
+static GUARD_TLS mpk_domain *step_dom;
 
 static void put(const char *s)
 {
