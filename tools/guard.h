@@ -54,6 +54,7 @@ struct guard_fn {
 	const char *name;
 	struct guard_lib *lib; /* whose domain the gate opens */
 	int hands_out;         /* its name says it allocates for its caller (guard_heap.c) */
+	struct guard_fn *next; /* every descriptor, kept for good (guard_patch.c) */
 };
 
 /* The ELF file path mapped read-only, its section headers inside it:

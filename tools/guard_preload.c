@@ -223,6 +223,7 @@ static int patch_exports(struct guard_lib *l, int *patched, int *refused)
 			if (verbose) /* PROG's stderr stays its own otherwise */
 				fprintf(stderr, "mpkit guard: %s not gated: %s\n", name ? name : "?",
 					name ? why : "out of memory");
+			free((void *)name);
 		}
 	}
 	rc = guard_patch_end();
