@@ -106,7 +106,7 @@ static void backend_runs(const char *backend)
 	int st = run(backend, 1, out, sizeof(out), (char *[]){ "--", "./guard-two-prog", NULL });
 	CHECK(WIFEXITED(st) && WEXITSTATUS(st) == 0 && !strcmp(out, plain));
 	st = run(backend, 0, out, sizeof(out), (char *[]){ "--", "./guard-two-prog", NULL });
-	CHECK(strstr(out, " bytes of data in domain guard:libguardtest.so, 9 functions gated") &&
+	CHECK(strstr(out, " bytes of data in domain guard:libguardtest.so, 10 functions gated") &&
 	      strstr(out, " bytes of data in domain guard:libguardtwo.so, 7 functions gated"));
 
 	caught(backend, "write1", "libguardtest.so", "from outside libguardtest.so into its data: own+0x0 (libguardtest.so+0x6000)\n");
@@ -156,7 +156,7 @@ static void backend_runs(const char *backend)
 	 * libguardtwo: the first is guarded then, the second named. */
 	st = run(backend, 0, out, sizeof(out), (char *[]){ "--", "./guard-dlprog", NULL });
 	CHECK(WIFEXITED(st) && WEXITSTATUS(st) == 125);
-	CHECK(strstr(out, " bytes of data in domain guard:libguardtest.so, 9 functions gated") != NULL);
+	CHECK(strstr(out, " bytes of data in domain guard:libguardtest.so, 10 functions gated") != NULL);
 	CHECK(strstr(out, "mpkit guard: libguardtwo: no such library loaded, at startup or with dlopen: it was not "
 			  "guarded\n") != NULL);
 	if (t_failures)

@@ -119,9 +119,9 @@ int mpkit_guard_api(const char *name, unsigned flags);
 /* The near mapping the stubs and trampolines live in (within 2 GiB of
  * the library's text): 0, or -1 with errno. */
 int guard_patch_begin(uintptr_t text_lo, uintptr_t text_hi);
-/* Send fn (size bytes of code) to a gate: 0, or -1 with *why saying why
- * it was left alone. */
-int guard_patch(struct guard_lib *l, const char *name, uint8_t *fn, size_t size, const char **why);
+/* Send fn (size bytes of code) to a gate: its descriptor, or NULL with
+ * *why saying why it was left alone. */
+const struct guard_fn *guard_patch(struct guard_lib *l, const char *name, uint8_t *fn, size_t size, const char **why);
 /* The near mapping back to read+execute. */
 int guard_patch_end(void);
 

@@ -246,29 +246,29 @@ static int branches_into_patch(const uint8_t *fn, size_t size)
 	return 0;
 }
 
-int guard_patch(struct guard_lib *l, const char *name, uint8_t *fn, size_t size, const char **why)
+const struct guard_fn *guard_patch(struct guard_lib *l, const char *name, uint8_t *fn, size_t size, const char **why)
 {
 	uint8_t *rest = near_next;
 
 	if (size < JMP_LEN) {
 		*why = "shorter than a jump (5 bytes)";
-		return -1;
+		return NULL;
 	}
 	if (near_next + 80 > near_lo + NEAR_SIZE) {
 		*why = "no room left for gates";
-		return -1;
+		return NULL;
 	}
 	if (branches_into_patch(fn, size)) {
 		*why = "a branch into its first 5 bytes, or code the decoder does not know";
-		return -1;
+		return NULL;
 	}
 	size_t o, n = displace(fn, size, rest, &o, why);
 	if (!n)
-		return -1;
+		return NULL;
 	struct guard_fn *g = malloc(sizeof(*g));
 	if (!g) {
 		*why = "out of memory";
-		return -1;
+		return NULL;
 	}
 	g->name = name;
 	g->lib = l;
@@ -297,14 +297,14 @@ int guard_patch(struct guard_lib *l, const char *name, uint8_t *fn, size_t size,
 	uintptr_t pg = (uintptr_t)fn & ~(uintptr_t)4095, end = ((uintptr_t)fn + JMP_LEN + 4095) & ~(uintptr_t)4095;
 	if (mprotect((void *)pg, end - pg, PROT_READ | PROT_WRITE | PROT_EXEC)) {
 		*why = "its text cannot be made writable";
-		return -1;
+		return NULL;
 	}
 	uint8_t jmp[JMP_LEN] = { 0xe9 };
 	put_rel32(jmp + 1, fn + JMP_LEN, stub);
 	memcpy(fn, jmp, JMP_LEN);
 	if (mprotect((void *)pg, end - pg, PROT_READ | PROT_EXEC)) {
 		*why = "its text cannot be made read-only again";
-		return -1;
+		return NULL;
 	}
-	return 0;
+	return g;
 }

@@ -189,9 +189,84 @@ const uint8_t *guard_map_elf(const char *path, size_t *len)
 	return f;
 }
 
+/* A RELRO page made writable (pg, or none: 0) read-only again. */
+static int relro_close(struct guard_lib *l, uintptr_t pg)
+{
+	if (!pg || !mprotect((void *)pg, 4096, PROT_READ))
+		return 0;
+	guard_fail(l->want, "its RELRO cannot be made read-only again");
+	return -1;
+}
+
+/* The library's own PLT calls of its gated exports straight to the
+ * functions' code (their trampolines), past the gate: such a call comes
+ * from inside, where the domain is open already, and the gate's work on
+ * re-entry changes nothing (docs/guard.md, "The gate").  Only its
+ * R_X86_64_JUMP_SLOT slots: a GLOB_DAT slot holds an address the library
+ * may hand out, and other objects' slots are calls from outside.  A slot
+ * bound elsewhere (PROG interposes the name) is left alone; a lazy one
+ * not bound yet (it still holds its PLT entry, in the library's text) is
+ * taken when the name would bind to the library's own export.  Under
+ * -z now the slots are in RELRO: made writable for the write, a page at
+ * a time.  The slots sent past, counted in *past. */
+static void plt_past_gate(struct guard_lib *l, const uint8_t *f, const ElfW(Sym) *sym, const char *str,
+			  size_t nsym, const struct guard_fn **gated, int *past)
+{
+	const ElfW(Ehdr) *eh = (const void *)f;
+	const ElfW(Shdr) *sh = (const void *)(f + eh->e_shoff);
+	const ElfW(Phdr) *ph = (const void *)(f + eh->e_phoff);
+	uintptr_t jmprel = 0, relro_lo = 0, relro_hi = 0;
+	size_t pltsz = 0;
+	long pltrel = DT_RELA;
+
+	for (int k = 0; k < eh->e_shnum; k++) {
+		if (sh[k].sh_type != SHT_DYNAMIC)
+			continue;
+		const ElfW(Dyn) *d = (const void *)(f + sh[k].sh_offset);
+		for (size_t i = 0; i < sh[k].sh_size / sizeof(*d) && d[i].d_tag != DT_NULL; i++)
+			if (d[i].d_tag == DT_JMPREL)
+				jmprel = d[i].d_un.d_ptr;
+			else if (d[i].d_tag == DT_PLTRELSZ)
+				pltsz = d[i].d_un.d_val;
+			else if (d[i].d_tag == DT_PLTREL)
+				pltrel = (long)d[i].d_un.d_val;
+	}
+	for (int k = 0; k < eh->e_phnum; k++)
+		if (ph[k].p_type == PT_GNU_RELRO) {
+			relro_lo = (l->base + ph[k].p_vaddr) & ~(uintptr_t)4095;
+			/* the loader leaves a last page RELRO shares writable */
+			relro_hi = (l->base + ph[k].p_vaddr + ph[k].p_memsz) & ~(uintptr_t)4095;
+		}
+	if (!jmprel || pltrel != DT_RELA)
+		return;
+	/* the relocations as mapped: a read-only segment of the library */
+	const ElfW(Rela) *r = (const void *)(l->base + jmprel);
+	uintptr_t open_pg = 0; /* the RELRO page made writable: slots come in order */
+	for (size_t i = 0; i < pltsz / sizeof(*r); i++) {
+		size_t s = ELF64_R_SYM(r[i].r_info);
+		if (ELF64_R_TYPE(r[i].r_info) != R_X86_64_JUMP_SLOT || s >= nsym || !gated[s])
+			continue;
+		uintptr_t own = l->base + sym[s].st_value, *slot = (uintptr_t *)(l->base + r[i].r_offset);
+		uintptr_t now = __atomic_load_n(slot, __ATOMIC_RELAXED);
+		if (now != own && (now < l->text_lo || now >= l->text_hi ||
+				   (uintptr_t)dlsym(RTLD_DEFAULT, str + sym[s].st_name) != own))
+			continue;
+		uintptr_t pg = (uintptr_t)slot & ~(uintptr_t)4095;
+		if ((uintptr_t)slot >= relro_lo && (uintptr_t)slot < relro_hi && pg != open_pg) {
+			if (relro_close(l, open_pg) || mprotect((void *)pg, 4096, PROT_READ | PROT_WRITE))
+				break;
+			open_pg = pg;
+		}
+		__atomic_store_n(slot, (uintptr_t)gated[s]->rest, __ATOMIC_RELAXED);
+		++*past;
+	}
+	relro_close(l, open_pg);
+}
+
 /* Every function the library defines in its .dynsym, from its file, to
- * a gate that opens the library's domain. */
-static int patch_exports(struct guard_lib *l, int *patched, int *refused)
+ * a gate that opens the library's domain; then its own PLT calls of
+ * them past it (plt_past_gate()). */
+static int patch_exports(struct guard_lib *l, int *patched, int *refused, int *past)
 {
 	size_t flen;
 	const uint8_t *f = guard_map_elf(l->path, &flen);
@@ -201,6 +276,10 @@ static int patch_exports(struct guard_lib *l, int *patched, int *refused)
 	const ElfW(Ehdr) *eh = (const void *)f;
 	const ElfW(Shdr) *sh = (const void *)(f + eh->e_shoff);
 	int rc = -1;
+	const ElfW(Sym) *dsym = NULL;
+	const char *dstr = NULL;
+	size_t dn = 0;
+	const struct guard_fn **gated = NULL;
 	if (guard_patch_begin(l->text_lo, l->text_hi))
 		goto out;
 	for (int k = 0; k < eh->e_shnum; k++) {
@@ -208,14 +287,21 @@ static int patch_exports(struct guard_lib *l, int *patched, int *refused)
 			continue;
 		const ElfW(Sym) *sym = (const void *)(f + sh[k].sh_offset);
 		const char *str = (const char *)f + sh[sh[k].sh_link].sh_offset;
-		for (size_t s = 0; s < sh[k].sh_size / sizeof(*sym); s++) {
+		size_t nsym = sh[k].sh_size / sizeof(*sym);
+		free(gated);
+		gated = calloc(nsym, sizeof(*gated));
+		dsym = sym, dstr = str, dn = gated ? nsym : 0;
+		for (size_t s = 0; s < nsym; s++) {
 			if (ELF64_ST_TYPE(sym[s].st_info) != STT_FUNC || sym[s].st_shndx == SHN_UNDEF)
 				continue;
 			uintptr_t at = l->base + sym[s].st_value;
 			if (at < l->text_lo || at + sym[s].st_size > l->text_hi)
 				continue;
 			const char *why, *name = strdup(str + sym[s].st_name);
-			if (name && !guard_patch(l, name, (uint8_t *)at, sym[s].st_size, &why)) {
+			const struct guard_fn *g = name ? guard_patch(l, name, (uint8_t *)at, sym[s].st_size, &why) : NULL;
+			if (g) {
+				if (gated)
+					gated[s] = g;
 				++*patched;
 				continue;
 			}
@@ -227,7 +313,10 @@ static int patch_exports(struct guard_lib *l, int *patched, int *refused)
 		}
 	}
 	rc = guard_patch_end();
+	if (!rc && dn)
+		plt_past_gate(l, f, dsym, dstr, dn, gated, past);
 out:
+	free(gated);
 	munmap((void *)f, flen);
 	return rc;
 }
@@ -283,7 +372,7 @@ struct guard_lib *guard_lib_at(uintptr_t pc)
 static int guard_lib(struct guard_lib *l)
 {
 	char dname[64];
-	int patched = 0, refused = 0, heap = 0;
+	int patched = 0, refused = 0, past = 0, heap = 0;
 
 	for (int i = 0; i < guard_nlibs; i++)
 		if (&guard_libs[i] != l && guard_libs[i].domain && guard_libs[i].base == l->base) {
@@ -307,7 +396,7 @@ static int guard_lib(struct guard_lib *l)
 	}
 	/* Set before the gates exist: their descriptors lead here. */
 	__atomic_store_n(&l->domain, d, __ATOMIC_RELEASE);
-	if (adopt_data(l) || (heap = api ? 0 : guard_heap_start(l)) < 0 || patch_exports(l, &patched, &refused)) {
+	if (adopt_data(l) || (heap = api ? 0 : guard_heap_start(l)) < 0 || patch_exports(l, &patched, &refused, &past)) {
 		guard_fail(l->want, strerror(errno));
 		return -1;
 	}
@@ -329,6 +418,7 @@ static int guard_lib(struct guard_lib *l)
 	if (verbose) {
 		fprintf(stderr, "mpkit guard: %s: %zu bytes of data in domain %s, %d functions gated, %d not\n",
 			l->path, (size_t)(l->data_hi - l->data_lo), dname, patched, refused);
+		fprintf(stderr, "mpkit guard: %s: %d of its own PLT calls of them past the gate\n", l->path, past);
 		if (heap)
 			fprintf(stderr, "mpkit guard: %s: the blocks it allocates inside go in domain %s too\n", l->path,
 				dname);

@@ -6,7 +6,8 @@
  * arguments, a double returned, recursion, a callback that calls back
  * in), and g_ptr() hands out its address as a library's API might;
  * g_zero() is too short to patch, and g_loop() loops back into its own
- * first 5 bytes (a branch the patch would land in the middle of).
+ * first 5 bytes (a branch the patch would land in the middle of);
+ * g_add2() calls g_add() through the library's own PLT.
  */
 #include <pthread.h>
 #include <stdarg.h>
@@ -97,6 +98,24 @@ __asm__(".text\n\t"
 	"jnz 1b\n\t"
 	"ret\n\t"
 	".size g_loop, . - g_loop");
+
+/* g_add() twice, by, through the library's own PLT (a call written so:
+ * a compiler may make such a call direct, or inline it, as it likes):
+ * the guard sends those slots past the gate, so a call of g_add2() from
+ * outside is one call through the gate, not three. */
+__asm__(".text\n\t"
+	".globl g_add2\n\t"
+	".type g_add2, @function\n"
+	"g_add2:\n\t"
+	"pushq %rbx\n\t"
+	"movq %rdi, %rbx\n\t"
+	"movq %rbx, %rdi\n\t"
+	"call g_add@PLT\n\t"
+	"movq %rbx, %rdi\n\t"
+	"call g_add@PLT\n\t"
+	"popq %rbx\n\t"
+	"ret\n\t"
+	".size g_add2, . - g_add2");
 
 long *g_ptr(void)
 {

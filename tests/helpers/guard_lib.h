@@ -3,6 +3,7 @@
 #ifndef GUARD_LIB_H
 #define GUARD_LIB_H
 long g_add(long by);
+long g_add2(long by);
 long g_sum(int n, ...);
 double g_many(int a, int b, int c, int d, int e, int f, int g, int h, double x);
 long g_rec(int n);

@@ -19,8 +19,10 @@
  * "jump" longjmps out of a callback, and out of a nested one back into
  * an outer callback, then writes the state (closed again).
  * "stats" alone (for MPKIT_GUARD_STATS) makes a known number of calls: 10 of
- * g_add() and g_rec(5) (6 calls, one from outside) in the main thread,
- * 7 of g_add() in a thread that ends, 3 in a child made by fork().
+ * g_add() and g_rec(5) (6 calls, one from outside: the inner ones through
+ * a pointer) and g_add2() (one call: its two of g_add() go through the
+ * library's own PLT, past the gate) in the main thread, 7 of g_add() in a
+ * thread that ends, 3 in a child made by fork().
  */
 #define _GNU_SOURCE
 #include <dlfcn.h>
@@ -154,6 +156,8 @@ static int stats(void)
 	for (int i = 0; i < 10; i++)
 		g_add(1);
 	g_rec(5);
+	if (g_add2(1) != 17) /* 10, 5 more, 2 more: g_add() did run twice */
+		return 1;
 	if (pthread_create(&t, NULL, seven, NULL) || pthread_join(t, NULL))
 		return 1;
 	pid_t pid = fork();
