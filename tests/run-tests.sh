@@ -79,6 +79,10 @@ trap 'exit 143' TERM
 indent() {
     n=$(wc -l <"$1")
     if [ "$n" -gt "$max_lines" ]; then
+        # A failed check's line (t.h's t_fail: "FILE.c:LINE: ...") says
+        # what went wrong, so it survives the cut, up to 50 of them.
+        head -n "$((n - max_lines))" "$1" | grep -E '^[A-Za-z0-9_./-]+\.(c|cc|h):[0-9]+: ' |
+            head -n 50 | awk '{ print "    [kept] " $0 }'
         echo "    [... $((n - max_lines)) earlier lines omitted ...]"
         tail -n "$max_lines" "$1" | awk '{ print "    " $0 }'
     else
