@@ -10,7 +10,10 @@
  * good.  The creator closes every guarded library's domain to the rights
  * outside for the clone, so the thread starts closed, then takes its
  * rights back; a thread whose start routine is a guarded library's own
- * code starts with them (its worker).
+ * code starts with them (its worker).  Not on soft: a new thread holds
+ * only the base rights there whatever its creator holds, and closing
+ * the creator's (the union's) for the clone would let the new thread
+ * fault on a write its creator's open domain allows.
  *
  * longjmp(), _longjmp(), siglongjmp() (and glibc's __longjmp_chk(), what
  * _FORTIFY_SOURCE calls): a jump out of a callback skips the gates'
@@ -68,7 +71,8 @@ __attribute__((visibility("default"))) int pthread_create(pthread_t *t, const pt
 
 	if (!real)
 		*(void **)&real = next("pthread_create");
-	if (!__atomic_load_n(&guard_nlibs, __ATOMIC_ACQUIRE) || guard_lib_at((uintptr_t)fn))
+	if (!__atomic_load_n(&guard_nlibs, __ATOMIC_ACQUIRE) || guard_lib_at((uintptr_t)fn) ||
+	    mpk_backend() != MPK_BACKEND_HW)
 		return real(t, attr, fn, arg);
 	if (set_all(now, 0))
 		return errno;
