@@ -427,10 +427,11 @@ static void print_table(const struct state *st)
 	char c1[32], c2[32], c3[32], cell[64];
 
 	printf("\nwall time, median of %d: seconds unguarded and guarded, guarded / unguarded\n"
-	       "(lower is faster); the calls through the gate a run (all its processes, the\n"
-	       "library's calls to its own exports included), those from outside (each opens\n"
-	       "and closes the domain), calls per second of the guarded run, and the time added\n"
-	       "per call from outside (start-up patching included)\n", st->o.rounds);
+	       "(lower is faster); the calls through the gate a run (all its processes; the\n"
+	       "library's own calls of its exports skip it, callbacks calling back in do not),\n"
+	       "those from outside (each opens and closes the domain), calls per second of the\n"
+	       "guarded run, and the time added per call from outside (start-up patching\n"
+	       "included)\n", st->o.rounds);
 	printf("  %-10s %-10s %-4s %9s %9s %6s %11s %10s %10s %10s\n", "workload", "library", "on", "unguarded",
 	       "guarded", "ratio", "calls", "outside", "calls/s", "us/outside");
 	for (int v = V_HW; v < V_COUNT; v++) {

@@ -17,7 +17,8 @@
 #include "procmaps.h"
 #include "insn.h"
 
-#define NEAR_SIZE (1u << 20) /* 80 bytes a function at most: 13,000 */
+#define NEAR_SIZE (1u << 20) /* 104 bytes a function at most: 10,000 */
+#define NEAR_FN 104
 #define JMP_LEN 5
 
 static uint8_t *near_lo, *near_next;
@@ -75,7 +76,11 @@ int guard_patch_begin(uintptr_t text_lo, uintptr_t text_hi)
 		errno = ENOMEM;
 		return -1;
 	}
-	near_lo = near_next = m;
+	/* The library's text, for the stubs' test (guard_patch()). */
+	uintptr_t range[2] = { text_lo, text_hi - text_lo };
+	memcpy(m, range, sizeof(range));
+	near_lo = m;
+	near_next = near_lo + sizeof(range);
 	return 0;
 }
 
@@ -254,7 +259,7 @@ const struct guard_fn *guard_patch(struct guard_lib *l, const char *name, uint8_
 		*why = "shorter than a jump (5 bytes)";
 		return NULL;
 	}
-	if (near_next + 80 > near_lo + NEAR_SIZE) {
+	if (near_next + NEAR_FN > near_lo + NEAR_SIZE) {
 		*why = "no room left for gates";
 		return NULL;
 	}
@@ -284,15 +289,27 @@ const struct guard_fn *guard_patch(struct guard_lib *l, const char *name, uint8_
 	uint8_t *j = rest + o;
 	j[0] = 0xe9;
 	put_rel32(j + 1, j + 5, fn + n);
-	/* stub: movabs $g, %r11; jmp *guard_gate(%rip) */
-	uint8_t *stub = j + 5;
+	/* stub: a call from the library's own text (its return address
+	 * there) goes straight to rest, as its PLT calls do
+	 * (guard_preload.c): its thread is inside already, and a caller
+	 * that fakes the address gains nothing, the gate opening nothing
+	 * then.  The rest go to the gate: %r11 is free at a call.
+	 *   mov (%rsp), %r11; sub lo(%rip), %r11; cmp len(%rip), %r11
+	 *   jb rest; movabs $g, %r11; jmp *guard_gate(%rip) */
+	uint8_t *stub = j + 5, *k = stub;
 	void *gate = (void *)guard_gate;
-	stub[0] = 0x49, stub[1] = 0xbb;
-	memcpy(stub + 2, &g, 8);
-	stub[10] = 0xff, stub[11] = 0x25;
-	memset(stub + 12, 0, 4);
-	memcpy(stub + 16, &gate, 8);
-	near_next = stub + 24;
+	memcpy(k, "\x4c\x8b\x1c\x24", 4), k += 4;
+	memcpy(k, "\x4c\x2b\x1d", 3), put_rel32(k + 3, k + 7, near_lo), k += 7;
+	memcpy(k, "\x4c\x3b\x1d", 3), put_rel32(k + 3, k + 7, near_lo + 8), k += 7;
+	memcpy(k, "\x0f\x82", 2), put_rel32(k + 2, k + 6, rest), k += 6;
+	k[0] = 0x49, k[1] = 0xbb;
+	memcpy(k + 2, &g, 8), k += 10;
+	k[0] = 0xff, k[1] = 0x25;
+	memset(k + 2, 0, 4);
+	memcpy(k + 6, &gate, 8);
+	near_next = k + 14;
+	if (near_next > rest + NEAR_FN)
+		abort(); /* displace() wrote more than NEAR_FN allows for */
 
 	uintptr_t pg = (uintptr_t)fn & ~(uintptr_t)4095, end = ((uintptr_t)fn + JMP_LEN + 4095) & ~(uintptr_t)4095;
 	if (mprotect((void *)pg, end - pg, PROT_READ | PROT_WRITE | PROT_EXEC)) {

@@ -59,7 +59,11 @@ long g_rec(int n)
 	if (n <= 0)
 		return own.state;
 	own.state++;
-	return self(n - 1) + 0;
+	/* A call, not a tail jump: its return address is in the library's
+	 * text, so it skips the gate (t_guard_cli counts it). */
+	long r = self(n - 1);
+	__asm__("" : "+r"(r));
+	return r;
 }
 
 long g_apply(long (*fn)(long), long v)

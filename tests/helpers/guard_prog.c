@@ -19,10 +19,11 @@
  * "jump" longjmps out of a callback, and out of a nested one back into
  * an outer callback, then writes the state (closed again).
  * "stats" alone (for MPKIT_GUARD_STATS) makes a known number of calls: 10 of
- * g_add() and g_rec(5) (6 calls, one from outside: the inner ones through
- * a pointer) and g_add2() (one call: its two of g_add() go through the
- * library's own PLT, past the gate) in the main thread, 7 of g_add() in a
- * thread that ends, 3 in a child made by fork().
+ * g_add() and g_rec(5) (one call: the 5 inner ones, through a pointer
+ * from the library's own text, skip the gate) and g_add2() (one call: its
+ * two of g_add() go through the library's own PLT, past the gate) in the
+ * main thread, 7 of g_add() in a thread that ends, 3 in a child made by
+ * fork().
  */
 #define _GNU_SOURCE
 #include <dlfcn.h>
