@@ -142,7 +142,7 @@ static int strip(const char *out, const char *lib, const char *lib2, int *said2,
 
 int main(void)
 {
-	static char guard[4300], need[256], mpkit[PATH_MAX], libs[128];
+	static char guard[4300], need[256], mpkit[PATH_MAX], libs[128], same[512], gone[512];
 	int ran = 0, said2;
 
 #ifndef __GLIBC__
@@ -163,6 +163,7 @@ int main(void)
 		snprintf(need, sizeof(need), "(%s) >/dev/null 2>&1", p->need);
 		if (run(need, NULL, plain, sizeof(plain))) {
 			printf("%s: skipped, not installed (tools/deps.sh test installs it)\n", p->name);
+			snprintf(gone + strlen(gone), sizeof(gone) - strlen(gone), ", %s", p->name);
 			continue;
 		}
 		ran++;
@@ -185,8 +186,13 @@ int main(void)
 				printf("%s%s%s: same output, %s guarded in %d run%s\n", p->name, heap ? " " : "",
 				       heap ? p->heap : "", libs, said, said > 1 ? "s" : "");
 		}
+		snprintf(same + strlen(same), sizeof(same) - strlen(same), ", %s", p->name);
 	}
 	if (!ran)
 		t_skip("none of sqlite3, xmllint, git, python3, openssl is installed (tools/deps.sh test)");
+	/* The log's line: which ran, on which backend (the VM runs hw). */
+	const char *be = getenv("MPKIT_BACKEND");
+	printf("t_guard_real: backend %s: ran %s%s%s\n", be && *be ? be : "auto", same + 2,
+	       *gone ? "; not installed: " : "", *gone ? gone + 2 : "");
 	return t_done();
 }

@@ -33,6 +33,10 @@
 #                          "MPKIT_MODEL_STEPS=100000 MPKIT_MODEL_SEED=7"
 #   MPKIT_VM_APPEND        more kernel command-line words, e.g.
 #                          "secretmem.enable=1" (memfd_secret on 5.14-6.4)
+#   MPKIT_VM_PROGS         the host's programs copied in, with what they
+#                          load, where the host has them (default
+#                          "sqlite3 xmllint git openssl": t_guard_real runs
+#                          them guarded on hw; "" for none)
 
 set -eu -o pipefail
 
@@ -257,12 +261,32 @@ if [ -x "$build_dir/mpkit" ]; then
     cp "$build_dir/mpkit" "$root/usr/local/bin/mpkit"
     elfs+=("$build_dir/mpkit")
 fi
-# `mpkit bench --scale --smoke` (t_cli_bench_scale) and `mpkit bench vault
-# --smoke` (t_cli_bench_vault) find theirs next to mpkit.
-for b in mpkit-bench-scale mpkit-bench-vault; do
+# `mpkit bench --scale --smoke` (t_cli_bench_scale), `mpkit bench vault
+# --smoke` (t_cli_bench_vault) and `mpkit bench guard --smoke`
+# (t_cli_bench_guard, with sqlite3 below) find theirs next to mpkit, and
+# in a build tree mpkit finds its guard helper there too.  Not `mpkit
+# bench malloc`: its probe preloads into a program, and the image's
+# commands are a static busybox.
+for b in mpkit-bench-scale mpkit-bench-vault mpkit-bench-guard libmpkit-guard.so; do
     if [ -x "$build_dir/$b" ]; then
         cp "$build_dir/$b" "$root/usr/local/bin/$b"
         elfs+=("$build_dir/$b")
+    fi
+done
+
+# Debian's programs that t_guard_real runs, so that it runs them on hw
+# too; python3 stays out (its standard library is tens of MB).
+for p in ${MPKIT_VM_PROGS-sqlite3 xmllint git openssl}; do
+    path=$(command -v "$p" 2>/dev/null) || continue
+    case $path in /*) ;; *) continue ;; esac
+    mkdir -p "$root${path%/*}"
+    cp -L "$path" "$root$path"
+    elfs+=("$path")
+    # git runs its subcommands (gc's repack, pack-objects) as "git" from
+    # its exec path.
+    if [ "$p" = git ] && gx=$(git --exec-path 2>/dev/null) && [ -n "$gx" ]; then
+        mkdir -p "$root$gx"
+        ln -sf "$path" "$root$gx/git"
     fi
 done
 
