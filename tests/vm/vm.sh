@@ -21,8 +21,9 @@
 # 2 usage error.
 #
 # Environment:
-#   MPKIT_VM_TIMEOUT       overall limit for the VM run, seconds (default 600)
-#   MPKIT_VM_TEST_TIMEOUT  per-test limit inside the VM, seconds (default 60)
+#   MPKIT_VM_TIMEOUT       overall limit for the VM run, seconds (default 1200)
+#   MPKIT_VM_TEST_TIMEOUT  per-test limit inside the VM, seconds (default 180:
+#                          t_guard_real runs real programs under TCG)
 #   MPKIT_VM_KERNEL        use this kernel image instead of fetching Debian's
 #   MPKIT_VM_KERNEL_PKG    the Debian kernel package to fetch (default: what
 #                          linux-image-amd64 depends on, 6.1 on bookworm); a
@@ -53,8 +54,8 @@ script_dir=$(cd "$(dirname "$0")" && pwd)
 runner=$script_dir/../run-tests.sh
 vm_dir=$build_dir/vm
 console_log=$vm_dir/console.log
-vm_timeout=${MPKIT_VM_TIMEOUT:-600}
-test_timeout=${MPKIT_VM_TEST_TIMEOUT:-60}
+vm_timeout=${MPKIT_VM_TIMEOUT:-1200}
+test_timeout=${MPKIT_VM_TEST_TIMEOUT:-180}
 mkdir -p "$vm_dir"
 
 log() { echo "vm.sh: $*" >&2; }
