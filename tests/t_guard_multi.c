@@ -25,7 +25,8 @@
  * caught; libguardtwo,heap puts only libguardtwo's blocks in its domain,
  * --heap with libguardtwo,noheap only libguardtest's (libguardtwo's
  * block is written).  A word --lib does not know is a usage error (2)
- * naming it.
+ * naming it; the helper, given one in MPKIT_GUARD_LIB, names it and
+ * guards the other library.
  * Both backends: soft forced, hw where there are keys.
  */
 #include <signal.h>
@@ -279,6 +280,21 @@ int main(void)
 		if (t_failures)
 			fprintf(stderr, "%s:\n%s\n", words[k][0], out);
 	}
+	/* The helper given such a word in a list set by hand: it names it
+	 * and guards the other library (PROG runs: no MPKIT_GUARD_PID). */
+	static char pre[4200], cwd[4096];
+	REQUIRE(getcwd(cwd, sizeof(cwd)));
+	snprintf(pre, sizeof(pre), "LD_PRELOAD=%s/libmpkit-guard.so", cwd);
+	st = t_exec_capture("./guard-two-prog", (char *[]){ "guard-two-prog", NULL },
+			    (char *[]){ pre, "MPKIT_BACKEND=soft", "MPKIT_GUARD_VERBOSE=1",
+					"MPKIT_GUARD_LIB=libguardtest,hep:libguardtwo,deny=all", NULL },
+			    1, out, sizeof(out));
+	CHECK(WIFSIGNALED(st) && WTERMSIG(st) == SIGABRT);
+	CHECK(strstr(out, "mpkit guard: libguardtest: unknown option 'hep' (it takes deny=write, deny=all, heap, "
+			  "noheap)\n") && !strstr(out, "domain guard:libguardtest.so"));
+	CHECK(strstr(out, "mpkit guard: caught a read from outside libguardtwo.so into its data: two_state+0x0"));
+	if (t_failures)
+		fprintf(stderr, "MPKIT_GUARD_LIB with a bad word:\n%s\n", out);
 	/* The name before its options still a file name. */
 	st = run("soft", 0, out, sizeof(out), (char *[]){ "--lib", "./libguardtest,heap", "--", "./guard-two-prog", NULL });
 	CHECK(WIFEXITED(st) && WEXITSTATUS(st) == 2 && strstr(out, "--lib takes the library's file name, not a path"));
