@@ -824,21 +824,25 @@ enum {
  * name up to a dot, "libz").  The work is done by the helper of `mpkit
  * guard`, libmpkit-guard.so, opened with dlopen() (and kept): from
  * MPKIT_GUARD_HELPER if set, else from the helpers' directory of this
- * installation (LIBEXECDIR/mpkit), else beside libmpkit.so.  One library
- * per process; it stays loaded (dlclose() leaves it).
+ * installation (LIBEXECDIR/mpkit), else beside libmpkit.so.  Each call
+ * another library, with flags of its own, each in a domain of its own, up
+ * to 8 in a process (with those `mpkit guard --lib` names); it stays
+ * loaded (dlclose() leaves it).
  * The helper is opened, not preloaded, so it wraps none of the program's
  * calls, and what `mpkit guard` covers through those is not covered:
  * blocks the library allocates stay outside the domain (--heap); a thread
  * that a callback starts while inside the library starts with the domain
  * open (hw), and a longjmp() out of a callback leaves it open; the
  * library is not guarded again if something loads another copy.
- * Returns 0.  Errors, with nothing changed: EINVAL (name NULL or empty,
- * flags unknown), ENOENT (no such library loaded), EEXIST (it is guarded
- * already), EBUSY (another library is), ENOTSUP (the helper not found or
- * not loadable; libmpkit linked statically; or the library has no writable data past
- * RELRO of its own page).  Other errors (ENOMEM, a
- * mapping that could not be moved) come from the guarding itself and may
- * leave the library partly guarded; a later call then fails with EBUSY.
+ * Returns 0.  Errors, with nothing changed (nor the libraries guarded
+ * before): EINVAL (name NULL or empty, flags unknown), ENOENT (no such
+ * library loaded), EEXIST (it is guarded already), EBUSY (`mpkit guard
+ * --lib` names it, to be guarded when dlopen() loads it), ENOSPC (8
+ * guarded already), ENOTSUP (the helper not found or not loadable;
+ * libmpkit linked statically; or the library has no writable data past
+ * RELRO of its own page).  Other errors (ENOMEM, a mapping that could not
+ * be moved) come from the guarding itself and may leave that library
+ * partly guarded; a later call for it then fails with EEXIST.
  */
 int mpk_guard_library(const char *name, unsigned flags) MPK__NOTHROW MPK__NODISCARD;
 

@@ -54,7 +54,7 @@ SO_RPATH = -Wl,-rpath,$(abspath $(B))
 # the installed layout).
 CLI_LIB_SRC := src/shared/scan.c src/shared/scan_class.c src/shared/scan_expr.c src/shared/insn.c src/shared/insn_0f.c src/shared/env.c
 CLI_OBJ := $(addprefix $(B)/obj/tools/,mpkit.o cli.o info.o scan.o maps.o maps_check.o run.o watch.o watch_spec.o \
-             watch_trace.o guard.o bench.o symbolize.o) $(CLI_LIB_SRC:%.c=$(B)/obj/%.o) $(SHARED_OBJ) $(B)/obj/src/shared/json.o
+             watch_trace.o guard.o guard_opts.o bench.o symbolize.o) $(CLI_LIB_SRC:%.c=$(B)/obj/%.o) $(SHARED_OBJ) $(B)/obj/src/shared/json.o
 $(B)/mpkit: $(CLI_OBJ) $(B)/obj/tools/paths.o $(B)/libmpkit.so
 	$(CC) $(ALL_LDFLAGS) $^ $(SO_RPATH) -o $@
 $(B)/obj/tools/paths.o: MPK_XCFLAGS += -DMPKIT_DOCDIR='"$(abspath docs)"'
@@ -85,7 +85,7 @@ $(B)/libmpkit-watch.so: $(HELPER_OBJ) $(HELPER_LIB) tools/watch_preload.map
 # gates' mapping goes in the gap nearest the library); --report's
 # backtraces come from one of src/shared/unwind.c, its fault reports'
 # text buffers from one of src/shared/trace.c.
-GUARD_OBJ := $(addprefix $(B)/preload/tools/,guard_preload.o guard_patch.o guard_gate.o guard_unwind.o guard_report.o guard_wrap.o guard_stats.o guard_heap.o) \
+GUARD_OBJ := $(addprefix $(B)/preload/tools/,guard_preload.o guard_patch.o guard_gate.o guard_unwind.o guard_report.o guard_wrap.o guard_stats.o guard_heap.o guard_opts.o) \
 	     $(B)/preload/src/shared/insn.o $(B)/preload/src/shared/insn_0f.o $(B)/preload/src/shared/unwind.o \
 	     $(B)/preload/src/shared/procmaps.o $(B)/preload/src/shared/trace.o
 # guard_unwind.c's <unwind.h> is the compiler's, not src/shared's: its

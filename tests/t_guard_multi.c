@@ -18,6 +18,15 @@
  * from outside: the calls from libguardtwo into libguardtest open its
  * domain).  A library of the list opened later with dlopen() is guarded
  * then, and one never loaded is named (125) while the other was guarded.
+ * Per-library options (--lib NAME,deny=all|write,heap|noheap): with
+ * libguardtest deny=all and libguardtwo write-only (said per library, or
+ * --deny all with libguardtwo,deny=write) the program's read of the
+ * first is caught, its read of the second works and its write is
+ * caught; libguardtwo,heap puts only libguardtwo's blocks in its domain,
+ * --heap with libguardtwo,noheap only libguardtest's (libguardtwo's
+ * block is written).  A word --lib does not know is a usage error (2)
+ * naming it; the helper, given one in MPKIT_GUARD_LIB, names it and
+ * guards the other library.
  * Both backends: soft forced, hw where there are keys.
  */
 #include <signal.h>
@@ -27,14 +36,15 @@
 
 static char plain[1 << 12];
 static char *extra_env = "MPKIT_GUARD_STATS";
+static char *lib1 = "libguardtest", *lib2 = "libguardtwo"; /* the --lib's */
 
-/* mpkit guard --lib libguardtest --lib libguardtwo [more...] -- PROG ARGS,
+/* mpkit guard --lib lib1 --lib lib2 [more...] -- PROG ARGS,
  * with the backend forced: the wait status; stdout, and stderr too
  * unless quiet, in out. */
 static int run(const char *backend, int quiet, char *out, size_t cap, char *const *args)
 {
 	static char cwd[4096], helper[4200], be[64];
-	char *argv[32] = { "mpkit", "guard", "--lib", "libguardtest", "--lib", "libguardtwo" };
+	char *argv[32] = { "mpkit", "guard", "--lib", lib1, "--lib", lib2 };
 	int n = 6;
 
 	REQUIRE(getcwd(cwd, sizeof(cwd)));
@@ -99,6 +109,75 @@ static void stats(const char *backend)
 	CHECK(seen == 3);
 }
 
+/* PROG stopped by mpkit's report of an access (access, "read" or
+ * "write") of file's domain at sym, after the guard's line. */
+static void stopped(const char *backend, const char *out, const char *access, const char *file, const char *sym)
+{
+	char want[256], dom[128];
+	const char *code = strcmp(backend, "hw") ? "SEGV_ACCERR" : "SEGV_PKUERR";
+
+	snprintf(want, sizeof(want), "mpkit guard: caught a %s from outside %s into its data: %s+0x0 (%s+0x", access,
+		 file, sym, file);
+	snprintf(dom, sizeof(dom), "\nmpkit: protection fault: %s of domain \"guard:%s\" at 0x", access, file);
+	const char *g = strstr(out, want), *m = strstr(out, dom);
+	CHECK(g != NULL && m != NULL && g < m && t_cli_count(out, "mpkit guard: caught") == 1);
+	CHECK(m && strstr(m, code) != NULL);
+}
+
+/* Each library its own --deny and --heap (--lib NAME,OPTION...), the
+ * global options the default of a library that says nothing. */
+static void per_lib(const char *backend)
+{
+	static char out[1 << 14];
+	const char *unreadable = "its data cannot be read from outside either\n";
+
+	/* libguardtest deny=all, libguardtwo write-only: a read of the first
+	 * is caught, a read of the second works, a write to it is caught;
+	 * either way round of saying it. */
+	lib1 = "libguardtest,deny=all";
+	int st = run(backend, 0, out, sizeof(out), (char *[]){ "--", "./guard-two-prog", NULL });
+	CHECK(WIFSIGNALED(st) && WTERMSIG(st) == SIGABRT && !strstr(out, "\nread "));
+	stopped(backend, out, "read", "libguardtest.so", "own");
+	CHECK(t_cli_count(out, unreadable) == 1 && strstr(out, "/libguardtest.so: its data cannot be read"));
+	if (t_failures)
+		fprintf(stderr, "%s, deny=all:\n%s\n", backend, out);
+	for (int k = 0; k < 2; k++) {
+		lib1 = k ? "libguardtest" : "libguardtest,deny=all";
+		lib2 = k ? "libguardtwo,deny=write" : "libguardtwo";
+		st = run(backend, 0, out, sizeof(out),
+			 k ? (char *[]){ "--deny", "all", "--", "./guard-two-prog", "read2", NULL }
+			   : (char *[]){ "--", "./guard-two-prog", "read2", NULL });
+		CHECK(WIFSIGNALED(st) && WTERMSIG(st) == SIGABRT && strstr(out, "back 8\ntwo 8\n") &&
+		      !strstr(out, "wrote"));
+		stopped(backend, out, "write", "libguardtwo.so", "two_state");
+		CHECK(t_cli_count(out, unreadable) == 1 && strstr(out, "/libguardtest.so: its data cannot be read"));
+		if (t_failures)
+			fprintf(stderr, "%s, read2 %d:\n%s\n", backend, k, out);
+	}
+	lib1 = "libguardtest";
+	lib2 = "libguardtwo";
+
+	/* --heap for libguardtwo only: its block is its domain's; with
+	 * --heap for every library but libguardtwo (noheap), it is not. */
+	lib2 = "libguardtwo,heap";
+	st = run(backend, 0, out, sizeof(out), (char *[]){ "--", "./guard-two-prog", "heapwrite", NULL });
+	CHECK(WIFSIGNALED(st) && WTERMSIG(st) == SIGABRT);
+	CHECK(strstr(out, "mpkit guard: write of a heap block of guard:libguardtwo.so (allocated inside the library) at "
+			  "0x") != NULL);
+	CHECK(t_cli_count(out, ": the blocks it allocates inside go in domain") == 1 &&
+	      strstr(out, "go in domain guard:libguardtwo.so too\n"));
+	if (t_failures)
+		fprintf(stderr, "%s, libguardtwo,heap:\n%s\n", backend, out);
+	lib2 = "libguardtwo,noheap";
+	st = run(backend, 0, out, sizeof(out), (char *[]){ "--heap", "--", "./guard-two-prog", "heapwrite", NULL });
+	CHECK(WIFEXITED(st) && WEXITSTATUS(st) == 0 && strstr(out, "block 9\nwrote 104 9\n"));
+	CHECK(t_cli_count(out, ": the blocks it allocates inside go in domain") == 1 &&
+	      strstr(out, "go in domain guard:libguardtest.so too\n"));
+	if (t_failures)
+		fprintf(stderr, "%s, --heap, libguardtwo,noheap:\n%s\n", backend, out);
+	lib2 = "libguardtwo";
+}
+
 static void backend_runs(const char *backend)
 {
 	static char out[1 << 14];
@@ -152,6 +231,8 @@ static void backend_runs(const char *backend)
 	if (t_failures)
 		fprintf(stderr, "%s, --heap:\n%s\n", backend, out);
 
+	per_lib(backend);
+
 	/* guard-dlprog opens libguardtest with dlopen() and never loads
 	 * libguardtwo: the first is guarded then, the second named. */
 	st = run(backend, 0, out, sizeof(out), (char *[]){ "--", "./guard-dlprog", NULL });
@@ -183,6 +264,40 @@ int main(void)
 	CHECK(WIFEXITED(st) && WEXITSTATUS(st) == 2 && strstr(out, "mpkit guard: 8 --lib at most\n"));
 	st = run("soft", 0, out, sizeof(out), (char *[]){ "--lib", "a:b", "--", "./guard-two-prog", NULL });
 	CHECK(WIFEXITED(st) && WEXITSTATUS(st) == 2);
+
+	/* A word --lib does not know: a usage error naming it, PROG not run. */
+	static const char *const words[][2] = { { "libguardtest,deny=none", "deny=none" },
+						{ "libguardtest,hep", "hep" },
+						{ "libguardtest,heap,", "" },
+						{ "libguardtest,deny=all,heap=1", "heap=1" } };
+	for (size_t k = 0; k < sizeof(words) / sizeof(*words); k++) {
+		char want[256];
+		st = run("soft", 0, out, sizeof(out), (char *[]){ "--lib", (char *)words[k][0], "--", "./guard-two-prog", NULL });
+		snprintf(want, sizeof(want),
+			 "mpkit guard: --lib libguardtest: unknown option '%s' (it takes deny=write, deny=all, heap, noheap)\n",
+			 words[k][1]);
+		CHECK(WIFEXITED(st) && WEXITSTATUS(st) == 2 && strstr(out, want) && !strstr(out, "add "));
+		if (t_failures)
+			fprintf(stderr, "%s:\n%s\n", words[k][0], out);
+	}
+	/* The helper given such a word in a list set by hand: it names it
+	 * and guards the other library (PROG runs: no MPKIT_GUARD_PID). */
+	static char pre[4200], cwd[4096];
+	REQUIRE(getcwd(cwd, sizeof(cwd)));
+	snprintf(pre, sizeof(pre), "LD_PRELOAD=%s/libmpkit-guard.so", cwd);
+	st = t_exec_capture("./guard-two-prog", (char *[]){ "guard-two-prog", NULL },
+			    (char *[]){ pre, "MPKIT_BACKEND=soft", "MPKIT_GUARD_VERBOSE=1",
+					"MPKIT_GUARD_LIB=libguardtest,hep:libguardtwo,deny=all", NULL },
+			    1, out, sizeof(out));
+	CHECK(WIFSIGNALED(st) && WTERMSIG(st) == SIGABRT);
+	CHECK(strstr(out, "mpkit guard: libguardtest: unknown option 'hep' (it takes deny=write, deny=all, heap, "
+			  "noheap)\n") && !strstr(out, "domain guard:libguardtest.so"));
+	CHECK(strstr(out, "mpkit guard: caught a read from outside libguardtwo.so into its data: two_state+0x0"));
+	if (t_failures)
+		fprintf(stderr, "MPKIT_GUARD_LIB with a bad word:\n%s\n", out);
+	/* The name before its options still a file name. */
+	st = run("soft", 0, out, sizeof(out), (char *[]){ "--lib", "./libguardtest,heap", "--", "./guard-two-prog", NULL });
+	CHECK(WIFEXITED(st) && WEXITSTATUS(st) == 2 && strstr(out, "--lib takes the library's file name, not a path"));
 
 	backend_runs("soft");
 	if (t_backend() == MPK_BACKEND_HW)

@@ -1,9 +1,11 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * `mpkit guard --lib NAME... [--deny write|all] [--] PROG ARGS`: PROG with
- * libmpkit-guard.so preloaded (tools/guard_preload.c), which puts each
- * library NAME's data in a domain of its own, writable only inside that
- * library's exported functions (docs/guard.md).
+ * `mpkit guard --lib NAME[,OPTION...]... [--deny write|all] [--heap] [--]
+ * PROG ARGS`: PROG with libmpkit-guard.so preloaded
+ * (tools/guard_preload.c), which puts each library NAME's data in a
+ * domain of its own, writable only inside that library's exported
+ * functions (docs/guard.md); a library's OPTIONs (deny=, heap) over the
+ * global ones.
  */
 #define _GNU_SOURCE
 #include <stdio.h>
@@ -12,6 +14,7 @@
 #include <unistd.h>
 
 #include "cli.h"
+#include "guard_opts.h"
 
 static int cmd_guard(int argc, char **argv)
 {
@@ -24,24 +27,37 @@ static int cmd_guard(int argc, char **argv)
 		{ NULL, 0, NULL, 0 },
 	};
 	const char *deny = "write";
-	char libs[4096] = ""; /* NAME:NAME..., MPKIT_GUARD_LIB */
+	char libs[4096] = ""; /* NAME[,OPTION...]:NAME..., MPKIT_GUARD_LIB */
 	size_t used = 0;
 	int o, report = 0, heap = 0, nlib = 0, bad = 0;
 
 	/* "+": PROG's own options are PROG's. */
 	while ((o = cli_getopt(&cli_guard, argc, argv, "+l:d:rHh", longopts)) != -1) {
 		switch (o) {
-		case 'l':
-			if (!*optarg || strchr(optarg, '/') || strchr(optarg, ':')) {
+		case 'l': {
+			char name[4096];
+			struct guard_opts lo;
+			snprintf(name, sizeof(name), "%s", optarg);
+			const char *word = guard_opts_parse(name, &lo);
+			if (word) {
+				fprintf(stderr, "mpkit guard: --lib %s: unknown option '%s' (it takes %s)\n", name,
+					word, GUARD_OPTS_WORDS);
+				return 2;
+			}
+			if (!*name || strchr(name, '/') || strchr(name, ':')) {
 				bad = 1;
 				break;
 			}
-			if (++nlib > 8 || used + strlen(optarg) + 2 > sizeof(libs)) {
+			/* The helper's entry: the name, and what it says of its own. */
+			if (++nlib > 8 || used + strlen(optarg) + 32 > sizeof(libs)) {
 				fprintf(stderr, "mpkit guard: 8 --lib at most\n");
 				return 2;
 			}
-			used += (size_t)snprintf(libs + used, sizeof(libs) - used, "%s%s", used ? ":" : "", optarg);
+			used += (size_t)snprintf(libs + used, sizeof(libs) - used, "%s%s%s%s", used ? ":" : "", name,
+						 lo.deny_all < 0 ? "" : lo.deny_all ? ",deny=all" : ",deny=write",
+						 lo.heap < 0 ? "" : lo.heap ? ",heap" : ",noheap");
 			break;
+		}
 		case 'd':
 			if (strcmp(optarg, "write") && strcmp(optarg, "all")) {
 				fprintf(stderr, "mpkit guard: --deny takes write or all, not '%s'\n", optarg);
@@ -84,12 +100,15 @@ static int cmd_guard(int argc, char **argv)
 }
 
 const struct cli_command cli_guard = {
-	"guard", cmd_guard, "--lib NAME... [--deny write|all] [--heap] [--report] [--] PROG [ARGS]",
+	"guard", cmd_guard, "--lib NAME[,OPTION...]... [--deny write|all] [--heap] [--report] [--] PROG [ARGS]",
 	"PROG with a library's data writable only while PROG runs inside it",
 	"  -l, --lib=NAME     the library: its file name (libfoo.so.1), or that up\n"
 	"                     to a dot (libfoo); loaded when PROG starts, or\n"
 	"                     by PROG's dlopen() (guarded then, kept loaded);\n"
-	"                     up to 8 --lib, each library in a domain of its own\n"
+	"                     up to 8 --lib, each library in a domain of its own;\n"
+	"                     after the name, comma-separated, that library's own\n"
+	"                     options over the ones below: deny=write, deny=all,\n"
+	"                     heap, noheap (--lib libz,deny=all,heap)\n"
 	"  -d, --deny=write   outside the library its data is read-only (default)\n"
 	"  -d, --deny=all     outside the library its data cannot be read either\n"
 	"  -H, --heap         the heap blocks the library's code allocates while\n"

@@ -36,7 +36,10 @@ struct guard_lib {
 	int index;        /* in guard_libs[] */
 	int found;        /* loaded, at startup or by dlopen() */
 	mpk_domain *domain;
-	mpk_heap *heap; /* --heap (guard_heap.c) */
+	int outside;    /* its domain's rights outside it: MPK_READ, MPK_NONE (deny=all) */
+	int use_heap;   /* its blocks in its domain (heap) */
+	int report;     /* accesses from outside reported, let through (--report) */
+	mpk_heap *heap; /* made under use_heap (guard_heap.c) */
 	uintptr_t base, data_lo, data_hi, text_lo, text_hi;
 	uintptr_t tail_lo, tail_hi; /* the data left out of the domain */
 };
@@ -62,10 +65,10 @@ struct guard_fn {
 const uint8_t *guard_map_elf(const char *path, size_t *len);
 
 /* Faults in the domain (guard_report.c): mpkit's fault handler, with
- * the line that names what was written ahead of its report; report set
- * (--report), accesses from outside reported and let through.  0, or -1
- * with errno. */
-int guard_report_start(struct guard_lib *l, int report);
+ * the line that names what was written ahead of its report; l->report
+ * set (--report), accesses from outside reported and let through.  0,
+ * or -1 with errno. */
+int guard_report_start(struct guard_lib *l);
 /* Every instruction that wrote, with its count, on stderr. */
 void guard_report_end(void);
 
@@ -90,17 +93,13 @@ const struct guard_fn *guard_inner_fn(void);
 const struct guard_fn *guard_entry_fn(const struct guard_lib *l);
 
 /* The library's heap (guard_heap.c): made when the library is guarded,
- * under MPKIT_GUARD_HEAP=1 (1 made, 0 not asked for, -1 with errno);
+ * under l->use_heap (1 made, 0 not asked for, -1 with errno);
  * whether an address of l's domain lies outside
  * its data (a heap block: guard_report.c names it so). */
 int guard_heap_start(struct guard_lib *l);
 int guard_heap_block(const struct guard_lib *l, uintptr_t a);
 /* Whether an export of that name allocates for its caller. */
 int guard_hands_out(const char *name);
-
-/* The rights outside the libraries (MPK_READ, or MPK_NONE)
- * (guard_preload.c). */
-int guard_outside(void);
 
 /* MPKIT_GUARD_STATS (guard_stats.c): the calling thread's calls through
  * the gate and those that opened the domain, per library (guard_gate.c);

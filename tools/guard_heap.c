@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * The guarded libraries' heap blocks (docs/guard.md, "Heap blocks"), under
- * MPKIT_GUARD_HEAP=1 (`mpkit guard --heap`): the helper exports the C
+ * The guarded libraries' heap blocks (docs/guard.md, "Heap blocks"), for
+ * each library guarded with --heap (MPKIT_GUARD_HEAP=1, or its entry's
+ * ",heap"): the helper exports the C
  * library's allocation calls, and a block that a guarded
  * library's own code allocates while a thread is inside a gate comes
  * from a heap in that library's domain; every other call goes
@@ -181,9 +182,7 @@ static inline struct guard_lib *owned(const void *p)
 
 int guard_heap_start(struct guard_lib *l)
 {
-	const char *on = getenv("MPKIT_GUARD_HEAP");
-
-	if (!on || strcmp(on, "1"))
+	if (!l->use_heap)
 		return 0;
 	mpk_heap *h = mpk_heap_create(l->domain, 0);
 	if (!h)

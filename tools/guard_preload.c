@@ -47,6 +47,7 @@
 #include <unistd.h>
 
 #include "guard.h"
+#include "guard_opts.h"
 
 #define GUARD_FAILED 125 /* tools/mpkit.c */
 
@@ -61,13 +62,17 @@ static int must(void)
 	return prog && getpid() == prog;
 }
 static int verbose; /* MPKIT_GUARD_VERBOSE: say what was guarded, and not */
-static int report;  /* MPKIT_GUARD_REPORT: writes from outside reported, let through */
-static int api;     /* guarded by mpk_guard_library(): its errno says why not */
+/* The libraries' options where their entries say nothing: MPKIT_GUARD_DENY=all,
+ * MPKIT_GUARD_HEAP=1, MPKIT_GUARD_REPORT (writes from outside reported, let
+ * through). */
+static int deny_all, heap_all, report;
+static int api; /* in mpk_guard_library(): its errno says why not, and PROG goes on */
 
 static void guard_fail(const char *what, const char *why)
 {
-	if (!api)
-		fprintf(stderr, "mpkit guard: %s: %s\n", what, why);
+	if (api)
+		return;
+	fprintf(stderr, "mpkit guard: %s: %s\n", what, why);
 	if (must())
 		_exit(GUARD_FAILED);
 }
@@ -334,15 +339,9 @@ static void guard_open_at_exit(void)
 			continue;
 }
 
-static int rights;  /* outside the libraries: MPK_READ, or MPK_NONE */
-static int waiting; /* libraries not loaded yet: guarded when dlopen() brings them */
-static int reporting;
+static int waiting;   /* libraries not loaded yet: guarded when dlopen() brings them */
+static int reporting; /* some library's accesses are listed at exit */
 static pthread_mutex_t late = PTHREAD_MUTEX_INITIALIZER;
-
-int guard_outside(void)
-{
-	return rights;
-}
 
 struct guard_lib *guard_lib_of(const mpk_domain *d)
 {
@@ -396,15 +395,15 @@ static int guard_lib(struct guard_lib *l)
 	}
 	/* Set before the gates exist: their descriptors lead here. */
 	__atomic_store_n(&l->domain, d, __ATOMIC_RELEASE);
-	if (adopt_data(l) || (heap = api ? 0 : guard_heap_start(l)) < 0 || patch_exports(l, &patched, &refused, &past)) {
+	if (adopt_data(l) || (heap = guard_heap_start(l)) < 0 || patch_exports(l, &patched, &refused, &past)) {
 		guard_fail(l->want, strerror(errno));
 		return -1;
 	}
-	if (guard_report_start(l, report)) {
+	if (guard_report_start(l)) {
 		guard_fail(l->want, strerror(errno));
 		return -1;
 	}
-	if (mpk_set_all(d, rights)) {
+	if (mpk_set_all(d, l->outside)) {
 		guard_fail(l->want, strerror(errno));
 		return -1;
 	}
@@ -414,11 +413,13 @@ static int guard_lib(struct guard_lib *l)
 		return -1;
 
 	}
-	reporting = report;
+	reporting |= l->report;
 	if (verbose) {
 		fprintf(stderr, "mpkit guard: %s: %zu bytes of data in domain %s, %d functions gated, %d not\n",
 			l->path, (size_t)(l->data_hi - l->data_lo), dname, patched, refused);
 		fprintf(stderr, "mpkit guard: %s: %d of its own PLT calls of them past the gate\n", l->path, past);
+		if (l->outside == MPK_NONE)
+			fprintf(stderr, "mpkit guard: %s: its data cannot be read from outside either\n", l->path);
 		if (heap)
 			fprintf(stderr, "mpkit guard: %s: the blocks it allocates inside go in domain %s too\n", l->path,
 				dname);
@@ -457,7 +458,8 @@ __attribute__((visibility("default"))) void *dlopen(const char *file, int mode)
 	if (!real)
 		*(void **)&real = dlsym(RTLD_NEXT, "dlopen");
 	void *h = real ? real(file, mode) : NULL;
-	if (!h || !__atomic_load_n(&waiting, __ATOMIC_ACQUIRE))
+	/* RTLD_NOLOAD brings nothing (and mpkit_guard_api() calls it holding late). */
+	if (!h || (mode & RTLD_NOLOAD) || !__atomic_load_n(&waiting, __ATOMIC_ACQUIRE))
 		return h;
 	pthread_mutex_lock(&late);
 	for (int i = 0; i < guard_nlibs; i++) {
@@ -476,8 +478,8 @@ __attribute__((visibility("default"))) void *dlopen(const char *file, int mode)
 
 /* One library to guard, by name (its file name, or that up to a dot):
  * guarded now if it is loaded, else when PROG's dlopen() brings it.
- * The options (rights outside, --report, --heap) are the process's. */
-static void guard_library(const char *want)
+ * Its options: its entry's, else the process's. */
+static void guard_library(const char *want, const struct guard_opts *o)
 {
 	if (guard_nlibs == GUARD_LIBS) {
 		guard_fail(want, "too many libraries (8 at most)");
@@ -486,6 +488,9 @@ static void guard_library(const char *want)
 	struct guard_lib *l = &guard_libs[guard_nlibs];
 	l->want = want;
 	l->index = guard_nlibs;
+	l->outside = (o->deny_all < 0 ? deny_all : o->deny_all) ? MPK_NONE : MPK_READ;
+	l->use_heap = o->heap < 0 ? heap_all : o->heap;
+	l->report = report;
 	__atomic_store_n(&guard_nlibs, guard_nlibs + 1, __ATOMIC_RELEASE);
 	if (dl_iterate_phdr(find_lib, l)) {
 		l->found = 1;
@@ -508,7 +513,8 @@ __attribute__((constructor)) static void guard_start(void)
 	prog = pid ? (pid_t)atol(pid) : 0;
 	verbose = getenv("MPKIT_GUARD_VERBOSE") != NULL;
 	report = getenv("MPKIT_GUARD_REPORT") != NULL;
-	rights = deny && !strcmp(deny, "all") ? MPK_NONE : MPK_READ;
+	deny_all = deny && !strcmp(deny, "all");
+	heap_all = getenv("MPKIT_GUARD_HEAP") && !strcmp(getenv("MPKIT_GUARD_HEAP"), "1");
 	guard_stats_start();
 	if (!list || !*list) {
 		/* Opened by mpk_guard_library(), which says what to guard. */
@@ -521,20 +527,32 @@ __attribute__((constructor)) static void guard_start(void)
 
 		return;
 	}
-	/* NAME:NAME...: a library's file name has no colon (ld.so's lists
-	 * use it too). */
-	for (char *n = strtok_r(names, ":", &save); n; n = strtok_r(NULL, ":", &save))
-		guard_library(n);
+	/* NAME[,OPTION...]:NAME...: a library's file name has no colon (ld.so's
+	 * lists use it too), nor a comma. */
+	for (char *n = strtok_r(names, ":", &save); n; n = strtok_r(NULL, ":", &save)) {
+		struct guard_opts o;
+		const char *bad = guard_opts_parse(n, &o);
+		if (bad) {
+			char why[160];
+			snprintf(why, sizeof(why), "unknown option '%.40s' (it takes %s)", bad, GUARD_OPTS_WORDS);
+			guard_fail(n, why);
+			continue;
+		}
+		guard_library(n, &o);
+	}
 	if (!guard_nlibs)
 		guard_fail("MPKIT_GUARD_LIB", "empty: no library to guard");
 }
 
 /* mpk_guard_library() (src/features/guard.c), this helper opened by
  * dlopen() or preloaded: what guard_library() does for a library already
- * loaded, the flags for the environment.  Nothing is changed on EEXIST
- * or EBUSY (a library guarded already: through the API, one per
- * process, with the options of the first), ENOENT (not loaded) or
- * ENOTSUP (no data of its own to guard). */
+ * loaded, its options from the flags; each call another library, in the
+ * next place of guard_libs[] (after mpkit guard's own).  Nothing is
+ * changed on EEXIST (guarded already), EBUSY (named by mpkit guard's
+ * --lib, guarded when PROG's dlopen() brings it), ENOENT (not loaded),
+ * ENOSPC (GUARD_LIBS guarded) or ENOTSUP (no data of its own to guard);
+ * nor when guarding fails before its domain is made (its place is given
+ * back).  Past that a failure leaves it half guarded, in its place. */
 __attribute__((visibility("default"))) int mpkit_guard_api(const char *name, unsigned flags)
 {
 	struct guard_lib *want = calloc(1, sizeof(*want));
@@ -546,31 +564,45 @@ __attribute__((visibility("default"))) int mpkit_guard_api(const char *name, uns
 	pthread_mutex_lock(&late);
 	int found = dl_iterate_phdr(find_lib, want);
 	errno = 0;
-	for (int i = 0; i < guard_nlibs && !errno; i++)
-		if (guard_libs[i].domain)
-			errno = found && guard_libs[i].base == want->base ? EEXIST : EBUSY;
+	for (int i = 0; i < guard_nlibs && found && !errno; i++) {
+		const struct guard_lib *g = &guard_libs[i];
+		if (g->domain && g->base == want->base)
+			errno = EEXIST;
+		else if (!g->found && name_matches(want->path, g->want))
+			errno = EBUSY;
+	}
 	if (errno)
 		;
-	else if (guard_nlibs)
-		errno = EBUSY; /* named by mpkit guard, not loaded yet */
 	else if (!found)
 		errno = ENOENT;
+	else if (guard_nlibs == GUARD_LIBS)
+		errno = ENOSPC;
 	else if (want->data_hi <= want->data_lo)
 		errno = ENOTSUP;
-	else if ((want->want = strdup(name))) {
+	else if (!(want->want = strdup(name)))
+		errno = ENOMEM;
+	else if (!dlopen(want->path, RTLD_LAZY | RTLD_NOLOAD | RTLD_NODELETE)) {
 		/* Kept loaded, as the dlopen() wrapper keeps a library it guards. */
-		if (dlopen(want->path, RTLD_LAZY | RTLD_NOLOAD | RTLD_NODELETE)) {
-			struct guard_lib *l = &guard_libs[0];
-			*l = *want;
-			l->found = 1;
-			api = 1;
-			rights = flags & MPK_GUARD_DENY_ALL ? MPK_NONE : MPK_READ;
-			report = (flags & MPK_GUARD_REPORT) != 0;
-			__atomic_store_n(&guard_nlibs, 1, __ATOMIC_RELEASE);
-			rc = guard_lib(l);
-		} else {
-			free((void *)want->want);
-			errno = ENOENT;
+		free((void *)want->want);
+		errno = ENOENT;
+	} else {
+		struct guard_lib *l = &guard_libs[guard_nlibs];
+		*l = *want;
+		l->index = guard_nlibs;
+		l->found = 1;
+		l->outside = flags & MPK_GUARD_DENY_ALL ? MPK_NONE : MPK_READ;
+		l->report = (flags & MPK_GUARD_REPORT) != 0;
+		l->use_heap = 0; /* no malloc of the program's reaches a helper opened late */
+		__atomic_store_n(&guard_nlibs, guard_nlibs + 1, __ATOMIC_RELEASE);
+		api = 1;
+		rc = guard_lib(l);
+		api = 0;
+		if (rc && !__atomic_load_n(&l->domain, __ATOMIC_ACQUIRE)) {
+			int e = errno;
+			__atomic_store_n(&guard_nlibs, l->index, __ATOMIC_RELEASE);
+			free((void *)l->want);
+			memset(l, 0, sizeof(*l));
+			errno = e;
 		}
 	}
 	int e = errno;

@@ -45,7 +45,6 @@ static struct {
 	struct dsym *syms;
 	size_t n;
 } tab[GUARD_LIBS]; /* by guard_lib.index */
-static int reporting; /* --report: accesses let through */
 
 /* One per writing instruction; the first write of each is reported. */
 #define SITES 256
@@ -267,7 +266,7 @@ static int on_fault(const struct mpk_fault *f, void *arg)
 	if (f->pkey >= 0 && f->rights != MPK_RW && guard_inside(f->domain) &&
 	    !mpk_set(f->domain, MPK_RW))
 		return MPK_FAULT_RETRY;
-	if (!reporting || !uc || stepping) {
+	if (!lib->report || !uc || stepping) {
 		report_caught(lib, f, ip);
 		return MPK_FAULT_ABORT;
 	}
@@ -330,15 +329,24 @@ static void on_trap(int sig, siginfo_t *si, void *uc)
 	errno = saved;
 }
 
-/* l's symbols; the handlers with the first library guarded. */
-int guard_report_start(struct guard_lib *l, int report)
+/* l's symbols; the fault handlers with the first library guarded, the
+ * trap's with the first that reports (mpk_guard_library() may guard
+ * one that does after others that do not). */
+int guard_report_start(struct guard_lib *l)
 {
-	static int installed;
+	static int installed, trapping;
 	struct sigaction sa;
 
-	reporting = report;
 	if (load_syms(l))
 		return -1;
+	if (l->report && !trapping) {
+		memset(&old_trap, 0, sizeof(old_trap));
+		struct sigaction tr = { .sa_sigaction = on_trap, .sa_flags = SA_SIGINFO | SA_ONSTACK };
+		sigemptyset(&tr.sa_mask);
+		if (sigaction(SIGTRAP, &tr, &old_trap))
+			return -1;
+		trapping = 1;
+	}
 	if (installed)
 		return 0;
 	installed = 1;
@@ -348,13 +356,6 @@ int guard_report_start(struct guard_lib *l, int report)
 	mpk__bt_prime();
 	sa = mpkit_segv;
 	sa.sa_sigaction = on_segv;
-	if (report) {
-		memset(&old_trap, 0, sizeof(old_trap));
-		struct sigaction tr = { .sa_sigaction = on_trap, .sa_flags = SA_SIGINFO | SA_ONSTACK };
-		sigemptyset(&tr.sa_mask);
-		if (sigaction(SIGTRAP, &tr, &old_trap))
-			return -1;
-	}
 	return sigaction(SIGSEGV, &sa, NULL);
 }
 

@@ -7,7 +7,7 @@
  * pthread_create(): on hw a new thread copies its creator's PKRU, so a
  * thread created while its creator is inside the library (a callback of
  * the program's that starts one) would run with the domain open for
- * good.  The creator closes every guarded library's domain to the rights
+ * good.  The creator closes every guarded library's domain to its rights
  * outside for the clone, so the thread starts closed, then takes its
  * rights back; a thread whose start routine is a guarded library's own
  * code starts with them (its worker).  Not on soft: a new thread holds
@@ -56,8 +56,8 @@ static int set_all(int *r, int to)
 			continue;
 		if (!to)
 			r[i] = mpk_get(d);
-		int want = to ? r[i] : guard_outside();
-		if (r[i] >= 0 && r[i] != guard_outside() && mpk_set(d, want))
+		int out = guard_libs[i].outside, want = to ? r[i] : out;
+		if (r[i] >= 0 && r[i] != out && mpk_set(d, want))
 			rc = -1;
 	}
 	return rc;

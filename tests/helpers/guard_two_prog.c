@@ -11,7 +11,9 @@
  * state of libguardtest/libguardtwo: both domains closed again;
  * "thread1"/"thread2": such a callback starts a thread that writes that
  * state (on hw it starts with both domains closed); "heap": it reads,
- * then frees a block libguardtwo allocated, "heapwrite": it writes one.
+ * then frees a block libguardtwo allocated, "heapwrite": it writes one;
+ * "read2": it reads libguardtwo's state, not libguardtest's, then writes
+ * it (--lib libguardtest,deny=all --lib libguardtwo).
  */
 #include <pthread.h>
 #include <setjmp.h>
@@ -55,6 +57,13 @@ int main(int argc, char **argv)
 	printf("add2 %ld\n", g2_add(2));
 	printf("call %ld\n", g2_call(3));
 	printf("back %ld\n", g2_back(5));
+	if (!strcmp(mode, "read2")) {
+		printf("two %ld\n", *g2_ptr());
+		fflush(stdout);
+		*g2_ptr() = 12;
+		printf("wrote two\n");
+		return 0;
+	}
 	printf("read %ld %ld\n", *g_ptr(), *g2_ptr());
 	fflush(stdout);
 	if (!strcmp(mode, "write1"))
