@@ -6,7 +6,8 @@
  * library freed it (a use after free), past a returned block into the
  * kept one (pointer arithmetic), into a block malloc() returned straight
  * to the gate (a tail call), 0x13 bytes into a block of 21, 8 bytes into
- * a block of 4 (past its end): each faults, the guard's line names the
+ * a block of 4 (past its end), 0x20000 into one of 200000 (the index's
+ * array of big blocks): each faults, the guard's line names the
  * block as the program printed it (start, size asked for, offset; the
  * block arithmetic lands in, not the one it started from; "free heap
  * space" after a free and past the end) and mpkit's names the domain,
@@ -127,6 +128,7 @@ static void backend_runs(const char *backend, const char *code)
 	faults(backend, code, "write", "inner", "write", "", "wrote inner", 0x13, IN(0x13, 21));
 	faults(backend, code, "write", "past", "write", "", "wrote past", 8,
 	       "free heap space of libguardheap.so, +0x8 from the 4-byte block at %#llx (past its end)");
+	faults(backend, code, "write", "big", "write", "", "wrote big", 0x20000, IN(0x20000, 200000));
 	/* Where a read lands is the C library's string code's choice. */
 	faults(backend, code, "all", "read", "read", "", "read abc", 0, NULL);
 

@@ -296,7 +296,9 @@ static size_t size_at(const struct table *t, uintptr_t p)
 	return (size_t)-1;
 }
 
-/* One read of the index: b filled, kind IN, PAST or FREE. */
+/* One read of the index: b filled, kind IN, PAST or FREE.  PAST: the
+ * nearest block below a, a small one starting within SMALL bytes or a
+ * big one ending within SMALL bytes. */
 static void look(uintptr_t a, struct guard_block *b)
 {
 	const struct bigs *bg = __atomic_load_n(&bigs, __ATOMIC_ACQUIRE);
@@ -304,6 +306,7 @@ static void look(uintptr_t a, struct guard_block *b)
 	size_t nb = bg ? __atomic_load_n(&bg->n, __ATOMIC_ACQUIRE) : 0;
 
 	b->kind = GUARD_BLOCK_FREE;
+	b->start = 0;
 	for (size_t i = 0; i < nb && i < bg->cap; i++) {
 		uintptr_t p = ld(&bg->e[i].p);
 		size_t n = ld(&bg->e[i].n);
@@ -311,10 +314,12 @@ static void look(uintptr_t a, struct guard_block *b)
 			b->kind = GUARD_BLOCK_IN, b->start = p, b->size = n;
 			return;
 		}
+		if (a >= p && a - p - n < SMALL && p > b->start)
+			b->kind = GUARD_BLOCK_PAST, b->start = p, b->size = n;
 	}
 	if (!t)
 		return;
-	for (uintptr_t p = a & ~(uintptr_t)15; p && a - p < SMALL; p -= 16) {
+	for (uintptr_t p = a & ~(uintptr_t)15; p > b->start && a - p < SMALL; p -= 16) {
 		size_t n = size_at(t, p);
 		if (n == (size_t)-1)
 			continue;

@@ -10,7 +10,8 @@
  * block after the library freed it, "arith" past a returned block into
  * the block the library keeps beside it, "tail" into a block malloc()
  * returned straight to the gate, "inner" 0x13 bytes into a block of 21,
- * "past" 8 bytes into a block of 4 (past its end, in its slot), "read"
+ * "past" 8 bytes into a block of 4 (past its end, in its slot), "big"
+ * 0x20000 bytes into the library's kept block of 200000, "read"
  * reads one (for --deny all), "report" writes a library block three
  * times from one instruction and goes on (for --report), "free" frees
  * and reallocs library blocks without reading them (for --deny all).
@@ -115,6 +116,11 @@ int main(int argc, char **argv)
 		printf("block %p\n", (void *)d);
 		poke(d + (m[0] == 'i' ? 0x13 : 8), 'X');
 		printf("wrote %s\n", m);
+	} else if (!strcmp(m, "big")) {
+		char *k = g_kept(200000, 'B');
+		printf("block %p\n", (void *)k);
+		poke(k + 0x20000, 'X');
+		printf("wrote big\n");
 	} else if (!strcmp(m, "read")) {
 		char *d = g_copy("abc");
 		printf("block %p\n", (void *)d);
