@@ -7,8 +7,8 @@
  * address is in (start, size asked for), else the nearest below it (a
  * small block starting, a big one ending, within 64 KiB), else free.
  * While a heap call is under way (begin without end) "in a block" is
- * still answered, "in none" is not known; a size comes back from a
- * forget, -1 for a block never recorded.
+ * still answered, "in none" is not known; a block's size comes back
+ * when it is forgotten, -1 for one never recorded.
  */
 #include <stdlib.h>
 
@@ -75,15 +75,14 @@ int main(void)
 		for (int i = 0; i < NB; i++) {
 			if (rand() % 3 == 0)
 				continue;
-			guard_blocks_begin();
 			if (blk[i].live) {
-				CHECK(guard_blocks_del((void *)blk[i].p) == blk[i].n);
-				blk[i].live = 0;
+				CHECK(guard_blocks_begin((void *)blk[i].p) == blk[i].n);
+				guard_blocks_end(NULL, 0);
 			} else {
-				guard_blocks_add((void *)blk[i].p, blk[i].n);
-				blk[i].live = 1;
+				CHECK(guard_blocks_begin(NULL) == (size_t)-1);
+				guard_blocks_end((void *)blk[i].p, blk[i].n);
 			}
-			guard_blocks_end();
+			blk[i].live = !blk[i].live;
 		}
 		for (int k = 0; k < 600 && !t_failures; k++) {
 			int i = rand() % NB;
@@ -94,7 +93,8 @@ int main(void)
 			check_at(blk[i].p - 1);
 		}
 	}
-	CHECK(guard_blocks_del((void *)(blk[0].p + 16)) == (size_t)-1);
+	CHECK(guard_blocks_begin((void *)(blk[0].p + 16)) == (size_t)-1);
+	guard_blocks_end(NULL, 0);
 
 	/* A heap call under way: "in" still known, "in none" not. */
 	int in = -1, out = -1;
@@ -102,12 +102,12 @@ int main(void)
 		*(blk[i].live ? &in : &out) = i;
 	REQUIRE(in >= 0 && out >= 0);
 	struct guard_block got;
-	guard_blocks_begin();
+	(void)guard_blocks_begin(NULL);
 	guard_blocks_find(blk[in].p + 1, &got);
 	CHECK(got.kind == GUARD_BLOCK_IN && got.start == blk[in].p);
 	guard_blocks_find(blk[out].p, &got);
 	CHECK(got.kind == GUARD_BLOCK_UNKNOWN);
-	guard_blocks_end();
+	guard_blocks_end(NULL, 0);
 	guard_blocks_find(blk[out].p, &got);
 	CHECK(got.kind == GUARD_BLOCK_PAST || got.kind == GUARD_BLOCK_FREE);
 	return t_done();

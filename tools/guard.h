@@ -99,11 +99,12 @@ int guard_heap_block(const struct guard_lib *l, uintptr_t a);
 int guard_hands_out(const char *name);
 
 /* The library heaps' blocks by address (guard_blocks.c).  guard_heap.c
- * brackets each heap call that hands out or takes back a block with
- * begin/end, records each block handed out (add: start, size asked for)
- * and forgets each before it goes back (del: its size, or -1 if not
- * recorded); start registers the fork handlers.  find() says which block
- * address a is in, async-signal-safe (no lock, no allocation). */
+ * brackets each heap call that hands out or takes back a block: begin()
+ * before it, forgetting the block to go back (its size, or -1 if not
+ * recorded; NULL: none), end() after it, recording the block handed out
+ * (start, size asked for; NULL: none).  start() registers the fork
+ * handlers.  find() says which block address a is in, async-signal-safe
+ * (no lock, no allocation). */
 enum {
 	GUARD_BLOCK_UNKNOWN, /* not known: the heap was changing */
 	GUARD_BLOCK_IN,      /* in the block at start, of size bytes */
@@ -116,10 +117,8 @@ struct guard_block {
 	size_t size;
 };
 void guard_blocks_start(void);
-void guard_blocks_begin(void);
-void guard_blocks_end(void);
-void guard_blocks_add(const void *p, size_t n);
-size_t guard_blocks_del(const void *p);
+size_t guard_blocks_begin(const void *forget);
+void guard_blocks_end(const void *p, size_t n);
 void guard_blocks_find(uintptr_t a, struct guard_block *b);
 
 /* The rights outside the libraries (MPK_READ, or MPK_NONE)

@@ -102,16 +102,6 @@ void guard_blocks_start(void)
 		(void)pthread_atfork(fork_prepare, fork_parent, fork_child);
 }
 
-void guard_blocks_begin(void)
-{
-	__atomic_add_fetch(&flight, 1, __ATOMIC_SEQ_CST);
-}
-
-void guard_blocks_end(void)
-{
-	__atomic_add_fetch(&flight, ACTIVE, __ATOMIC_SEQ_CST); /* one fewer under way, one more done */
-}
-
 static void *map(size_t len)
 {
 	void *m = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
@@ -195,14 +185,11 @@ static int add_big(uintptr_t p, size_t n)
 	return 0;
 }
 
-void guard_blocks_add(const void *ptr, size_t n)
+/* Lock held. */
+static void add(uintptr_t p, size_t n)
 {
-	uintptr_t p = (uintptr_t)ptr;
 	int ok = 0;
 
-	if (!p)
-		return;
-	lock_take();
 	write_begin();
 	if (p & 15)
 		; /* the walk steps 16 bytes: such a start is never found */
@@ -224,7 +211,6 @@ void guard_blocks_add(const void *ptr, size_t n)
 	if (!ok)
 		__atomic_store_n(&lost, 1, __ATOMIC_RELAXED);
 	write_end();
-	lock_drop();
 }
 
 /* Slot i emptied: the entries after it that probed past it move back. */
@@ -247,14 +233,11 @@ static void shift_back(struct table *t, size_t i)
 	st(&t->e[i].p, 0);
 }
 
-size_t guard_blocks_del(const void *ptr)
+/* Lock held: the size of block p, forgotten, or -1. */
+static size_t del(uintptr_t p)
 {
-	uintptr_t p = (uintptr_t)ptr;
 	size_t n = (size_t)-1;
 
-	if (!p)
-		return n;
-	lock_take();
 	write_begin();
 	struct table *t = tab;
 	struct bigs *b = bigs;
@@ -276,8 +259,31 @@ size_t guard_blocks_del(const void *ptr)
 			__atomic_store_n(&b->n, b->n - 1, __ATOMIC_RELEASE);
 		}
 	write_end();
+	return n;
+}
+
+/* Each takes the lock once (a malloc + free pair of library blocks: four
+ * locked instructions); the count of calls under way changes under it,
+ * before the table does on the way in, after it on the way out. */
+size_t guard_blocks_begin(const void *forget)
+{
+	size_t n = (size_t)-1;
+
+	lock_take();
+	__atomic_store_n(&flight, flight + 1, __ATOMIC_RELEASE);
+	if (forget)
+		n = del((uintptr_t)forget);
 	lock_drop();
 	return n;
+}
+
+void guard_blocks_end(const void *p, size_t n)
+{
+	lock_take();
+	if (p)
+		add((uintptr_t)p, n);
+	__atomic_store_n(&flight, flight + ACTIVE, __ATOMIC_RELEASE); /* one fewer under way, one more done */
+	lock_drop();
 }
 
 /* The size of the block that starts at p, or -1: a probe bounded by the

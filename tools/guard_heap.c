@@ -205,14 +205,13 @@ int guard_heap_block(const struct guard_lib *l, uintptr_t a)
  * guard_blocks_begin(), and ends here: p (n bytes asked for) recorded. */
 static void *made(void *p, size_t n)
 {
-	guard_blocks_add(p, n);
-	guard_blocks_end();
+	guard_blocks_end(p, n);
 	return spanned(p, n);
 }
 
 static void *lib_alloc(mpk_heap *h, size_t align, size_t n)
 {
-	guard_blocks_begin();
+	guard_blocks_begin(NULL);
 	return made(align <= 16 ? mpk_heap_malloc(h, n) : mpk_heap_aligned_alloc(h, align, n), n);
 }
 
@@ -230,7 +229,7 @@ EXPORT void *calloc(size_t k, size_t n)
 	mpk_heap *h = for_lib(RA);
 
 	if (h) {
-		guard_blocks_begin();
+		guard_blocks_begin(NULL);
 		return made(mpk_heap_calloc(h, k, n), k * n); /* no overflow: it succeeded */
 	}
 	if (ready())
@@ -250,10 +249,9 @@ EXPORT void free(void *p)
 	struct guard_lib *o = owned(p);
 	if (o) {
 		int err = errno;
-		guard_blocks_begin();
-		(void)guard_blocks_del(p);
+		(void)guard_blocks_begin(p);
 		(void)mpk_heap_free(o->heap, p); /* misuse: mpkit's report, abort */
-		guard_blocks_end();
+		guard_blocks_end(NULL, 0);
 		errno = err;
 		return;
 	}
@@ -278,10 +276,9 @@ static void *move_out(struct guard_lib *o, mpk_heap *h, void *p, size_t n)
 	memcpy(q, p, have < n ? have : n);
 	if (was == MPK_NONE && mpk_set(o->domain, was))
 		abort();
-	guard_blocks_begin();
-	(void)guard_blocks_del(p);
+	(void)guard_blocks_begin(p);
 	(void)mpk_heap_free(o->heap, p);
-	guard_blocks_end();
+	guard_blocks_end(NULL, 0);
 	return q;
 }
 
@@ -289,11 +286,12 @@ static void *move_out(struct guard_lib *o, mpk_heap *h, void *p, size_t n)
  * (recorded again as it was if that fails). */
 static void *realloc_in(mpk_heap *h, void *p, size_t n)
 {
-	guard_blocks_begin();
-	size_t was = guard_blocks_del(p);
+	size_t was = guard_blocks_begin(p);
 	void *q = mpk_heap_realloc(h, p, n);
-	if (!q && was != (size_t)-1)
-		guard_blocks_add(p, was);
+	if (!q && was != (size_t)-1) {
+		guard_blocks_end(p, was);
+		return NULL;
+	}
 	return made(q, n);
 }
 
