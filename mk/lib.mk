@@ -85,7 +85,8 @@ $(B)/libmpkit-watch.so: $(HELPER_OBJ) $(HELPER_LIB) tools/watch_preload.map
 # gates' mapping goes in the gap nearest the library); --report's
 # backtraces come from one of src/shared/unwind.c, its fault reports'
 # text buffers from one of src/shared/trace.c.
-GUARD_OBJ := $(addprefix $(B)/preload/tools/,guard_preload.o guard_patch.o guard_gate.o guard_unwind.o guard_report.o guard_wrap.o guard_stats.o guard_heap.o guard_opts.o) \
+GUARD_OBJ := $(addprefix $(B)/preload/tools/,guard_preload.o guard_patch.o guard_gate.o guard_unwind.o guard_report.o guard_wrap.o guard_stats.o guard_heap.o \
+		guard_opts.o guard_blocks.o) \
 	     $(B)/preload/src/shared/insn.o $(B)/preload/src/shared/insn_0f.o $(B)/preload/src/shared/unwind.o \
 	     $(B)/preload/src/shared/procmaps.o $(B)/preload/src/shared/trace.o
 # guard_unwind.c's <unwind.h> is the compiler's, not src/shared's: its

@@ -32,6 +32,12 @@ $(B)/tests/t_ialloc_no_malloc: $(B)/obj/tests/t_ialloc_no_malloc.o $(B)/obj/src/
 	@mkdir -p $(@D)
 	$(CC) $(ALL_LDFLAGS) -rdynamic $^ $(SO_RPATH) -o $@
 
+# The guard helper's index of heap blocks (tools/guard_blocks.c), alone.
+$(B)/obj/tests/t_guard_blocks.o: MPK_XCFLAGS += -Itools
+$(B)/tests/t_guard_blocks: $(B)/obj/tests/t_guard_blocks.o $(B)/obj/tools/guard_blocks.o $(KIT_LIB) $(B)/libmpkit.a
+	@mkdir -p $(@D)
+	$(CC) $(ALL_LDFLAGS) $^ -o $@
+
 # mpk_guard_library() opens a helper that links libmpkit.so: the program
 # must link it too (linked statically, the call refuses, ENOTSUP).
 $(B)/tests/t_guard_api: $(B)/obj/tests/t_guard_api.o $(KIT_LIB) $(B)/libmpkit.so

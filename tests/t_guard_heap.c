@@ -5,10 +5,14 @@
  * library handed out, into the block the library keeps after the
  * library freed it (a use after free), past a returned block into the
  * kept one (pointer arithmetic), into a block malloc() returned straight
- * to the gate (a tail call): each faults, the report says "a heap block
- * of guard:libguardheap.so" and mpkit's names the domain, SEGV_ACCERR on
- * soft, SEGV_PKUERR and the domain's key on hw; under --deny all a read
- * faults too.  Permission: the library writes and grows its blocks
+ * to the gate (a tail call), 0x13 bytes into a block of 21, 8 bytes into
+ * a block of 4 (past its end), 0x20000 into one of 200000 (the index's
+ * array of big blocks): each faults, the guard's line names the
+ * block as the program printed it (start, size asked for, offset; the
+ * block arithmetic lands in, not the one it started from; "free heap
+ * space" after a free and past the end) and mpkit's names the domain,
+ * SEGV_ACCERR on soft, SEGV_PKUERR and the domain's key on hw; under
+ * --deny all a read faults too.  Permission: the library writes and grows its blocks
  * (realloc inside keeps them), calloc() and the aligned calls inside;
  * the program reads them, frees them with free(), realloc()s one (the
  * copy is its own, contents kept, writable), writes a block it handed in
@@ -19,7 +23,8 @@
  * Under --deny all free() and realloc() of a library block still work
  * (realloc reads it with the domain open).  Without --heap the same
  * writes are let alone.  --report (soft) lets three writes of one
- * instruction through and lists them as a heap block's.  Both backends:
+ * instruction through, names the block and offset of the first in its
+ * line and in the list at exit.  Both backends:
  * soft forced, hw where there are keys; and under `mpkit run` (the
  * drop-in allocator behind the helper), the same allowed run and write
  * (not in an ASan build, whose mpkit command cannot take the drop-in).
@@ -57,12 +62,24 @@ static int guard(const char *backend, char *out, size_t cap, char *const *args)
 			      1, out, cap);
 }
 
-/* guard-heap-prog MODE under --heap (and deny): killed by the report. */
+/* The block guard-heap-prog printed ("block 0x..."), 0 if none. */
+static unsigned long long block_of(const char *out)
+{
+	for (const char *b = out; (b = strstr(b, "block 0x")); b++)
+		if (b == out || b[-1] == '\n')
+			return strtoull(b + 6, NULL, 16);
+	return 0;
+}
+
+/* guard-heap-prog MODE under --heap (and deny): killed by the report.
+ * The guard's line: the access off bytes from the block the program
+ * printed, then named (named: a format whose %llx is that block's start;
+ * NULL, just "into its heap at"). */
 static void faults(const char *backend, const char *code, const char *deny, const char *mode, const char *what,
-		   const char *before, const char *after)
+		   const char *before, const char *after, long off, const char *named)
 {
 	static char out[1 << 14];
-	char want[128];
+	char want[384], tail[256];
 
 	int st = guard(backend, out, sizeof(out),
 		       (char *[]){ "mpkit", "guard", "--heap", "--deny", (char *)deny, "--lib", "libguardheap", "--", "./guard-heap-prog",
@@ -70,7 +87,14 @@ static void faults(const char *backend, const char *code, const char *deny, cons
 	CHECK(WIFSIGNALED(st) && WTERMSIG(st) == SIGABRT);
 	CHECK(strstr(out, before) != NULL);
 	CHECK(strstr(out, after) == NULL);
-	snprintf(want, sizeof(want), "mpkit guard: %s of a heap block of guard:libguardheap.so (allocated inside the library) at 0x", what);
+	unsigned long long blk = block_of(out);
+	CHECK(blk != 0);
+	snprintf(want, sizeof(want), "mpkit guard: caught a %s from outside libguardheap.so into its heap at 0x", what);
+	if (named) {
+		snprintf(tail, sizeof(tail), named, blk);
+		snprintf(want, sizeof(want), "mpkit guard: caught a %s from outside libguardheap.so into its heap at %#llx: %s\n",
+			 what, blk + (unsigned long long)off, tail);
+	}
 	CHECK(strstr(out, want) != NULL);
 	snprintf(want, sizeof(want), "mpkit: protection fault: %s of domain \"guard:libguardheap.so\" at 0x", what);
 	CHECK(strstr(out, want) != NULL);
@@ -80,6 +104,9 @@ static void faults(const char *backend, const char *code, const char *deny, cons
 	if (t_failures)
 		fprintf(stderr, "%s, %s, --deny %s:\n%s\n", backend, mode, deny, out);
 }
+
+/* The guard's words for an access off bytes into a block of size. */
+#define IN(off, size) "+" #off " in the " #size "-byte heap block at %#llx of libguardheap.so (allocated inside the library)"
 
 static void backend_runs(const char *backend, const char *code)
 {
@@ -94,11 +121,16 @@ static void backend_runs(const char *backend, const char *code)
 	if (t_failures)
 		fprintf(stderr, "%s, allowed:\n%s\nunguarded:\n%s\n", backend, out, plain);
 
-	faults(backend, code, "write", "write", "write", "read abc\n", "wrote");
-	faults(backend, code, "write", "uaf", "write", "", "wrote after free");
-	faults(backend, code, "write", "arith", "write", "apart ", "wrote by arithmetic");
-	faults(backend, code, "write", "tail", "write", "", "wrote tail");
-	faults(backend, code, "all", "read", "read", "", "read abc");
+	faults(backend, code, "write", "write", "write", "read abc\n", "wrote", 0, IN(0x0, 4));
+	faults(backend, code, "write", "uaf", "write", "", "wrote after free", 8, "free heap space of libguardheap.so");
+	faults(backend, code, "write", "arith", "write", "apart ", "wrote by arithmetic", 0, IN(0x0, 32));
+	faults(backend, code, "write", "tail", "write", "", "wrote tail", 0, IN(0x0, 100));
+	faults(backend, code, "write", "inner", "write", "", "wrote inner", 0x13, IN(0x13, 21));
+	faults(backend, code, "write", "past", "write", "", "wrote past", 8,
+	       "free heap space of libguardheap.so, +0x8 from the 4-byte block at %#llx (past its end)");
+	faults(backend, code, "write", "big", "write", "", "wrote big", 0x20000, IN(0x20000, 200000));
+	/* Where a read lands is the C library's string code's choice. */
+	faults(backend, code, "all", "read", "read", "", "read abc", 0, NULL);
 
 	/* --deny all: free() and realloc() from outside still work. */
 	st = guard(backend, out, sizeof(out),
@@ -129,14 +161,24 @@ int main(void)
 
 	backend_runs("soft", "SEGV_ACCERR");
 	/* --report: three writes of one instruction let through, the
-	 * program runs on, the list names the heap block. */
+	 * program runs on; the first (1 byte into a block of 7) named in its
+	 * line and in the list. */
 	st = guard("soft", out, sizeof(out),
 		   (char *[]){ "mpkit", "guard", "--heap", "--report", "--lib", "libguardheap", "--", "./guard-heap-prog", "report", NULL });
 	CHECK(WIFEXITED(st) && WEXITSTATUS(st) == 0);
-	CHECK(strstr(out, "report xyz 108\n") != NULL);
-	CHECK(t_cli_count(out, "mpkit guard: write of a heap block of guard:libguardheap.so at 0x") == 1);
+	CHECK(strstr(out, "report axyzef 108\n") != NULL);
+	unsigned long long blk = block_of(out);
+	char want[256];
+	CHECK(blk != 0);
+	snprintf(want, sizeof(want),
+		 "mpkit guard: write of +0x1 in the 7-byte heap block at %#llx of libguardheap.so at %#llx from outside the "
+		 "library, by thread ",
+		 blk, blk + 1);
+	CHECK(t_cli_count(out, want) == 1);
+	CHECK(t_cli_count(out, "mpkit guard: write of ") == 1);
 	CHECK(strstr(out, ": libguardheap.so: 3 accesses from outside into its data, by 1 instruction\n") != NULL);
-	CHECK(strstr(out, ", first of a heap block of guard:libguardheap.so\n") != NULL);
+	snprintf(want, sizeof(want), ", first of +0x1 in the 7-byte heap block at %#llx of libguardheap.so\n", blk);
+	CHECK(strstr(out, want) != NULL);
 	CHECK(strstr(out, "protection fault") == NULL);
 	if (t_failures)
 		fprintf(stderr, "--report:\n%s\n", out);
@@ -159,8 +201,12 @@ int main(void)
 #ifdef __GLIBC__
 		/* With musl the drop-in's constructor runs after the helper's
 		 * and installs mpkit's handler without the helper's line. */
-		CHECK(strstr(out, "mpkit guard: write of a heap block of guard:libguardheap.so (allocated inside the "
-				  "library) at 0x") != NULL);
+		blk = block_of(out);
+		snprintf(want, sizeof(want),
+			 "mpkit guard: caught a write from outside libguardheap.so into its heap at %#llx: +0x0 in the "
+			 "4-byte heap block at %#llx of libguardheap.so (allocated inside the library)\n",
+			 blk, blk);
+		CHECK(blk && strstr(out, want) != NULL);
 #endif
 		CHECK(strstr(out, "wrote") == NULL);
 		if (t_failures)

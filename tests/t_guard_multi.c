@@ -225,8 +225,9 @@ static void backend_runs(const char *backend)
 	CHECK(WIFEXITED(st) && WEXITSTATUS(st) == 0 && strstr(out, "block 9\nwrote 104 9\n") != NULL);
 	st = run(backend, 0, out, sizeof(out), (char *[]){ "--heap", "--", "./guard-two-prog", "heapwrite", NULL });
 	CHECK(WIFSIGNALED(st) && WTERMSIG(st) == SIGABRT);
-	CHECK(strstr(out, "mpkit guard: write of a heap block of guard:libguardtwo.so (allocated inside the library) at "
-			  "0x") != NULL);
+	CHECK(strstr(out, "mpkit guard: caught a write from outside libguardtwo.so into its heap at 0x") != NULL);
+	CHECK(strstr(out, ": +0x0 in the 64-byte heap block at 0x") != NULL);
+	CHECK(strstr(out, " of libguardtwo.so (allocated inside the library)\n") != NULL);
 	CHECK(strstr(out, "mpkit: protection fault: write of domain \"guard:libguardtwo.so\"") != NULL);
 	if (t_failures)
 		fprintf(stderr, "%s, --heap:\n%s\n", backend, out);

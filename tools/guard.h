@@ -101,6 +101,29 @@ int guard_heap_block(const struct guard_lib *l, uintptr_t a);
 /* Whether an export of that name allocates for its caller. */
 int guard_hands_out(const char *name);
 
+/* The library heaps' blocks by address (guard_blocks.c).  guard_heap.c
+ * brackets each heap call that hands out or takes back a block: begin()
+ * before it, forgetting the block to go back (its size, or -1 if not
+ * recorded; NULL: none), end() after it, recording the block handed out
+ * (start, size asked for; NULL: none).  start() registers the fork
+ * handlers.  find() says which block address a is in, async-signal-safe
+ * (no lock, no allocation). */
+enum {
+	GUARD_BLOCK_UNKNOWN, /* not known: the heap was changing */
+	GUARD_BLOCK_IN,      /* in the block at start, of size bytes */
+	GUARD_BLOCK_PAST,    /* in no block: past the end of that one */
+	GUARD_BLOCK_FREE,    /* in no block, none within 64 KiB below */
+};
+struct guard_block {
+	int kind;
+	uintptr_t start;
+	size_t size;
+};
+void guard_blocks_start(void);
+size_t guard_blocks_begin(const void *forget);
+void guard_blocks_end(const void *p, size_t n);
+void guard_blocks_find(uintptr_t a, struct guard_block *b);
+
 /* MPKIT_GUARD_STATS (guard_stats.c): the calling thread's calls through
  * the gate and those that opened the domain, per library (guard_gate.c);
  * set when the counts are to be written; a thread's first call; the

@@ -10,6 +10,8 @@
  * is preloaded after this helper).  free(), realloc() and
  * malloc_usable_size() from anywhere find a block's owner by address
  * (mpk_domain_of(): a window table or the adopted ranges, no lock).
+ * Each library block is recorded by address (guard_blocks.c), for the
+ * fault reports that name it.
  *
  * "The library's own code": the caller's return address lies in the
  * library's text, or is the gate's own (an export that tail-calls
@@ -187,6 +189,7 @@ int guard_heap_start(struct guard_lib *l)
 	mpk_heap *h = mpk_heap_create(l->domain, 0);
 	if (!h)
 		return -1;
+	guard_blocks_start();
 	__atomic_store_n(&l->heap, h, __ATOMIC_RELEASE);
 	__atomic_store_n(&heaps, 1, __ATOMIC_RELEASE);
 	return 1;
@@ -197,9 +200,18 @@ int guard_heap_block(const struct guard_lib *l, uintptr_t a)
 	return l->heap && (a < l->data_lo || a >= l->data_hi);
 }
 
+/* A library heap's call that hands out or takes back a block runs after
+ * guard_blocks_begin(), and ends here: p (n bytes asked for) recorded. */
+static void *made(void *p, size_t n)
+{
+	guard_blocks_end(p, n);
+	return spanned(p, n);
+}
+
 static void *lib_alloc(mpk_heap *h, size_t align, size_t n)
 {
-	return spanned(align <= 16 ? mpk_heap_malloc(h, n) : mpk_heap_aligned_alloc(h, align, n), n);
+	guard_blocks_begin(NULL);
+	return made(align <= 16 ? mpk_heap_malloc(h, n) : mpk_heap_aligned_alloc(h, align, n), n);
 }
 
 EXPORT void *malloc(size_t n)
@@ -207,7 +219,7 @@ EXPORT void *malloc(size_t n)
 	mpk_heap *h = for_lib(RA);
 
 	if (h)
-		return spanned(mpk_heap_malloc(h, n), n);
+		return lib_alloc(h, 16, n);
 	return ready() ? nx.malloc(n) : boot_alloc(n, 16);
 }
 
@@ -215,8 +227,10 @@ EXPORT void *calloc(size_t k, size_t n)
 {
 	mpk_heap *h = for_lib(RA);
 
-	if (h)
-		return spanned(mpk_heap_calloc(h, k, n), k * n); /* no overflow: it succeeded */
+	if (h) {
+		guard_blocks_begin(NULL);
+		return made(mpk_heap_calloc(h, k, n), k * n); /* no overflow: it succeeded */
+	}
 	if (ready())
 		return nx.calloc(k, n);
 	size_t len;
@@ -234,7 +248,9 @@ EXPORT void free(void *p)
 	struct guard_lib *o = owned(p);
 	if (o) {
 		int err = errno;
+		(void)guard_blocks_begin(p);
 		(void)mpk_heap_free(o->heap, p); /* misuse: mpkit's report, abort */
+		guard_blocks_end(NULL, 0);
 		errno = err;
 		return;
 	}
@@ -249,7 +265,7 @@ EXPORT void free(void *p)
 static void *move_out(struct guard_lib *o, mpk_heap *h, void *p, size_t n)
 {
 	size_t have = mpk_heap_usable_size(o->heap, p);
-	void *q = h ? spanned(mpk_heap_malloc(h, n), n) : nx.malloc(n);
+	void *q = h ? lib_alloc(h, 16, n) : nx.malloc(n);
 
 	if (!q)
 		return NULL;
@@ -259,8 +275,23 @@ static void *move_out(struct guard_lib *o, mpk_heap *h, void *p, size_t n)
 	memcpy(q, p, have < n ? have : n);
 	if (was == MPK_NONE && mpk_set(o->domain, was))
 		abort();
+	(void)guard_blocks_begin(p);
 	(void)mpk_heap_free(o->heap, p);
+	guard_blocks_end(NULL, 0);
 	return q;
+}
+
+/* realloc inside library heap h: p forgotten while the heap moves it
+ * (recorded again as it was if that fails). */
+static void *realloc_in(mpk_heap *h, void *p, size_t n)
+{
+	size_t was = guard_blocks_begin(p);
+	void *q = mpk_heap_realloc(h, p, n);
+	if (!q && was != (size_t)-1) {
+		guard_blocks_end(p, was);
+		return NULL;
+	}
+	return made(q, n);
 }
 
 static void *realloc_from(void *ra, void *p, size_t n)
@@ -268,14 +299,14 @@ static void *realloc_from(void *ra, void *p, size_t n)
 	mpk_heap *h = for_lib(ra);
 
 	if (!p)
-		return h ? spanned(mpk_heap_malloc(h, n), n) : ready() ? nx.malloc(n) : boot_alloc(n, 16);
+		return h ? lib_alloc(h, 16, n) : ready() ? nx.malloc(n) : boot_alloc(n, 16);
 	if (!n) { /* glibc: frees, and returns NULL */
 		free(p);
 		return NULL;
 	}
 	struct guard_lib *o = owned(p);
 	if (o)
-		return h == o->heap ? spanned(mpk_heap_realloc(h, p, n), n) : ready() ? move_out(o, h, p, n) : NULL;
+		return h == o->heap ? realloc_in(h, p, n) : ready() ? move_out(o, h, p, n) : NULL;
 	if (!ready() || in_boot(p)) {
 		void *q = ready() ? nx.malloc(n) : boot_alloc(n, 16);
 		if (q && in_boot(p)) {

@@ -5,7 +5,8 @@
  * under --deny all) stops PROG with mpkit's report, its backtrace from
  * the faulting instruction, and a line ahead of it that says the guard
  * caught it and what was written: the library's symbol and offset, or
- * unnamed static data (a library with no symbol there, a stripped one).
+ * unnamed static data (a library with no symbol there, a stripped one),
+ * or with --heap the heap block and offset (guard_blocks.c's index).
  * With --report, the access is reported and then let through, and the
  * program runs to its end: the first access of each instruction is
  * reported whole (what was written, the thread, the writer's
@@ -53,6 +54,7 @@ static struct site {
 	const struct guard_lib *lib; /* the first write's */
 	unsigned long count;
 	uintptr_t addr;           /* the first address it wrote */
+	struct guard_block blk;   /* what addr was then, if a heap address */
 	int write;
 } sites[SITES];
 static unsigned long lost; /* writes of instructions past SITES */
@@ -128,17 +130,59 @@ out:
 	return syms ? 0 : -1;
 }
 
-/* What address a of the domain is, "sym+0xoff (lib+0xoff)" or "unnamed
- * static data at lib+0xoff": async-signal-safe. */
-static void where(struct mpk__text *t, const struct guard_lib *lib, uintptr_t a)
+/* What heap address a is (b: the index's answer, guard_blocks.c): "+0x10
+ * in the 24-byte heap block at 0x... of lib", "free heap space of lib,
+ * +0x28 from the 24-byte block at 0x... (past its end)", "free heap space
+ * of lib", or, the heap changing as it was looked up, "a heap block or
+ * free heap space of lib (not looked up: ...)". */
+static void heap_where(struct mpk__text *t, const struct guard_lib *lib, uintptr_t a, const struct guard_block *b)
+{
+	/* "+OFF" rel " SIZE" kind " START" */
+	const char *rel = " in the ", *kind = "-byte heap block at ";
+
+	switch (b->kind) {
+	case GUARD_BLOCK_PAST:
+		rel = " from the ", kind = "-byte block at ";
+		/* fallthrough */
+	case GUARD_BLOCK_FREE:
+		mpk__text_str(t, "free heap space of ");
+		mpk__text_str(t, lib->file);
+		if (b->kind == GUARD_BLOCK_FREE)
+			return;
+		mpk__text_str(t, ", ");
+		/* fallthrough */
+	case GUARD_BLOCK_IN:
+		mpk__text_str(t, "+");
+		mpk__text_hex(t, a - b->start);
+		mpk__text_str(t, rel);
+		mpk__text_dec(t, b->size);
+		mpk__text_str(t, kind);
+		mpk__text_hex(t, b->start);
+		mpk__text_str(t, b->kind == GUARD_BLOCK_IN ? " of " : " (past its end)");
+		if (b->kind == GUARD_BLOCK_IN)
+			mpk__text_str(t, lib->file);
+		return;
+	default:
+		mpk__text_str(t, "a heap block or free heap space of ");
+		mpk__text_str(t, lib->file);
+		mpk__text_str(t, " (not looked up: the heap was changing)");
+	}
+}
+
+/* What address a of the domain is, "sym+0xoff (lib+0xoff)", "unnamed
+ * static data at lib+0xoff", or its heap's (heap_where(); b, what the
+ * index said at the fault, else NULL: asked now): async-signal-safe. */
+static void where(struct mpk__text *t, const struct guard_lib *lib, uintptr_t a, const struct guard_block *b)
 {
 	const struct dsym *syms = tab[lib->index].syms;
 	size_t lo = 0, hi = tab[lib->index].n;
 	const char *file = lib->file;
 
 	if (guard_heap_block(lib, a)) { /* --heap (guard_heap.c) */
-		mpk__text_str(t, "a heap block of ");
-		mpk__text_str(t, mpk_domain_name(lib->domain));
+		struct guard_block now;
+		if (!b)
+			guard_blocks_find(a, &now);
+		heap_where(t, lib, a, b ? b : &now);
 		return;
 	}
 	if (a < lib->data_lo || a >= lib->data_hi) {
@@ -170,12 +214,12 @@ static void where(struct mpk__text *t, const struct guard_lib *lib, uintptr_t a)
 		mpk__text_str(t, ")");
 }
 
-static void put_where(const struct guard_lib *lib, uintptr_t a)
+static void put_where(const struct guard_lib *lib, uintptr_t a, const struct guard_block *blk)
 {
 	char b[512];
 	struct mpk__text t = { b, sizeof(b), 0 };
 
-	where(&t, lib, a);
+	where(&t, lib, a, blk);
 	put(b);
 }
 
@@ -192,17 +236,12 @@ static void report_caught(const struct guard_lib *lib, const struct mpk_fault *f
 	char b[768];
 	struct mpk__text t = { b, sizeof(b), 0 };
 	const char *file = lib->file;
+	uintptr_t a = (uintptr_t)f->addr;
+	int heap = guard_heap_block(lib, a);
+	struct guard_block blk = { GUARD_BLOCK_UNKNOWN, 0, 0 };
 
-	if (guard_heap_block(lib, (uintptr_t)f->addr)) {
-		mpk__text_str(&t, f->write ? "mpkit guard: write of a heap block of " : "mpkit guard: read of a heap block of ");
-		mpk__text_str(&t, mpk_domain_name(lib->domain));
-		mpk__text_str(&t, " (allocated inside the library) at ");
-		mpk__text_hex(&t, (uintptr_t)f->addr);
-		mpk__text_str(&t, ip && own_code(lib, ip) ? ", by the library's own code, entered without a gate\n"
-						    : ", from outside the library\n");
-		mpk_report_write(t.buf, t.len);
-		return;
-	}
+	if (heap)
+		guard_blocks_find(a, &blk);
 	mpk__text_str(&t, "mpkit guard: caught a ");
 	mpk__text_str(&t, f->write ? "write" : "read");
 	if (ip && own_code(lib, ip)) {
@@ -219,13 +258,22 @@ static void report_caught(const struct guard_lib *lib, const struct mpk_fault *f
 			mpk__text_str(&t, "'s code)");
 		}
 	}
-	mpk__text_str(&t, " into its data: ");
-	where(&t, lib, (uintptr_t)f->addr);
+	if (heap) {
+		mpk__text_str(&t, " into its heap at ");
+		mpk__text_hex(&t, a);
+		mpk__text_str(&t, ": ");
+	} else {
+		mpk__text_str(&t, " into its data: ");
+	}
+	where(&t, lib, a, heap ? &blk : NULL);
+	if (blk.kind == GUARD_BLOCK_IN)
+		mpk__text_str(&t, " (allocated inside the library)");
 	mpk__text_str(&t, "\n");
 	mpk_report_write(t.buf, t.len);
 }
 
-static void report_first(const struct guard_lib *lib, const struct mpk_fault *f, uintptr_t ip)
+static void report_first(const struct guard_lib *lib, const struct mpk_fault *f, uintptr_t ip,
+			 const struct guard_block *blk)
 {
 	void *frames[64];
 	int n = mpk__bt(frames, 64), i = 0;
@@ -233,7 +281,7 @@ static void report_first(const struct guard_lib *lib, const struct mpk_fault *f,
 	put("mpkit guard: ");
 	put(f->write ? "write" : "read");
 	put(" of ");
-	put_where(lib, (uintptr_t)f->addr);
+	put_where(lib, (uintptr_t)f->addr, blk);
 	put(" at ");
 	mpk__fd_hex(STDERR_FILENO, (uintptr_t)f->addr);
 	put(own_code(lib, ip) ? " by the library's own code, entered without a gate, thread "
@@ -283,7 +331,10 @@ static int on_fault(const struct mpk_fault *f, void *arg)
 		s->addr = (uintptr_t)f->addr;
 		s->write = f->write;
 		s->lib = lib;
-		report_first(lib, f, ip);
+		s->blk.kind = GUARD_BLOCK_UNKNOWN;
+		if (guard_heap_block(lib, s->addr))
+			guard_blocks_find(s->addr, &s->blk);
+		report_first(lib, f, ip, &s->blk);
 	}
 	/* One instruction with the domain open, then the SIGTRAP. */
 	step_rights = f->rights;
@@ -397,7 +448,7 @@ void guard_report_end(void)
 				mpk__fd_hex(STDERR_FILENO, sites[k].ip);
 			}
 			put(", first of ");
-			put_where(lib, sites[k].addr);
+			put_where(lib, sites[k].addr, &sites[k].blk);
 			put("\n");
 		}
 		if (!i && lost) {

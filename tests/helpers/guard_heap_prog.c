@@ -9,10 +9,14 @@
  * into a block the library handed out, "uaf" into the library's kept
  * block after the library freed it, "arith" past a returned block into
  * the block the library keeps beside it, "tail" into a block malloc()
- * returned straight to the gate, "read" reads one (for --deny all),
- * "report" writes a library block three times from one instruction and
- * goes on (for --report), "free" frees and reallocs library blocks
- * without reading them (for --deny all).
+ * returned straight to the gate, "inner" 0x13 bytes into a block of 21,
+ * "past" 8 bytes into a block of 4 (past its end, in its slot), "big"
+ * 0x20000 bytes into the library's kept block of 200000, "read"
+ * reads one (for --deny all), "report" writes a library block three
+ * times from one instruction and goes on (for --report), "free" frees
+ * and reallocs library blocks without reading them (for --deny all).
+ * Each forbidden mode prints "block ADDR" first, the block written (or
+ * the one freed, the one arithmetic lands in) as the program has it.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -86,29 +90,47 @@ int main(int argc, char **argv)
 	setvbuf(stdout, NULL, _IONBF, 0);
 	if (!strcmp(m, "write")) {
 		char *d = g_copy("abc");
+		printf("block %p\n", (void *)d);
 		printf("read %s\n", d);
 		poke(d, 'X');
 		printf("wrote %s\n", d);
 	} else if (!strcmp(m, "uaf")) {
 		char *k = g_kept(64, 'L');
+		printf("block %p\n", (void *)k);
 		g_drop();
 		poke(k + 8, 'X');
 		printf("wrote after free\n");
 	} else if (!strcmp(m, "arith")) {
 		char *d = g_copy("0123456789abcdef0123456789"), *k = g_kept(32, 'K');
+		printf("block %p\n", (void *)k);
 		printf("apart %d\n", (int)(k - d));
 		poke(d + (k - d), 'X');
 		printf("wrote by arithmetic %c\n", k[0]);
 	} else if (!strcmp(m, "tail")) {
-		poke(g_block(100), 'X');
+		char *t = g_block(100);
+		printf("block %p\n", (void *)t);
+		poke(t, 'X');
 		printf("wrote tail\n");
+	} else if (!strcmp(m, "inner") || !strcmp(m, "past")) {
+		char *d = g_copy(m[0] == 'i' ? "0123456789abcdef0123" : "abc");
+		printf("block %p\n", (void *)d);
+		poke(d + (m[0] == 'i' ? 0x13 : 8), 'X');
+		printf("wrote %s\n", m);
+	} else if (!strcmp(m, "big")) {
+		char *k = g_kept(200000, 'B');
+		printf("block %p\n", (void *)k);
+		poke(k + 0x20000, 'X');
+		printf("wrote big\n");
 	} else if (!strcmp(m, "read")) {
-		printf("read %s\n", g_copy("abc"));
-	} else if (!strcmp(m, "report")) {
 		char *d = g_copy("abc");
+		printf("block %p\n", (void *)d);
+		printf("read %s\n", d);
+	} else if (!strcmp(m, "report")) {
+		char *d = g_copy("abcdef");
+		printf("block %p\n", (void *)d);
 		g_kept(8, 'k');
 		for (int i = 0; i < 3; i++)
-			poke(d + i, (char)('x' + i));
+			poke(d + 1 + i, (char)('x' + i));
 		printf("report %s %d\n", d, g_touch());
 		free(d);
 	} else if (!strcmp(m, "free")) {
