@@ -99,10 +99,24 @@ out=$(env -u MPKIT_WATCH_LIB MPKIT_WATCH=shell_level "$root/usr/bin/mpkit" watch
 out=$("$root/usr/bin/mpkit" run --stats -- bash -c 'echo ran' 2>&1) &&
 	printf '%s\n' "$out" | grep -q '^ran$' && printf '%s\n' "$out" | grep -q '^libmpkit-malloc: bash\[' ||
 	{ printf '%s\n' "$out"; echo "deb: FAIL, mpkit run from the packages"; exit 1; }
+# mpkit guard from the packages: sqlite3 with libsqlite3 guarded prints
+# what it prints unguarded, the helper found in /usr/libexec/mpkit (where
+# sqlite3 is installed: tools/deps.sh test).
+if command -v sqlite3 >/dev/null; then
+	q='create table t(a, b); insert into t values (1, "x"), (2, "y"); select sum(a), group_concat(b) from t; select * from nosuch;'
+	# (its last statement fails: exit 1, the same both ways)
+	plain=$(printf '%s\n' "$q" | sqlite3 :memory: 2>&1 || echo "exit $?")
+	out=$(printf '%s\n' "$q" | env -u MPKIT_GUARD_HELPER MPKIT_GUARD_VERBOSE=1 \
+		"$root/usr/bin/mpkit" guard --lib libsqlite3.so.0 -- sqlite3 :memory: 2>&1 || echo "exit $?")
+	printf '%s\n' "$out" | grep -q 'bytes of data in domain guard:libsqlite3.so.0' &&
+		[ "$(printf '%s\n' "$out" | grep -v '^mpkit guard: ')" = "$plain" ] ||
+		{ printf '%s\n---\n%s\n' "$plain" "$out"; echo "deb: FAIL, mpkit guard from the packages"; exit 1; }
+	guarded=", guard"
+fi
 "$root/usr/bin/mpkit" info >/dev/null
 "$root/usr/bin/mpkit" maps self >/dev/null
 "$root/usr/bin/mpkit" scan "$root/usr/bin/mpkit" >/dev/null || [ $? = 1 ]
 # (dh_compress compresses the larger documents, as Debian does.)
 [ -f "$root/usr/share/doc/mpkit/guide.md.gz" ] || [ -f "$root/usr/share/doc/mpkit/guide.md" ] ||
 	{ echo "deb: FAIL, no /usr/share/doc/mpkit/guide.md"; exit 1; }
-echo "deb: every mpkit command runs from the packages (bench, watch, run, info, maps, scan), the docs are in /usr/share/doc/mpkit"
+echo "deb: every mpkit command runs from the packages (bench, watch, run${guarded:-}, info, maps, scan), the docs are in /usr/share/doc/mpkit"
