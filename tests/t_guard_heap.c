@@ -20,6 +20,14 @@
  * allocator export g_malloc (its name says it allocates: the block is
  * the program's; the library's own call of it gives the library's
  * block): the output is the unguarded run's.
+ * Per-export words over that name rule: g_new_ctx's context (a name
+ * the rule does not take) faults when the program writes it, and with
+ * --lib libguardheap,out=g_new_ctx is the program's, the name made for
+ * it inside too; out=g_new* (a glob) takes g_new_buf as well, which a
+ * plain name does not; keep=g_malloc makes the allocator export's block
+ * the library's (the write faults, naming the domain); the last word
+ * wins.  Bad words, and out= without heap, are usage errors (2) naming
+ * them; a word that matches no export is said and changes nothing.
  * Under --deny all free() and realloc() of a library block still work
  * (realloc reads it with the domain open).  Without --heap the same
  * writes are let alone.  --report (soft) lets three writes of one
