@@ -20,6 +20,14 @@
  * allocator export g_malloc (its name says it allocates: the block is
  * the program's; the library's own call of it gives the library's
  * block): the output is the unguarded run's.
+ * Per-export words over that name rule: g_new_ctx's context (a name
+ * the rule does not take) faults when the program writes it, and with
+ * --lib libguardheap,out=g_new_ctx is the program's, the name made for
+ * it inside too; out=g_new* (a glob) takes g_new_buf as well, which a
+ * plain name does not; keep=g_malloc makes the allocator export's block
+ * the library's (the write faults, naming the domain); the last word
+ * wins.  Bad words, and out= without heap, are usage errors (2) naming
+ * them; a word that matches no export is said and changes nothing.
  * Under --deny all free() and realloc() of a library block still work
  * (realloc reads it with the domain open).  Without --heap the same
  * writes are let alone.  --report (soft) lets three writes of one
@@ -75,14 +83,14 @@ static unsigned long long block_of(const char *out)
  * The guard's line: the access off bytes from the block the program
  * printed, then named (named: a format whose %llx is that block's start;
  * NULL, just "into its heap at"). */
-static void faults(const char *backend, const char *code, const char *deny, const char *mode, const char *what,
-		   const char *before, const char *after, long off, const char *named)
+static void faults(const char *backend, const char *code, const char *lib, const char *deny, const char *mode,
+		   const char *what, const char *before, const char *after, long off, const char *named)
 {
 	static char out[1 << 14];
 	char want[384], tail[256];
 
 	int st = guard(backend, out, sizeof(out),
-		       (char *[]){ "mpkit", "guard", "--heap", "--deny", (char *)deny, "--lib", "libguardheap", "--", "./guard-heap-prog",
+		       (char *[]){ "mpkit", "guard", "--heap", "--deny", (char *)deny, "--lib", (char *)lib, "--", "./guard-heap-prog",
 				   (char *)mode, NULL });
 	CHECK(WIFSIGNALED(st) && WTERMSIG(st) == SIGABRT);
 	CHECK(strstr(out, before) != NULL);
@@ -102,7 +110,22 @@ static void faults(const char *backend, const char *code, const char *deny, cons
 	if (!strcmp(code, "SEGV_PKUERR"))
 		CHECK(strstr(out, ", key ") != NULL); /* si_pkey */
 	if (t_failures)
-		fprintf(stderr, "%s, %s, --deny %s:\n%s\n", backend, mode, deny, out);
+		fprintf(stderr, "%s, %s, --lib %s --deny %s:\n%s\n", backend, mode, lib, deny, out);
+}
+
+/* guard-heap-prog MODE under --heap --lib lib: it runs to its end,
+ * printing wrote, and the helper says said. */
+static void passes(const char *backend, const char *lib, const char *mode, const char *wrote, const char *said)
+{
+	static char out[1 << 14];
+
+	int st = guard(backend, out, sizeof(out),
+		       (char *[]){ "mpkit", "guard", "--heap", "--lib", (char *)lib, "--", "./guard-heap-prog", (char *)mode,
+				   NULL });
+	CHECK(WIFEXITED(st) && WEXITSTATUS(st) == 0 && strstr(out, wrote) != NULL);
+	CHECK(strstr(out, said) != NULL);
+	if (t_failures)
+		fprintf(stderr, "%s, %s, --lib %s:\n%s\n", backend, mode, lib, out);
 }
 
 /* The guard's words for an access off bytes into a block of size. */
@@ -121,16 +144,32 @@ static void backend_runs(const char *backend, const char *code)
 	if (t_failures)
 		fprintf(stderr, "%s, allowed:\n%s\nunguarded:\n%s\n", backend, out, plain);
 
-	faults(backend, code, "write", "write", "write", "read abc\n", "wrote", 0, IN(0x0, 4));
-	faults(backend, code, "write", "uaf", "write", "", "wrote after free", 8, "free heap space of libguardheap.so");
-	faults(backend, code, "write", "arith", "write", "apart ", "wrote by arithmetic", 0, IN(0x0, 32));
-	faults(backend, code, "write", "tail", "write", "", "wrote tail", 0, IN(0x0, 100));
-	faults(backend, code, "write", "inner", "write", "", "wrote inner", 0x13, IN(0x13, 21));
-	faults(backend, code, "write", "past", "write", "", "wrote past", 8,
+	faults(backend, code, "libguardheap", "write", "write", "write", "read abc\n", "wrote", 0, IN(0x0, 4));
+	faults(backend, code, "libguardheap", "write", "uaf", "write", "", "wrote after free", 8, "free heap space of libguardheap.so");
+	faults(backend, code, "libguardheap", "write", "arith", "write", "apart ", "wrote by arithmetic", 0, IN(0x0, 32));
+	faults(backend, code, "libguardheap", "write", "tail", "write", "", "wrote tail", 0, IN(0x0, 100));
+	faults(backend, code, "libguardheap", "write", "inner", "write", "", "wrote inner", 0x13, IN(0x13, 21));
+	faults(backend, code, "libguardheap", "write", "past", "write", "", "wrote past", 8,
 	       "free heap space of libguardheap.so, +0x8 from the 4-byte block at %#llx (past its end)");
-	faults(backend, code, "write", "big", "write", "", "wrote big", 0x20000, IN(0x20000, 200000));
+	faults(backend, code, "libguardheap", "write", "big", "write", "", "wrote big", 0x20000, IN(0x20000, 200000));
 	/* Where a read lands is the C library's string code's choice. */
-	faults(backend, code, "all", "read", "read", "", "read abc", 0, NULL);
+	faults(backend, code, "libguardheap", "all", "read", "read", "", "read abc", 0, NULL);
+
+	/* out= and keep=: the allocator-name rule overridden, export by
+	 * export.  g_new_ctx's context (and the name g_copy made for it
+	 * under it) is the library's without the word, the program's with
+	 * it; the word names that export alone (g_new_buf's block stays the
+	 * library's) unless a glob takes both; keep= makes g_malloc's block
+	 * (the program's by the rule) the library's; the last word wins. */
+	faults(backend, code, "libguardheap", "write", "ctx", "write", "", "wrote ctx", 8, IN(0x8, 16));
+	passes(backend, "libguardheap,out=g_new_ctx", "ctx", "wrote ctx Ctx 7\n",
+	       "libguardheap.so: out=g_new_ctx matches 1 export: the blocks allocated under it are the caller's\n");
+	faults(backend, code, "libguardheap,out=g_new_ctx", "write", "buf", "write", "", "wrote buf", 0, IN(0x0, 8));
+	passes(backend, "libguardheap,out=g_new*", "buf", "wrote buf B\n",
+	       "libguardheap.so: out=g_new* matches 2 exports: the blocks allocated under them are the caller's\n");
+	faults(backend, code, "libguardheap,keep=g_malloc", "write", "alloc", "write", "", "wrote alloc", 0, IN(0x0, 16));
+	faults(backend, code, "libguardheap,out=g_new*,keep=g_new_buf", "write", "buf", "write", "", "wrote buf", 0,
+	       IN(0x0, 8));
 
 	/* --deny all: free() and realloc() from outside still work. */
 	st = guard(backend, out, sizeof(out),
@@ -145,6 +184,69 @@ static void backend_runs(const char *backend, const char *code)
 	CHECK(WIFEXITED(st) && WEXITSTATUS(st) == 0);
 	CHECK(strstr(out, "wrote Xbc\n") != NULL);
 	CHECK(strstr(out, "go in domain") == NULL);
+}
+
+/* out= and keep= spelt wrong, or where they say nothing: a usage error
+ * naming the word (2, PROG not run); the helper given one by hand names
+ * it; a name that matches no export is said, and changes nothing. */
+static void words(void)
+{
+	static char out[1 << 14], many[512] = "libguardheap";
+	static const char *const bad[][2] = {
+		{ "libguardheap,out=", "bad option 'out=' (it takes an export's name, or a glob of names (* ? [...]))" },
+		{ "libguardheap,keep=g_new ctx", "bad option 'keep=g_new ctx'" },
+		{ "libguardheap,out=g_new:ctx", "bad option 'out=g_new:ctx'" },
+		{ "libguardheap,out", "unknown option 'out' (it takes deny=write, deny=all, heap, noheap, out=NAME, keep=NAME)" },
+		{ many, "bad option 'out=g17' (more than 16 out= and keep= for one library)" },
+		{ "libguardheap,out=g_new_ctx,noheap", "out= and keep= need heap, not noheap\n" },
+	};
+	char want[256];
+	int st;
+
+	for (int i = 1; i <= 17; i++)
+		snprintf(many + strlen(many), sizeof(many) - strlen(many), ",out=g%d", i);
+	for (size_t k = 0; k < sizeof(bad) / sizeof(*bad); k++) {
+		st = guard("soft", out, sizeof(out),
+			   (char *[]){ "mpkit", "guard", "--heap", "--lib", (char *)bad[k][0], "--", "./guard-heap-prog", NULL });
+		snprintf(want, sizeof(want), "mpkit guard: --lib libguardheap: %s", bad[k][1]);
+		CHECK(WIFEXITED(st) && WEXITSTATUS(st) == 2 && strstr(out, want) && !strstr(out, "kept "));
+		if (t_failures)
+			fprintf(stderr, "%s:\n%s\n", bad[k][0], out);
+	}
+	/* Without --heap, and heap not said after the name. */
+	st = guard("soft", out, sizeof(out),
+		   (char *[]){ "mpkit", "guard", "--lib", "libguardheap,out=g_new_ctx", "--", "./guard-heap-prog", NULL });
+	CHECK(WIFEXITED(st) && WEXITSTATUS(st) == 2 &&
+	      strstr(out, "mpkit guard: --lib libguardheap: out= and keep= need heap (--heap, or heap after the name)\n"));
+	/* heap after the name will do. */
+	st = guard("soft", out, sizeof(out),
+		   (char *[]){ "mpkit", "guard", "--lib", "libguardheap,heap,out=g_new_ctx", "--", "./guard-heap-prog", "ctx",
+			       NULL });
+	CHECK(WIFEXITED(st) && WEXITSTATUS(st) == 0 && strstr(out, "wrote ctx Ctx 7\n"));
+	/* No such export: said even without MPKIT_GUARD_VERBOSE, PROG runs
+	 * as the rule alone has it (g_new_ctx's context the library's). */
+	char *env[] = { helper, "MPKIT_BACKEND=soft", NULL };
+	st = t_exec_capture(t_cli_prog(),
+			    (char *[]){ "mpkit", "guard", "--heap", "--lib", "libguardheap,out=g_nosuch*", "--",
+					"./guard-heap-prog", "ctx", NULL },
+			    env, 1, out, sizeof(out));
+	CHECK(WIFSIGNALED(st) && WTERMSIG(st) == SIGABRT);
+	CHECK(strstr(out, "libguardheap.so: out=g_nosuch* changes nothing: it matches none of its exports\n"));
+	CHECK(strstr(out, "mpkit: protection fault: write of domain \"guard:libguardheap.so\"") && !strstr(out, "wrote"));
+	if (t_failures)
+		fprintf(stderr, "out=g_nosuch*:\n%s\n", out);
+	/* The helper given a bad word in a list set by hand: named, the
+	 * library left unguarded (PROG runs: no MPKIT_GUARD_PID). */
+	static char pre[4200];
+	snprintf(pre, sizeof(pre), "LD_PRELOAD=%s", strchr(helper, '=') + 1);
+	st = t_exec_capture("./guard-heap-prog", (char *[]){ "guard-heap-prog", "ctx", NULL },
+			    (char *[]){ pre, "MPKIT_BACKEND=soft", "MPKIT_GUARD_HEAP=1", "MPKIT_GUARD_LIB=libguardheap,keep=",
+					NULL },
+			    1, out, sizeof(out));
+	CHECK(WIFEXITED(st) && WEXITSTATUS(st) == 0 && strstr(out, "wrote ctx Ctx 7\n"));
+	CHECK(strstr(out, "mpkit guard: libguardheap: bad option 'keep=' (it takes an export's name, or a glob of names"));
+	if (t_failures)
+		fprintf(stderr, "MPKIT_GUARD_LIB=libguardheap,keep=:\n%s\n", out);
 }
 
 int main(void)
@@ -182,6 +284,7 @@ int main(void)
 	CHECK(strstr(out, "protection fault") == NULL);
 	if (t_failures)
 		fprintf(stderr, "--report:\n%s\n", out);
+	words();
 	if (t_backend() == MPK_BACKEND_HW)
 		backend_runs("hw", "SEGV_PKUERR");
 	/* Under `mpkit run` (the helper preloaded ahead of the drop-in):

@@ -275,7 +275,8 @@ int main(void)
 		char want[256];
 		st = run("soft", 0, out, sizeof(out), (char *[]){ "--lib", (char *)words[k][0], "--", "./guard-two-prog", NULL });
 		snprintf(want, sizeof(want),
-			 "mpkit guard: --lib libguardtest: unknown option '%s' (it takes deny=write, deny=all, heap, noheap)\n",
+			 "mpkit guard: --lib libguardtest: unknown option '%s' (it takes deny=write, deny=all, heap, noheap, "
+			 "out=NAME, keep=NAME)\n",
 			 words[k][1]);
 		CHECK(WIFEXITED(st) && WEXITSTATUS(st) == 2 && strstr(out, want) && !strstr(out, "add "));
 		if (t_failures)
@@ -292,7 +293,7 @@ int main(void)
 			    1, out, sizeof(out));
 	CHECK(WIFSIGNALED(st) && WTERMSIG(st) == SIGABRT);
 	CHECK(strstr(out, "mpkit guard: libguardtest: unknown option 'hep' (it takes deny=write, deny=all, heap, "
-			  "noheap)\n") && !strstr(out, "domain guard:libguardtest.so"));
+			  "noheap, out=NAME, keep=NAME)\n") && !strstr(out, "domain guard:libguardtest.so"));
 	CHECK(strstr(out, "mpkit guard: caught a read from outside libguardtwo.so into its data: two_state+0x0"));
 	if (t_failures)
 		fprintf(stderr, "MPKIT_GUARD_LIB with a bad word:\n%s\n", out);

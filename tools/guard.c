@@ -4,8 +4,8 @@
  * PROG ARGS`: PROG with libmpkit-guard.so preloaded
  * (tools/guard_preload.c), which puts each library NAME's data in a
  * domain of its own, writable only inside that library's exported
- * functions (docs/guard.md); a library's OPTIONs (deny=, heap) over the
- * global ones.
+ * functions (docs/guard.md); a library's OPTIONs (deny=, heap, out=,
+ * keep=) over the global ones.
  */
 #define _GNU_SOURCE
 #include <stdio.h>
@@ -28,6 +28,7 @@ static int cmd_guard(int argc, char **argv)
 	};
 	const char *deny = "write";
 	char libs[4096] = ""; /* NAME[,OPTION...]:NAME..., MPKIT_GUARD_LIB */
+	char needs_heap[4096] = ""; /* a library with out=/keep= that leaves heap to --heap */
 	size_t used = 0;
 	int o, report = 0, heap = 0, nlib = 0, bad = 0;
 
@@ -39,11 +40,23 @@ static int cmd_guard(int argc, char **argv)
 			struct guard_opts lo;
 			snprintf(name, sizeof(name), "%s", optarg);
 			const char *word = guard_opts_parse(name, &lo);
+			if (word && lo.why) {
+				fprintf(stderr, "mpkit guard: --lib %s: bad option '%s' (%s)\n", name, word, lo.why);
+				return 2;
+			}
 			if (word) {
 				fprintf(stderr, "mpkit guard: --lib %s: unknown option '%s' (it takes %s)\n", name,
 					word, GUARD_OPTS_WORDS);
 				return 2;
 			}
+			/* out= and keep= choose among heap blocks: without heap they
+			 * would say nothing, which the user did not mean. */
+			if (lo.nrules && !lo.heap) {
+				fprintf(stderr, "mpkit guard: --lib %s: out= and keep= need heap, not noheap\n", name);
+				return 2;
+			}
+			if (lo.nrules && lo.heap < 0 && !*needs_heap)
+				snprintf(needs_heap, sizeof(needs_heap), "%s", name);
 			if (!*name || strchr(name, '/') || strchr(name, ':')) {
 				bad = 1;
 				break;
@@ -56,6 +69,9 @@ static int cmd_guard(int argc, char **argv)
 			used += (size_t)snprintf(libs + used, sizeof(libs) - used, "%s%s%s%s", used ? ":" : "", name,
 						 lo.deny_all < 0 ? "" : lo.deny_all ? ",deny=all" : ",deny=write",
 						 lo.heap < 0 ? "" : lo.heap ? ",heap" : ",noheap");
+			for (int r = 0; r < lo.nrules; r++)
+				used += (size_t)snprintf(libs + used, sizeof(libs) - used, ",%s=%s",
+							 lo.rule[r].out ? "out" : "keep", lo.rule[r].glob);
 			break;
 		}
 		case 'd':
@@ -76,6 +92,11 @@ static int cmd_guard(int argc, char **argv)
 		default:
 			return 2;
 		}
+	}
+	if (*needs_heap && !heap) {
+		fprintf(stderr, "mpkit guard: --lib %s: out= and keep= need heap (--heap, or heap after the name)\n",
+			needs_heap);
+		return 2;
 	}
 	if (!nlib || bad || optind >= argc) {
 		if (bad)
@@ -108,7 +129,12 @@ const struct cli_command cli_guard = {
 	"                     up to 8 --lib, each library in a domain of its own;\n"
 	"                     after the name, comma-separated, that library's own\n"
 	"                     options over the ones below: deny=write, deny=all,\n"
-	"                     heap, noheap (--lib libz,deny=all,heap)\n"
+	"                     heap, noheap (--lib libz,deny=all,heap); with heap,\n"
+	"                     out=NAME: the blocks allocated under the exports\n"
+	"                     NAME matches (a glob: xmlXPathNew*) are PROG's,\n"
+	"                     keep=NAME: they are the library's, over the rule\n"
+	"                     that goes by the export's name (below); each word\n"
+	"                     one NAME, repeated for more, the last match wins\n"
 	"  -d, --deny=write   outside the library its data is read-only (default)\n"
 	"  -d, --deny=all     outside the library its data cannot be read either\n"
 	"  -H, --heap         the heap blocks the library's code allocates while\n"
@@ -130,7 +156,9 @@ const struct cli_command cli_guard = {
 	"the caller's own code cannot write the callee's data.  With --heap\n"
 	"the blocks its code allocates while inside (malloc and the rest, through\n"
 	"any allocator preloaded after the helper) are in the domain too; free()\n"
-	"and realloc() of them work from anywhere.  Not covered: callbacks the\n"
+	"and realloc() of them work from anywhere; those allocated under an\n"
+	"export with alloc, dup or printf in its name (sqlite3_malloc64) are\n"
+	"PROG's, unless out= or keep= says otherwise.  Not covered: callbacks the\n"
 	"library makes (they run with its rights), blocks it allocated before it\n"
 	"was guarded or through the C library (strdup()), blocks PROG hands in\n"
 	"(docs/guard.md); with musl, the last page of its data (the rest of\n"
@@ -140,8 +168,9 @@ const struct cli_command cli_guard = {
 	"environment:\n"
 	"  MPKIT_GUARD_HELPER=PATH  the helper to preload, instead of\n"
 	"                           libmpkit-guard.so in mpkit's helpers' directory\n"
-	"  MPKIT_GUARD_VERBOSE=1    say what was guarded at PROG's start, and name\n"
-	"                           each export left ungated (too short to patch)\n"
+	"  MPKIT_GUARD_VERBOSE=1    say what was guarded at PROG's start, name\n"
+	"                           each export left ungated (too short to patch),\n"
+	"                           count what each out= and keep= matched\n"
 	"  MPKIT_GUARD_STATS=FILE   a line at exit per library: the calls through\n"
 	"                           its gates (mpkit bench guard sums them)\n"
 	"The programs PROG starts are guarded too where they load the library,\n"

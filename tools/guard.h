@@ -9,6 +9,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "guard_opts.h"
 #include "mpkit.h"
 
 /* The helper's thread-local variables.  glibc: initial-exec, so that no
@@ -40,6 +41,8 @@ struct guard_lib {
 	int use_heap;   /* its blocks in its domain (heap) */
 	int report;     /* accesses from outside reported, let through (--report) */
 	mpk_heap *heap; /* made under use_heap (guard_heap.c) */
+	int nrules;     /* its out= and keep= words, over guard_hands_out() */
+	struct guard_rule rules[GUARD_RULES];
 	uintptr_t base, data_lo, data_hi, text_lo, text_hi;
 	uintptr_t tail_lo, tail_hi; /* the data left out of the domain */
 };
@@ -56,7 +59,7 @@ struct guard_fn {
 	uint8_t *rest; /* the displaced instructions, then a jump back */
 	const char *name;
 	struct guard_lib *lib; /* whose domain the gate opens */
-	int hands_out;         /* its name says it allocates for its caller (guard_heap.c) */
+	int hands_out;         /* it allocates for its caller: its name says so (guard_heap.c), or out= */
 	struct guard_fn *next; /* every descriptor, kept for good (guard_patch.c) */
 };
 
@@ -141,9 +144,11 @@ int mpkit_guard_api(const char *name, unsigned flags);
 /* The near mapping the stubs and trampolines live in (within 2 GiB of
  * the library's text): 0, or -1 with errno. */
 int guard_patch_begin(uintptr_t text_lo, uintptr_t text_hi);
-/* Send fn (size bytes of code) to a gate: its descriptor, or NULL with
- * *why saying why it was left alone. */
-const struct guard_fn *guard_patch(struct guard_lib *l, const char *name, uint8_t *fn, size_t size, const char **why);
+/* Send fn (size bytes of code) to a gate, its blocks the caller's if
+ * hands_out: its descriptor, or NULL with *why saying why it was left
+ * alone. */
+const struct guard_fn *guard_patch(struct guard_lib *l, const char *name, int hands_out, uint8_t *fn, size_t size,
+				   const char **why);
 /* The near mapping back to read+execute. */
 int guard_patch_end(void);
 

@@ -121,7 +121,8 @@ static inline int ready(void)
 }
 
 /* sqlite3_malloc64, CRYPTO_malloc, xmlStrdup, sqlite3_mprintf: the
- * program writes what these give it. */
+ * program writes what these give it.  The library's out= and keep=
+ * words override this, export by export (guard_preload.c). */
 int guard_hands_out(const char *name)
 {
 	static const char *const says[] = { "alloc", "dup", "printf" };
@@ -134,7 +135,7 @@ int guard_hands_out(const char *name)
 
 /* The heap, when the block asked for from ra is the library's: its own
  * code asks, inside a gate, and the call the program made is not one
- * that allocates for the program. */
+ * that allocates for the program (its name says so, or out= does). */
 static inline mpk_heap *for_lib(void *ra)
 {
 	if (likely(!__atomic_load_n(&heaps, __ATOMIC_ACQUIRE)))

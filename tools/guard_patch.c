@@ -251,7 +251,8 @@ static int branches_into_patch(const uint8_t *fn, size_t size)
 	return 0;
 }
 
-const struct guard_fn *guard_patch(struct guard_lib *l, const char *name, uint8_t *fn, size_t size, const char **why)
+const struct guard_fn *guard_patch(struct guard_lib *l, const char *name, int hands_out, uint8_t *fn, size_t size,
+				   const char **why)
 {
 	uint8_t *rest = near_next;
 
@@ -278,7 +279,7 @@ const struct guard_fn *guard_patch(struct guard_lib *l, const char *name, uint8_
 	g->name = name;
 	g->lib = l;
 	g->rest = rest;
-	g->hands_out = guard_hands_out(name);
+	g->hands_out = hands_out;
 	/* Never freed, as the stubs that point at it are never unmapped: a
 	 * list from a global, which a leak checker sees (the stubs' code it
 	 * does not scan). */

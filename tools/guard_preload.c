@@ -11,7 +11,8 @@
  *
  *   MPKIT_GUARD_LIB=NAME[:NAME...]  the libraries (8 at most): each its
  *                           file name, or that name up to a dot (libfoo
- *                           for libfoo.so.1)
+ *                           for libfoo.so.1), then its own words
+ *                           (guard_opts.h: ,deny=all,heap,out=GLOB...)
  *   MPKIT_GUARD_DENY=write|all
  *   MPKIT_GUARD_VERBOSE=1   say what was guarded, and name each export
  *                           left ungated and why
@@ -268,6 +269,27 @@ static void plt_past_gate(struct guard_lib *l, const uint8_t *f, const ElfW(Sym)
 	relro_close(l, open_pg);
 }
 
+/* What the library's out= and keep= words matched (hits: each one's
+ * exports left ungated, gated).  A word that changes nothing is said
+ * whatever MPKIT_GUARD_VERBOSE (a misspelt name would leave blocks
+ * where the user meant them not to be); what each matched, verbose. */
+static void say_rules(const struct guard_lib *l, int hits[][2])
+{
+	for (int r = 0; r < l->nrules; r++) {
+		const char *w = l->rules[r].out ? "out" : "keep";
+		if (!l->use_heap)
+			fprintf(stderr, "mpkit guard: %s: %s=%s changes nothing: its heap blocks are not guarded (no heap)\n",
+				l->path, w, l->rules[r].glob);
+		else if (!hits[r][1])
+			fprintf(stderr, "mpkit guard: %s: %s=%s changes nothing: it matches %s\n", l->path, w,
+				l->rules[r].glob, hits[r][0] ? "only exports left ungated" : "none of its exports");
+		else if (verbose)
+			fprintf(stderr, "mpkit guard: %s: %s=%s matches %d export%s: the blocks allocated under %s are the %s\n",
+				l->path, w, l->rules[r].glob, hits[r][1], hits[r][1] > 1 ? "s" : "",
+				hits[r][1] > 1 ? "them" : "it", l->rules[r].out ? "caller's" : "library's");
+	}
+}
+
 /* Every function the library defines in its .dynsym, from its file, to
  * a gate that opens the library's domain; then its own PLT calls of
  * them past it (plt_past_gate()). */
@@ -285,6 +307,7 @@ static int patch_exports(struct guard_lib *l, int *patched, int *refused, int *p
 	const char *dstr = NULL;
 	size_t dn = 0;
 	const struct guard_fn **gated = NULL;
+	int hits[GUARD_RULES][2] = { { 0 } }; /* each rule's exports left ungated, gated */
 	if (guard_patch_begin(l->text_lo, l->text_hi))
 		goto out;
 	for (int k = 0; k < eh->e_shnum; k++) {
@@ -303,7 +326,11 @@ static int patch_exports(struct guard_lib *l, int *patched, int *refused, int *p
 			if (at < l->text_lo || at + sym[s].st_size > l->text_hi)
 				continue;
 			const char *why, *name = strdup(str + sym[s].st_name);
-			const struct guard_fn *g = name ? guard_patch(l, name, (uint8_t *)at, sym[s].st_size, &why) : NULL;
+			int r = name ? guard_rules_match(l->rules, l->nrules, name) : -1;
+			int out = r >= 0 ? l->rules[r].out : name && guard_hands_out(name);
+			const struct guard_fn *g = name ? guard_patch(l, name, out, (uint8_t *)at, sym[s].st_size, &why) : NULL;
+			if (r >= 0)
+				hits[r][!!g]++;
 			if (g) {
 				if (gated)
 					gated[s] = g;
@@ -320,6 +347,8 @@ static int patch_exports(struct guard_lib *l, int *patched, int *refused, int *p
 	rc = guard_patch_end();
 	if (!rc && dn)
 		plt_past_gate(l, f, dsym, dstr, dn, gated, past);
+	if (!rc)
+		say_rules(l, hits);
 out:
 	free(gated);
 	munmap((void *)f, flen);
@@ -490,6 +519,8 @@ static void guard_library(const char *want, const struct guard_opts *o)
 	l->index = guard_nlibs;
 	l->outside = (o->deny_all < 0 ? deny_all : o->deny_all) ? MPK_NONE : MPK_READ;
 	l->use_heap = o->heap < 0 ? heap_all : o->heap;
+	l->nrules = o->nrules;
+	memcpy(l->rules, o->rule, sizeof(l->rules));
 	l->report = report;
 	__atomic_store_n(&guard_nlibs, guard_nlibs + 1, __ATOMIC_RELEASE);
 	if (dl_iterate_phdr(find_lib, l)) {
@@ -534,7 +565,10 @@ __attribute__((constructor)) static void guard_start(void)
 		const char *bad = guard_opts_parse(n, &o);
 		if (bad) {
 			char why[160];
-			snprintf(why, sizeof(why), "unknown option '%.40s' (it takes %s)", bad, GUARD_OPTS_WORDS);
+			if (o.why)
+				snprintf(why, sizeof(why), "bad option '%.40s' (%s)", bad, o.why);
+			else
+				snprintf(why, sizeof(why), "unknown option '%.40s' (it takes %s)", bad, GUARD_OPTS_WORDS);
 			guard_fail(n, why);
 			continue;
 		}

@@ -6,7 +6,10 @@
  * malloc, so the block is asked for from the gate's return address),
  * has an allocator of its own for the program (g_malloc),
  * writes blocks the program allocated and handed in (g_fill), and calls
- * back into the program (g_call), whose blocks stay the program's.  Its
+ * back into the program (g_call), whose blocks stay the program's, and
+ * makes structures for the program to fill, with names the
+ * allocator-name rule does not take for allocators (g_new_ctx, g_new_buf:
+ * mpkit guard's out= words).  Its
  * state has a page of its own in .data (musl's loader keeps the last
  * page of the segment for its malloc: docs/guard.md).
  */
@@ -107,4 +110,32 @@ void g_fill(char *p, size_t n, int c)
 void *g_call(void *(*fn)(size_t), size_t n)
 {
 	return fn(n);
+}
+
+/* The program's to write, by its API: a context, and the name in it
+ * copied by an export of the library's (g_copy, called through its gate,
+ * from inside). */
+struct g_ctx *g_new_ctx(const char *name)
+{
+	char *(*copy)(const char *) = g_copy;
+	struct g_ctx *c = malloc(sizeof(*c));
+
+	__asm__("" : "+r"(copy));
+	if (c && !(c->name = copy(name))) {
+		free(c);
+		return NULL;
+	}
+	if (c)
+		c->n = 0;
+	return c;
+}
+
+/* A buffer the program fills. */
+char *g_new_buf(size_t n)
+{
+	char *p = malloc(n);
+
+	if (p)
+		memset(p, 0, n);
+	return p;
 }

@@ -16,4 +16,13 @@ int g_aligned(size_t align);
 void g_fill(char *p, size_t n, int c);
 void *g_call(void *(*fn)(size_t), size_t n);
 
+/* A structure the API lets the program write (as xmlXPathNewContext()'s):
+ * its name a copy made under it (g_copy, through its gate). */
+struct g_ctx {
+	char *name;
+	int n;
+};
+struct g_ctx *g_new_ctx(const char *name);
+char *g_new_buf(size_t n);
+
 #endif

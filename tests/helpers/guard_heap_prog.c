@@ -14,7 +14,10 @@
  * 0x20000 bytes into the library's kept block of 200000, "read"
  * reads one (for --deny all), "report" writes a library block three
  * times from one instruction and goes on (for --report), "free" frees
- * and reallocs library blocks without reading them (for --deny all).
+ * and reallocs library blocks without reading them (for --deny all),
+ * "ctx" into the context g_new_ctx() made and the name in it, "buf" into
+ * the buffer of g_new_buf(), "alloc" into a block of g_malloc() (those
+ * three allowed or not by mpkit guard's out= and keep=).
  * Each forbidden mode prints "block ADDR" first, the block written (or
  * the one freed, the one arithmetic lands in) as the program has it.
  */
@@ -133,6 +136,20 @@ int main(int argc, char **argv)
 			poke(d + 1 + i, (char)('x' + i));
 		printf("report %s %d\n", d, g_touch());
 		free(d);
+	} else if (!strcmp(m, "ctx")) {
+		struct g_ctx *c = g_new_ctx("ctx");
+		printf("block %p\n", (void *)c);
+		poke((char *)&c->n, 7);
+		poke(c->name, 'C');
+		printf("wrote ctx %s %d\n", c->name, c->n);
+		free(c->name);
+		free(c);
+	} else if (!strcmp(m, "buf") || !strcmp(m, "alloc")) {
+		char *b = m[0] == 'b' ? g_new_buf(8) : g_malloc(16);
+		printf("block %p\n", (void *)b);
+		poke(b, 'B');
+		printf("wrote %s %c\n", m, b[0]);
+		free(b);
 	} else if (!strcmp(m, "free")) {
 		char *d = g_copy("abc");
 		free(d);
