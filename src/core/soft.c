@@ -141,10 +141,8 @@ FLAT void untrack(uint32_t s)
 	T->held[s].pos = 0;
 }
 
-/* This thread's entry for d becomes rights (room reserved); listed once
- * it holds more than none.  A close leaves the slot listed: the walks
- * drop or skip entries at none (mpk__soft_each_held, thread_exit), so an
- * open+close pair does no list work after the first open. */
+/* This thread's entry for d becomes rights (room reserved); listed while
+ * it holds more than none. */
 FLAT void record(struct mpk_domain *d, int rights)
 {
 	struct mpk_soft_held *h = &T->held[d->slot];
@@ -156,6 +154,8 @@ FLAT void record(struct mpk_domain *d, int rights)
 	if (rights != MPK_NONE && !h->pos) {
 		T->list[T->n++] = d->slot;
 		h->pos = T->n;
+	} else if (rights == MPK_NONE && h->pos) {
+		untrack(d->slot);
 	}
 }
 
@@ -210,19 +210,6 @@ FLAT void count(struct mpk_domain *d, int rights, int delta)
 		__atomic_add_fetch(&d->writers, delta, __ATOMIC_RELAXED);
 	else if (rights == MPK_READ)
 		__atomic_add_fetch(&d->readers, delta, __ATOMIC_RELAXED);
-}
-
-/* count() by a thread that excludes every other writer of the counts: it
- * holds d->lock on the soft backend (where no handler counts: evictions
- * are hw's) or mpk_g.lock on hw (which an evicting broadcast holds while
- * handlers count).  A plain read and write, no locked instruction: an
- * open or close is one fewer read-modify-write. */
-FLAT void count_owned(struct mpk_domain *d, int rights, int delta)
-{
-	int *c = rights == MPK_RW ? &d->writers : rights == MPK_READ ? &d->readers : NULL;
-
-	if (c)
-		__atomic_store_n(c, __atomic_load_n(c, __ATOMIC_RELAXED) + delta, __ATOMIC_RELAXED);
 }
 
 static void thread_exit(void *arg);
@@ -316,11 +303,11 @@ FLAT int set_held(struct mpk_domain *d, int rights)
 		return 0; /* holds them already (its own, or the base) */
 	if (reserve(d->slot, false))
 		return -1;
-	count_owned(d, counted, -1);
-	count_owned(d, rights, +1);
+	count(d, counted, -1);
+	count(d, rights, +1);
 	if (apply(d, soft_prot(d))) {
-		count_owned(d, rights, -1);
-		count_owned(d, counted, +1);
+		count(d, rights, -1);
+		count(d, counted, +1);
 		return -1;
 	}
 	record(d, rights);
