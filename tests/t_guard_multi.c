@@ -217,6 +217,16 @@ static void backend_runs(const char *backend)
 	CHECK(strstr(out, ", first of two_state+0x0 (libguardtwo.so+0x") != NULL);
 	if (t_failures)
 		fprintf(stderr, "%s, --report:\n%s\n", backend, out);
+	/* libguardtwo's code writing libguardtest's data: --report names the
+	 * writer's library, in its line and in the list. */
+	st = run(backend, 0, out, sizeof(out), (char *[]){ "--report", "--", "./guard-two-prog", "stray", NULL });
+	CHECK(WIFEXITED(st) && WEXITSTATUS(st) == 0);
+	CHECK(strstr(out, "mpkit guard: write of own+0x0 (libguardtest.so+0x6000) at 0x") != NULL);
+	CHECK(strstr(out, " from outside the library (by libguardtwo.so's code), by thread ") != NULL);
+	CHECK(strstr(out, " write by libguardtwo.so+0x") != NULL &&
+	      strstr(out, ", first of own+0x0 (libguardtest.so+0x6000)\n") != NULL);
+	if (t_failures)
+		fprintf(stderr, "%s, --report stray:\n%s\n", backend, out);
 	stats(backend);
 
 	/* --heap: libguardtwo's block is in its domain (freed from outside),

@@ -284,8 +284,18 @@ static void report_first(const struct guard_lib *lib, const struct mpk_fault *f,
 	put_where(lib, (uintptr_t)f->addr, blk);
 	put(" at ");
 	mpk__fd_hex(STDERR_FILENO, (uintptr_t)f->addr);
-	put(own_code(lib, ip) ? " by the library's own code, entered without a gate, thread "
-			  : " from outside the library, by thread ");
+	if (own_code(lib, ip)) {
+		put(" by the library's own code, entered without a gate, thread ");
+	} else {
+		const struct guard_lib *by = guard_lib_at(ip);
+		put(" from outside the library");
+		if (by) { /* another guarded library's code, as the fault line says */
+			put(" (by ");
+			put(by->file);
+			put("'s code)");
+		}
+		put(", by thread ");
+	}
 	put_dec((unsigned long)f->tid);
 	put(", instruction ");
 	mpk__fd_hex(STDERR_FILENO, ip);
