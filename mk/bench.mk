@@ -5,6 +5,10 @@
 BENCH_SRC := bench/options.c bench/engine.c bench/group.c bench/methods.c bench/sample.c bench/probe.c bench/gnuplot.c \
              bench/machine.c bench/extent.c bench/report.c bench/plot.c
 BENCH_OBJ := $(BENCH_SRC:%.c=$(B)/obj/%.o) $(SHARED_OBJ) $(B)/obj/src/shared/dynsym.o $(B)/obj/src/shared/json.o
+# Its own workloads (bench/mw_*.c, built below): named before BENCH_BIN,
+# which expands them at once.
+MW_NAMES := loop prodcons larson churn small large count
+MW_BIN := $(MW_NAMES:%=$(B)/mpkit-bench-mw-%)
 # Every benchmark program: `make benchmarks` (and bench, check, install)
 # builds them, `make` does not.
 BENCH_BIN := $(addprefix $(B)/,mpkit-bench mpkit-bench-alloc mpkit-bench-vault mpkit-bench-threads mpkit-bench-scale \
@@ -49,8 +53,6 @@ $(B)/mpkit-bench-guard: $(BENCH_GUARD_OBJ) $(B)/libmpkit.a
 # (mw_count.c), found beside it: programs of their own that link the C
 # library only, built without sanitizers, for LD_PRELOAD to put each
 # allocator beneath them as it does beneath the real programs.
-MW_NAMES := loop prodcons larson churn small large count
-MW_BIN := $(MW_NAMES:%=$(B)/mpkit-bench-mw-%)
 $(B)/mpkit-bench-mw-%: bench/mw_%.c bench/mw.h $(B)/config
 	$(CC) $(PRELOAD_CFLAGS) $< -pthread -o $@
 
