@@ -129,8 +129,9 @@ static inline struct mpk__soft_snap mpk__soft_snap_take(void)
 
 static inline bool mpk__soft_snap_same(const struct mpk__soft_snap *s)
 {
-	return s->epoch == __atomic_load_n(&mpk__soft_t.epoch, __ATOMIC_RELAXED) &&
-	       s->gepoch == __atomic_load_n(&mpk__soft_gepoch, __ATOMIC_ACQUIRE);
+	/* Both words in one branch: it is on the heap's fast paths. */
+	return !((s->epoch ^ __atomic_load_n(&mpk__soft_t.epoch, __ATOMIC_RELAXED)) |
+		 (s->gepoch ^ __atomic_load_n(&mpk__soft_gepoch, __ATOMIC_ACQUIRE)));
 }
 
 /* The key's bits in the rights register, or the soft rights.  The key is

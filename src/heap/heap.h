@@ -235,20 +235,19 @@ static inline uint64_t mpk__mix(uint64_t x)
 
 /* Keyed per heap over the block's address, size and offset in its slot:
  * an overflow that rewrites it, or a pointer into another heap, does not
- * match without the key.  Two multiplies, not a full mpk__mix(): it runs
- * twice per malloc+free pair, and against accidents it is as good (each
- * step is a bijection, so a change of any one field always shows; a
- * match by chance needs 64 bits to agree).  Neither is a MAC against an
- * attacker who reads headers and knows the scheme: the check is for
- * bugs; sealed, the metadata decides (locate() in heap.c: slot, run and
- * bitmap, no cache).  The size is multiplied on its own:
- * added plainly, a size rewritten by the run-length difference would
- * cancel the offset and pass a run off as another length without the key. */
+ * match without the key.  A sum, no final mix: it runs twice per
+ * malloc+free pair, and against accidents it is as good as one (a change
+ * of any one field always shows, each term being a bijection of its
+ * field; a match by chance needs 64 bits to agree).  Neither is a MAC
+ * against an attacker who reads headers: the key is open memory when the
+ * metadata is (open mode's thread caches hold it), and sealed the
+ * metadata decides (locate() in heap.c: slot, run and bitmap, no cache),
+ * never a header.  The size is multiplied on its own: added plainly, a
+ * size rewritten by the run-length difference would cancel the offset
+ * and pass a run off as another length without the key. */
 static inline uint64_t mpk__hdr_sum(uint64_t key, uintptr_t p, size_t size, size_t off)
 {
-	uint64_t x = ((key ^ p) + size * 0x9e3779b97f4a7c15ull + off) * 0xd6e8feb86659fd93ull;
-
-	return x ^ (x >> 32);
+	return (key ^ p) + size * 0x61c88647u + off; /* odd (a bijection), below 2^31 (an immediate) */
 }
 
 /* ---- meta.c: the metadata area and the global heap lock ---- */

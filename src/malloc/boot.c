@@ -62,7 +62,7 @@ struct boot_state {
 };
 
 /* Where everything is: set once, then read-only (malloc.h). */
-union mpk__boot_fixed mpk__boot_fixed __attribute__((aligned(BOOT_PAGE)));
+union mpk__boot_fixed mpk__boot_fixed __attribute__((aligned(BOOT_PAGE))) = { .f.blocks = MPK__BOOT_NONE };
 /* Both in writable data: the lock rewritten to free lets two calls write
  * the table at once (a race to win; one may also fault as the other
  * seals it), and the wipe flag only says whether free zeroes a block,
@@ -153,7 +153,7 @@ void *mpk__boot_alloc(size_t size, size_t align)
 		return NULL;
 	}
 	mpk__boot_lock();
-	if (!mpk__boot_fixed.f.blocks && setup()) {
+	if (mpk__boot_fixed.f.blocks == MPK__BOOT_NONE && setup()) {
 		mpk__boot_unlock();
 		errno = ENOMEM;
 		return NULL;

@@ -26,13 +26,16 @@ union mpk__boot_fixed {
 	char page[MPK__BOOT_PAGE];
 };
 extern union mpk__boot_fixed mpk__boot_fixed;
+/* blocks before the reserve is made: the top of the address space, where
+ * no user pointer is, so that the test below needs no NULL test of its own. */
+#define MPK__BOOT_NONE ((char *)(uintptr_t)-MPK__BOOT_RESERVE)
 /* Whether p is the internal allocator's: inline, as free() asks it of
  * every block. */
 static inline bool mpk__boot_owns(const void *p)
 {
 	const char *b = __atomic_load_n(&mpk__boot_fixed.f.blocks, __ATOMIC_ACQUIRE);
 
-	return b && (uintptr_t)p - (uintptr_t)b < MPK__BOOT_RESERVE;
+	return (uintptr_t)p - (uintptr_t)b < MPK__BOOT_RESERVE;
 }
 extern bool mpk__boot_wipe; /* MPKIT_MALLOC_WIPE: free zeroes a block */
 void mpk__boot_lock(void);

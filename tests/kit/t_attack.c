@@ -169,30 +169,20 @@ int t_attack_heap_objects(struct t_obj *o, int max)
 	return n;
 }
 
-static const uint64_t hdr_c1 = 0x9e3779b97f4a7c15ull, hdr_c2 = 0xd6e8feb86659fd93ull;
-
-static uint64_t inverse(uint64_t a)
-{
-	uint64_t x = a; /* right to 3 bits for odd a; Newton doubles them */
-
-	for (int i = 0; i < 5; i++)
-		x *= 2 - a * x;
-	return x;
-}
+/* The scheme as the source has it (src/heap/heap.h, mpk__hdr_sum()). */
+static const uint64_t hdr_c1 = 0x61c88647u;
 
 uint64_t t_attack_hdr_key(const void *p, uint64_t off)
 {
 	uint64_t w[2];
 
 	t_attack_copy(w, (const char *)p - 16, 16);
-	uint64_t x = w[1] ^ (w[1] >> 32); /* the top half is x's own */
-	return (x * inverse(hdr_c2) - w[0] * hdr_c1 - off) ^ (uintptr_t)p;
+	return (w[1] - w[0] * hdr_c1 - off) ^ (uintptr_t)p;
 }
 
 void t_attack_hdr_forge(void *p, uint64_t size, uint64_t off, uint64_t key)
 {
-	uint64_t x = ((key ^ (uintptr_t)p) + size * hdr_c1 + off) * hdr_c2;
-	uint64_t w[2] = { size, x ^ (x >> 32) };
+	uint64_t w[2] = { size, (key ^ (uintptr_t)p) + size * hdr_c1 + off };
 
 	t_attack_copy((char *)p - 16, w, 16);
 }
