@@ -35,6 +35,7 @@
 #include <sys/mman.h>
 
 #include "guard.h"
+#include "spin.h"
 
 #define SMALL ((size_t)64 << 10) /* bigger blocks: the array */
 #define BITS0 12                 /* the table's first size: 4096 slots */
@@ -56,34 +57,22 @@ struct bigs {
 
 static struct table *tab;
 static struct bigs *bigs;
-static int wlock;
+static volatile int wlock;
 static unsigned long seq;    /* odd while tab or bigs change */
 static unsigned long flight; /* low 32 bits: calls under way; above: calls done */
 static int lost;             /* a block went unrecorded: "in no block" not known */
 #define ACTIVE 0xffffffffUL
 
-static void lock_take(void)
-{
-	while (__atomic_exchange_n(&wlock, 1, __ATOMIC_ACQUIRE))
-		while (__atomic_load_n(&wlock, __ATOMIC_RELAXED))
-			sched_yield();
-}
-
-static void lock_drop(void)
-{
-	__atomic_store_n(&wlock, 0, __ATOMIC_RELEASE);
-}
-
 /* fork(): no thread of the child holds the lock; a call under way in a
  * thread the child lost leaves a block recorded or not. */
 static void fork_prepare(void)
 {
-	lock_take();
+	mpk__spin_lock(&wlock);
 }
 
 static void fork_parent(void)
 {
-	lock_drop();
+	mpk__spin_unlock(&wlock);
 }
 
 static void fork_child(void)
@@ -91,7 +80,7 @@ static void fork_child(void)
 	if (__atomic_load_n(&flight, __ATOMIC_RELAXED) & ACTIVE)
 		__atomic_store_n(&lost, 1, __ATOMIC_RELAXED);
 	__atomic_store_n(&flight, 0, __ATOMIC_RELAXED);
-	lock_drop();
+	mpk__spin_unlock(&wlock);
 }
 
 void guard_blocks_start(void)
@@ -269,21 +258,21 @@ size_t guard_blocks_begin(const void *forget)
 {
 	size_t n = (size_t)-1;
 
-	lock_take();
+	mpk__spin_lock(&wlock);
 	__atomic_store_n(&flight, flight + 1, __ATOMIC_RELEASE);
 	if (forget)
 		n = del((uintptr_t)forget);
-	lock_drop();
+	mpk__spin_unlock(&wlock);
 	return n;
 }
 
 void guard_blocks_end(const void *p, size_t n)
 {
-	lock_take();
+	mpk__spin_lock(&wlock);
 	if (p)
 		add((uintptr_t)p, n);
 	__atomic_store_n(&flight, flight + ACTIVE, __ATOMIC_RELEASE); /* one fewer under way, one more done */
-	lock_drop();
+	mpk__spin_unlock(&wlock);
 }
 
 /* The size of the block that starts at p, or -1: a probe bounded by the

@@ -24,12 +24,12 @@
 #define _GNU_SOURCE
 #include <errno.h>
 #include <pthread.h>
-#include <sched.h>
 #include <stdint.h>
 #include <string.h>
 #include <sys/mman.h>
 
 #include "malloc.h"
+#include "../shared/spin.h"
 
 #define BOOT_RESERVE MPK__BOOT_RESERVE
 #define BOOT_COMMIT ((size_t)1 << 20)
@@ -74,14 +74,12 @@ bool mpk__boot_wipe;
  * needs nothing but a reset (atfork handlers, malloc.c). */
 void mpk__boot_lock(void)
 {
-	while (__atomic_exchange_n(&lock, 1, __ATOMIC_ACQUIRE))
-		while (__atomic_load_n(&lock, __ATOMIC_RELAXED))
-			sched_yield();
+	mpk__spin_lock(&lock);
 }
 
 void mpk__boot_unlock(void)
 {
-	__atomic_store_n(&lock, 0, __ATOMIC_RELEASE);
+	mpk__spin_unlock(&lock);
 }
 
 /* The state and table writable (on) or read-only again, lock held. */

@@ -11,7 +11,6 @@
  * this runs: the calls are behind one flag.
  */
 #define _GNU_SOURCE
-#include <sched.h>
 #include <stdbool.h>
 #include <string.h>
 #include <sys/mman.h>
@@ -19,6 +18,7 @@
 
 #include "mpkit.h"
 #include "malloc.h"
+#include "../shared/spin.h"
 #include "../shared/trace.h"
 #include "../shared/unwind.h"
 
@@ -36,18 +36,6 @@ static struct rec *tab;
 static size_t used;
 static volatile int lock;
 static bool full_said;
-
-static void lock_take(void)
-{
-	while (__atomic_exchange_n(&lock, 1, __ATOMIC_ACQUIRE))
-		while (__atomic_load_n(&lock, __ATOMIC_RELAXED))
-			sched_yield();
-}
-
-static void lock_drop(void)
-{
-	__atomic_store_n(&lock, 0, __ATOMIC_RELEASE);
-}
 
 int mpk__dbg_init(void)
 {
@@ -87,7 +75,7 @@ static void record(void *p, bool freeing)
 	if (!p || !tab)
 		return;
 	n = mpk__bt(f, DEPTH);
-	lock_take();
+	mpk__spin_lock(&lock);
 	struct rec *r = find((uintptr_t)p, !freeing);
 	if (r && !freeing) {
 		memcpy(r->alloc, f, (size_t)n * sizeof(*f));
@@ -101,7 +89,7 @@ static void record(void *p, bool freeing)
 	}
 	bool say = !r && !freeing && !full_said;
 	full_said |= say;
-	lock_drop();
+	mpk__spin_unlock(&lock);
 	if (say) {
 		static const char msg[] = "libmpkit-malloc: --debug: the stack table is full: blocks "
 					  "allocated from now on have no stacks in reports\n";
@@ -127,11 +115,11 @@ void mpk__dbg_describe(struct mpk__text *t, const void *p)
 
 	if (!tab)
 		return;
-	lock_take();
+	mpk__spin_lock(&lock);
 	struct rec *e = find((uintptr_t)p, false);
 	if (e)
 		r = *e;
-	lock_drop();
+	mpk__spin_unlock(&lock);
 	if (!e) {
 		mpk__text_str(t, "mpkit:   no allocation of it was recorded (mpkit run --debug)\n");
 		return;
