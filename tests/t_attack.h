@@ -81,7 +81,7 @@ void t_attack_hdr_forge(void *p, uint64_t size, uint64_t off, uint64_t key);
  * Find a thread's cache entry as an attacker would: every private
  * read-write mapping of /proc/self/maps that is no domain's memory is
  * read for an entry's shape as the source has it (src/heap/heap.h, struct
- * tcache): the heap w0 at offset 0 (0: any), a small nonzero uid at 8 and
+ * tcache): the heap w0 at offset 0 (0: any), a small nonzero uid at 8, a small
  * epoch at 16, and w1 at off1.  The entry's address, or NULL.
  */
 void *t_attack_find(uintptr_t w0, size_t off1, uintptr_t w1);

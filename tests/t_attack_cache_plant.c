@@ -15,10 +15,14 @@
  * blind attacker is stopped by the mangling; see docs/heaps.md).  Both
  * backends.
  */
-#include "t_attack.h"
+#include <stddef.h>
 
-enum { OFF_UID = 8, OFF_TOK = 40, OFF_MKEY = 48, OFF_DOMAIN = 56, OFF_N = 124, OFF_SLOT = 192,
-       TC_MAX = 128 };
+#include "t_attack.h"
+#include "../src/heap/heap.h" /* the entry's shape, read from the source */
+
+enum { OFF_TOK = offsetof(struct tcache, tok), OFF_MKEY = offsetof(struct tcache, mkey),
+       OFF_DOMAIN = offsetof(struct tcache, domain), OFF_N = offsetof(struct tcache, n),
+       OFF_SLOT = offsetof(struct tcache, slot) };
 
 static unsigned char buf[4096] __attribute__((aligned(64)));
 

@@ -15,10 +15,13 @@
  * one.  Both backends.
  */
 #include <pthread.h>
+#include <stddef.h>
 
 #include "t_attack.h"
+#include "../src/heap/heap.h" /* the entry's shape, read from the source */
 
-enum { N = 300, SIZE = 48, OFF_CKEY = 32, OFF_TOK = 40, OFF_DOMAIN = 56 };
+enum { N = 300, SIZE = 48, OFF_CKEY = offsetof(struct tcache, ckey), OFF_TOK = offsetof(struct tcache, tok),
+       OFF_DOMAIN = offsetof(struct tcache, domain) };
 
 static unsigned char *blk[N];
 static mpk_heap *h;

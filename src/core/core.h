@@ -91,7 +91,9 @@ struct mpk_soft_thread {
 extern __thread struct mpk_soft_thread mpk__soft_t __attribute__((tls_model("initial-exec")));
 /* Bumped (release) whenever a keyless domain's base or generation moves:
  * with the thread's epoch, a caller that checked its soft rights once can
- * tell they have not changed since (struct mpk__soft_snap). */
+ * tell they have not changed since (struct mpk__soft_snap).  The heap
+ * layer bumps it too, when a heap or a chunk goes: its thread caches
+ * compare one epoch for both (heap.h). */
 extern uint64_t mpk__soft_gepoch;
 
 /* The calling thread's soft rights to keyless domain d, lock-free. */

@@ -12,7 +12,6 @@
 
 #include "heap.h"
 
-uint64_t mpk__heap_epoch = 1;
 __thread struct tcache *mpk__tc_last __attribute__((tls_model("initial-exec")));
 
 struct bundle {
@@ -146,7 +145,7 @@ static uint64_t uses;
 
 static void reset(struct tcache *tc, struct heap *h)
 {
-	uint64_t epoch = __atomic_load_n(&mpk__heap_epoch, __ATOMIC_ACQUIRE);
+	uint64_t epoch = __atomic_load_n(&mpk__soft_gepoch, __ATOMIC_ACQUIRE);
 
 	memset(tc, 0, offsetof(struct tcache, slot));
 	if (!h)
@@ -163,7 +162,7 @@ static void reset(struct tcache *tc, struct heap *h)
 			    __atomic_add_fetch(&uses, 1, __ATOMIC_RELAXED)) | 1;
 	tc->domain = h->domain;
 	tc->wipe = h->flags & MPK_HEAP_WIPE;
-	tc->rw = (struct mpk__soft_snap){ ~0ull, ~0ull };
+	tc->rw = ~0ull;
 	tc->arena = NULL;
 }
 
@@ -171,12 +170,9 @@ static void reset(struct tcache *tc, struct heap *h)
  * cache's domain (tc_rw() in calls.c), or none if it may not now. */
 static void renew(struct tcache *tc)
 {
-	struct mpk__soft_snap now = mpk__soft_snap_take();
+	uint64_t now = __atomic_load_n(&mpk__soft_t.epoch, __ATOMIC_RELAXED);
 
-	if (mpk__soft_rights_now((const struct mpk__domain_head *)tc->domain) == MPK_RW)
-		tc->rw = now;
-	else
-		tc->rw = (struct mpk__soft_snap){ ~0ull, ~0ull };
+	tc->rw = mpk__soft_rights_now((const struct mpk__domain_head *)tc->domain) == MPK_RW ? now : ~0ull;
 }
 
 /* The fast paths find the last cache used here; under valgrind they find
@@ -201,7 +197,7 @@ void mpk__tc_renew(void)
 struct tcache *mpk__tc_attach(struct heap *h)
 {
 	struct bundle *b = bundle();
-	uint64_t epoch = __atomic_load_n(&mpk__heap_epoch, __ATOMIC_ACQUIRE);
+	uint64_t epoch = __atomic_load_n(&mpk__soft_gepoch, __ATOMIC_ACQUIRE);
 	struct tcache *tc = NULL;
 
 	if (!b)
@@ -249,7 +245,7 @@ struct tcache *mpk__tc_attach(struct heap *h)
 struct tcache *mpk__tc_vault(struct mpk_domain *d)
 {
 	struct bundle *b = mine;
-	uint64_t epoch = __atomic_load_n(&mpk__heap_epoch, __ATOMIC_ACQUIRE);
+	uint64_t epoch = __atomic_load_n(&mpk__soft_gepoch, __ATOMIC_ACQUIRE);
 
 	if (!b)
 		return NULL;
@@ -265,7 +261,7 @@ void mpk__tc_forget(struct heap *h)
 {
 	struct bundle *b = mine;
 
-	__atomic_add_fetch(&mpk__heap_epoch, 1, __ATOMIC_RELEASE);
+	mpk__heap_epoch_bump();
 	if (!b)
 		return;
 	for (int i = 0; i < TC_HEAPS; i++)

@@ -18,9 +18,11 @@
 /* ---- the thread caches' fast paths and batches ---- */
 
 /* Whether the thread may write the cache's domain (headers live there):
- * a keyed domain's bits; for a keyless one, whether its soft rights are
- * still those of the snapshot taken when the thread last held RW (core.h;
- * each slow call renews it, heap/cache.c). */
+ * a keyed domain's bits; for a keyless one, whether the thread's soft
+ * epoch is still the one taken when it last held RW (each slow call
+ * renews it, heap/cache.c).  Bases and generations that moved since move
+ * the global soft epoch, which tc_of() compares: with this, the pair is
+ * core.h's snapshot, taken in that order. */
 TC_INLINE bool tc_rw(const struct tcache *tc)
 {
 	const struct mpk__domain_head *d = (const struct mpk__domain_head *)tc->domain;
@@ -28,7 +30,7 @@ TC_INLINE bool tc_rw(const struct tcache *tc)
 
 	if (k >= 0)
 		return mpk_arch_key_rights(mpk_arch_reg_read(), k) == MPK_RW;
-	return mpk__soft_snap_same(&tc->rw);
+	return tc->rw == __atomic_load_n(&mpk__soft_t.epoch, __ATOMIC_RELAXED);
 }
 
 /* A cached block for size, or NULL: none cached, not a small size, or
@@ -134,7 +136,7 @@ static inline struct tcache *tc_of(const mpk_heap *hp)
 	struct tcache *tc = mpk__tc_last;
 
 	if (likely(tc && tc->heap == (const struct heap *)hp &&
-		   tc->epoch == __atomic_load_n(&mpk__heap_epoch, __ATOMIC_RELAXED)))
+		   tc->epoch == __atomic_load_n(&mpk__soft_gepoch, __ATOMIC_ACQUIRE)))
 		return tc;
 	return NULL;
 }
@@ -149,7 +151,7 @@ static inline struct tcache *tc_of_take(const mpk_heap *hp)
 
 	/* tc_of()'s epoch test and the seal's in one branch */
 	if (likely(tc && tc->heap == (const struct heap *)hp &&
-		   !((tc->epoch ^ __atomic_load_n(&mpk__heap_epoch, __ATOMIC_RELAXED)) |
+		   !((tc->epoch ^ __atomic_load_n(&mpk__soft_gepoch, __ATOMIC_ACQUIRE)) |
 		     (uintptr_t)__atomic_load_n(&mpk__meta_dom, __ATOMIC_RELAXED))))
 		return tc;
 	return NULL;

@@ -659,10 +659,11 @@ static inline void mpk__heap_leave(mpk_scope *s)
 struct tcache {
 	struct heap *heap;          /* NULL: unused */
 	uint32_t uid;               /* of the heap, checked on attach */
-	uint64_t epoch;             /* mpk__heap_epoch when last checked */
+	uint64_t epoch;             /* mpk__soft_gepoch when last checked (core.h) */
 	uint64_t key, ckey, tok, mkey; /* the heap's keys; mkey mangles slot[] */
 	struct mpk_domain *domain;
-	struct mpk__soft_snap rw;   /* when the thread last held RW to a keyless domain */
+	uint64_t rw;                /* the thread's soft epoch when it last held RW to a
+				     * keyless domain, taken after epoch; ~0 none */
 	uintptr_t chunk;            /* 1 + the number of a chunk of the heap's, its tag checked; 0 none */
 	unsigned gen;               /* vault: mpk__fork_gen its listed blocks are locked in */
 	bool wipe;                  /* MPK_HEAP_WIPE: free zeroes the block */
@@ -675,12 +676,18 @@ struct tcache {
 	uint8_t fill[NTC];             /* the last refill's batch: the next doubles it */
 	uintptr_t slot[NTC][TC_MAX];   /* user pointer ^ mkey */
 };
-/* Bumped when a heap goes, and when a chunk goes back (a cache's chunk
- * hint is good only until then): caches check their heap again.
- * Unsealed: pinned, it keeps hints of a thread cache, which is itself
- * plain memory an attacker can rewrite; without caches (sealed heaps)
- * nothing that picks a block reads it.  docs/heaps.md. */
-extern uint64_t mpk__heap_epoch;
+/* A heap goes, or a chunk goes back (a cache's chunk hint is good only
+ * until then): caches check their heap again.  The epoch they compare is
+ * the core's soft one (core.h), which also moves with every soft base and
+ * generation: one load and one compare on the fast paths tell that
+ * neither the heap nor a keyless domain's rights moved since the cache
+ * was checked.  Unsealed: pinned, it keeps hints of a thread cache, which
+ * is itself plain memory an attacker can rewrite; without caches (sealed
+ * heaps) nothing that picks a block reads it.  docs/heaps.md. */
+static inline void mpk__heap_epoch_bump(void)
+{
+	__atomic_add_fetch(&mpk__soft_gepoch, 1, __ATOMIC_RELEASE);
+}
 extern __thread struct tcache *mpk__tc_last __attribute__((tls_model("initial-exec")));
 #define mpk__tc_lim (mpk__seal_pg.s.tc_lim) /* entries per class (seal.c) */
 /* The calling thread's cache for h (metadata open, h checked), made if need

@@ -147,7 +147,7 @@ void mpk__map_del(struct chunk *c)
 		put(g, c);
 	}
 	/* The caches' chunk hints may name it: they start afresh. */
-	__atomic_add_fetch(&mpk__heap_epoch, 1, __ATOMIC_RELEASE);
+	mpk__heap_epoch_bump();
 }
 
 struct chunk *mpk__map_find(uintptr_t a)

@@ -109,7 +109,7 @@ void t_attack_both_modes(void (*attack)(const char *meta))
 static const char *const heap_files[] = { "meta.c",  "seal.c",  "map.c",  "big.c",   "run.c",   "heap.c",
 					  "calls.c", "cache.c", "fork.c", "vault.c", "vlist.c", "misuse.c" };
 static const char *const heap_globals[] = { "mpk__meta_dom",   "mpk__seal_pg",    "mpk__tag_root",
-					    "mpk__heap_epoch", "mpk__tc_lim",     "mpk__fork_gen",
+					    "mpk__tc_lim",     "mpk__fork_gen",
 					    "mpk__heaps_lock", "mpk__meta_lock",  "mpk__runs_epoch",
 					    "mpk__class_of16", "mpk__classes_pg" };
 
@@ -215,7 +215,7 @@ void *t_attack_find(uintptr_t w0, size_t off1, uintptr_t w1)
 				uintptr_t x = *(volatile uintptr_t *)a;
 				if ((w0 ? x == w0 : x != 0) && *(volatile uintptr_t *)(a + off1) == w1 &&
 				    *(volatile uint32_t *)(a + 8) - 1 < (1u << 20) &&
-				    *(volatile uint64_t *)(a + 16) - 1 < (1ull << 32))
+				    *(volatile uint64_t *)(a + 16) < (1ull << 32))
 					found = (void *)a;
 			}
 		}
