@@ -111,18 +111,38 @@ static void make_key(void)
 	key_ok = !pthread_key_create(&exit_key, thread_gone);
 }
 
+/* With the first heap: a key made early is a low one, whose value glibc
+ * and musl keep in the thread's descriptor, so that bundle()'s
+ * pthread_setspecific() allocates nothing. */
+void mpk__tc_init(void)
+{
+	pthread_once(&key_once, make_key);
+}
+
+/* The thread's bundle, made at its first cached call.  This is the one
+ * place a heap call's slow path calls the C library in a way that may
+ * allocate (pthread_setspecific() past the low keys), and the drop-in's
+ * malloc comes back here for it without a guard of its own: that nested
+ * call finds `making` set and goes without a cache, to the arena, whose
+ * lock no caller here holds. */
 static struct bundle *bundle(void)
 {
+	static __thread bool making __attribute__((tls_model("initial-exec")));
 	struct bundle *b = mine;
 
 	if (b)
 		return b;
-	pthread_once(&key_once, make_key);
+	if (making)
+		return NULL;
+	mpk__tc_init();
 	if (!key_ok)
 		return NULL;
 	if (!(b = pool_take()) && !(b = mpk_os_map(sizeof(*b), PROT_READ | PROT_WRITE)))
 		return NULL;
-	if (pthread_setspecific(exit_key, b)) {
+	making = true;
+	int err = pthread_setspecific(exit_key, b);
+	making = false;
+	if (err) {
 		pool_put(b);
 		return NULL;
 	}

@@ -191,6 +191,7 @@ struct heap *mpk__heap_new(struct mpk_domain *d, unsigned flags)
 
 	mpk__heap_classes_init();
 	mpk__heap_atfork();
+	mpk__tc_init();
 	if (mpk__domain_hold(d))
 		return NULL;
 	pthread_mutex_lock(&mpk__heaps_lock);

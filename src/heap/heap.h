@@ -693,6 +693,7 @@ extern __thread struct tcache *mpk__tc_last __attribute__((tls_model("initial-ex
 /* The calling thread's cache for h (metadata open, h checked), made if need
  * be; NULL if none can be had. */
 struct tcache *mpk__tc_attach(struct heap *h);
+void mpk__tc_init(void); /* with each heap made: the thread-exit key, once */
 void mpk__tc_forget(struct heap *h); /* h goes: drop this thread's cache */
 /* At the end of a slow call, the metadata closed again: the fast paths
  * learn whether the thread may still write the last cache's domain (its

@@ -11,8 +11,9 @@
  * The heap is made by the drop-in's constructor (or by the first call
  * after it starts).  Until it is there, while it is being made, and
  * whenever a thread is already inside a call the drop-in made into mpkit
- * (the C library allocating for mpkit), blocks come from the internal
- * allocator (boot.c); free() and realloc() tell the two apart by address.
+ * other than malloc() and free() (the C library allocating for mpkit; see
+ * malloc() for those two), blocks come from the internal allocator
+ * (boot.c); free() and realloc() tell the two apart by address.
  * libmpkit-malloc.so links libmpkit.so, so a program that links mpkit
  * too has one mpkit, which holds the "malloc" domain beside its own.
  * MPKIT_MALLOC_STATS=1 prints the calls, the metadata opens and the bytes
@@ -89,6 +90,7 @@ static void misuse(const struct mpk_misuse *m, void *arg)
 	void *frames[48];
 
 	(void)arg;
+	inside++; /* what the report allocates: the internal allocator's (it aborts) */
 	while (__atomic_exchange_n(&busy, 1, __ATOMIC_ACQUIRE))
 		sched_yield(); /* another thread's report: it aborts the process */
 	if (entry)
@@ -232,9 +234,10 @@ static __attribute__((noinline)) void traced_free(void *p)
 	inside--;
 }
 
-/* Every call below: the heap through a use_heap() that said yes, with
- * `inside` set, so that what mpkit's calls into the C library allocate
- * goes to the internal allocator. */
+/* Every call below but malloc()'s and free()'s fast ones: the heap
+ * through a use_heap() that said yes, with `inside` set, so that what
+ * mpkit's calls into the C library allocate goes to the internal
+ * allocator. */
 #define IN_HEAP(expr) ({ inside++; __typeof__(expr) r_ = (expr); inside--; r_; })
 
 /* malloc() and free() past their first test: no plain heap (none yet,
@@ -251,12 +254,19 @@ static __attribute__((noinline)) void *malloc_long(size_t size)
 	return p;
 }
 
+/* malloc() and free() call the heap without counting `inside` around
+ * the call (a jump, no frame): the heap's fast path calls nothing, its
+ * slow path allocates from the C library only where heap/cache.c's
+ * bundle() takes the nested call itself, and the misuse handler counts
+ * `inside` on its own.  malloc() still tests it: the drop-in's own long
+ * paths (start(), the debug stacks, the report) send theirs to the
+ * internal allocator with it. */
 EXPORT void *malloc(size_t size)
 {
 	mpk_heap *h = __atomic_load_n(&plain, __ATOMIC_ACQUIRE);
 
 	if (likely(h) && likely(!inside))
-		return IN_HEAP(mpk_heap_malloc(h, size));
+		return mpk_heap_malloc(h, size);
 	return malloc_long(size);
 }
 
@@ -289,7 +299,7 @@ EXPORT void free(void *p)
 	 * does when it succeeds (its fast path touches none, so no save
 	 * around every call); on misuse the handler reports and aborts. */
 	if (likely(h) && likely(!mpk__boot_owns(p))) {
-		(void)IN_HEAP(mpk_heap_free(h, p));
+		(void)mpk_heap_free(h, p);
 		return;
 	}
 	free_long(p);

@@ -5,8 +5,8 @@
  * the Makefile), so their malloc/calloc/realloc/free come here and go to
  * the internal allocator, never to the heap they are inside.  The shared
  * drop-in links libmpkit.so instead, which allocates from malloc only
- * outside its locks, and then through a call the drop-in made (see
- * malloc.c's `inside`).
+ * outside its locks (see malloc.c's `inside`, and heap/cache.c's
+ * bundle()).
  */
 #define _GNU_SOURCE
 #include <errno.h>
