@@ -169,43 +169,74 @@ static void list_del(struct run **head, struct run *r)
 	r->prev = r->next = NULL;
 }
 
-/* A free block of class cls: its start, or 0 with errno. */
-static uintptr_t slab_alloc(struct arena *a, unsigned cls)
+/* A slab of class cls with a free block, first in its bin's partial
+ * list (the spare, or a new one), or NULL with errno. */
+static struct run *slab_partial(struct arena *a, unsigned cls)
 {
 	struct bin *bin = &a->bins[cls];
 	struct run *r = bin->partial;
 
-	if (!r) {
-		if ((r = bin->spare)) {
-			if (mpk__chunk_idle(r->chunk))
-				a->empty_chunks--;
-			bin->spare = NULL;
-			r->spare = 0;
-			r->chunk->spare_pages = (uint16_t)(r->chunk->spare_pages - r->pages);
-		} else {
-			struct chunk *c;
-			if (!(r = mpk__run_alloc(a, slab_pages[cls], &c)))
-				return 0;
-			r->kind = RUN_SLAB;
-			r->cls = (uint8_t)cls;
-			r->nfree = slab_blocks[cls];
-			memset(r->bits, 0, sizeof(r->bits));
-			memset(r->live, 0, sizeof(r->live));
-			for (unsigned i = 0; i < r->nfree; i++)
-				r->bits[i / 64] |= 1ull << (i % 64);
-		}
-		list_push(&bin->partial, r);
+	if (r)
+		return r;
+	if ((r = bin->spare)) {
+		if (mpk__chunk_idle(r->chunk))
+			a->empty_chunks--;
+		bin->spare = NULL;
+		r->spare = 0;
+		r->chunk->spare_pages = (uint16_t)(r->chunk->spare_pages - r->pages);
+	} else {
+		struct chunk *c;
+		if (!(r = mpk__run_alloc(a, slab_pages[cls], &c)))
+			return NULL;
+		r->kind = RUN_SLAB;
+		r->cls = (uint8_t)cls;
+		r->nfree = slab_blocks[cls];
+		memset(r->bits, 0, sizeof(r->bits));
+		memset(r->live, 0, sizeof(r->live));
+		for (unsigned i = 0; i < r->nfree; i++)
+			r->bits[i / 64] |= 1ull << (i % 64);
 	}
-	unsigned w = 0;
-	while (!r->bits[w])
-		w++;
-	unsigned i = w * 64 + (unsigned)__builtin_ctzll(r->bits[w]);
-	/* Atomic: vaults' lists read the bits of blocks in use without the
-	 * lock (vlist.c). */
-	__atomic_store_n(&r->bits[w], r->bits[w] & (r->bits[w] - 1), __ATOMIC_RELAXED);
-	if (!--r->nfree)
-		list_del(&bin->partial, r);
-	return run_addr(r->chunk, r) + (uintptr_t)i * class_size[cls];
+	list_push(&bin->partial, r);
+	return r;
+}
+
+/* Up to want free blocks of class cls into out, lowest address first
+ * within a slab, a slab's free blocks taken in one pass over its bitmap
+ * (a refill's batch, not a search per block): how many (fewer: errno). */
+static unsigned slab_take(struct arena *a, unsigned cls, uintptr_t *out, unsigned want)
+{
+	size_t size = class_size[cls];
+	unsigned got = 0;
+
+	while (got < want) {
+		struct run *r = slab_partial(a, cls);
+		if (!r)
+			break;
+		uintptr_t base = run_addr(r->chunk, r);
+		unsigned n = r->nfree < want - got ? r->nfree : want - got;
+		r->nfree = (uint16_t)(r->nfree - n);
+		for (unsigned w = 0; n && w < SLAB_BLOCKS_MAX / 64; w++) {
+			uint64_t bits = r->bits[w];
+			for (; bits && n; n--) {
+				out[got++] = base + (w * 64 + (unsigned)__builtin_ctzll(bits)) * size;
+				bits &= bits - 1;
+			}
+			/* Atomic: vaults' lists read the bits of blocks in
+			 * use without the lock (vlist.c). */
+			__atomic_store_n(&r->bits[w], bits, __ATOMIC_RELAXED);
+		}
+		if (!r->nfree)
+			list_del(&a->bins[cls].partial, r);
+	}
+	return got;
+}
+
+/* A free block of class cls: its start, or 0 with errno. */
+static uintptr_t slab_alloc(struct arena *a, unsigned cls)
+{
+	uintptr_t b;
+
+	return slab_take(a, cls, &b, 1) ? b : 0;
 }
 
 /* Whether the slab went back as a free run (its chunk may have gone
@@ -436,6 +467,42 @@ static inline struct chunk *chunk_of(uintptr_t a, const struct chunk *last)
 	return mpk__map_find(a);
 }
 
+/* Chunks of an arena found before by a flush's blocks given back under
+ * its lock, by the 1 MiB granule of the block that found each: one
+ * lookup per chunk, where a flush's blocks come from many chunks in turn
+ * (a tree freed in its own order).  Kept only while they cannot go, as
+ * chunk_of()'s: the arena's lock held since, and forgotten when a give
+ * back returns its run (a run given back takes at most its own chunk
+ * with it: run.c). */
+#define SEEN 16
+struct seen {
+	struct chunk *c[SEEN];
+};
+
+/* The kept chunk holding a, else mpk__map_find()'s (*kept: which). */
+static inline struct chunk *seen_find(const struct seen *s, uintptr_t a, bool *kept)
+{
+	struct chunk *c = s->c[(a >> CHUNK_SHIFT) % SEEN];
+
+	if ((*kept = c && a - c->base < CHUNK_SIZE))
+		return c;
+	return mpk__map_find(a);
+}
+
+/* c holds a; went: a's give back returned its run. */
+static inline void seen_after(struct seen *s, uintptr_t a, struct chunk *c, bool kept, bool went)
+{
+	if (went) {
+		/* Kept, it is under a's granule or a neighbour (it spans
+		 * two at most); compared, not read: it may be gone. */
+		for (uintptr_t g = (a >> CHUNK_SHIFT) - 1; g <= (a >> CHUNK_SHIFT) + 1; g++)
+			if (s->c[g % SEEN] == c)
+				s->c[g % SEEN] = NULL;
+	} else if (!kept && c->magic == CHUNK_MAGIC) {
+		s->c[(a >> CHUNK_SHIFT) % SEEN] = c;
+	}
+}
+
 /* Take ar's remote list (its lock held, the domain readable) and give
  * its blocks back; a link that fails the checks ends it. */
 void mpk__remote_drain(struct arena *ar)
@@ -482,12 +549,7 @@ int mpk__tc_refill(struct tcache *tc, unsigned cls)
 	if (__atomic_load_n(&a->remote, __ATOMIC_RELAXED))
 		mpk__remote_drain(a);
 	uintptr_t fresh[TC_MAX / 2];
-	while (got < want) {
-		uintptr_t b = slab_alloc(a, cls);
-		if (!b)
-			break;
-		fresh[got++] = b + HDR;
-	}
+	got = slab_take(a, cls, fresh, want);
 	a->blocks += got;
 	a->bytes += got * (size_t)(class_size[cls] - HDR);
 	pthread_mutex_unlock(&a->lock);
@@ -496,7 +558,7 @@ int mpk__tc_refill(struct tcache *tc, unsigned cls)
 	 * written ones being a prefix), and the blocks come from here, not
 	 * back from the cache's open memory. */
 	for (unsigned i = 0; i < got; i++) {
-		uintptr_t b = fresh[got - 1 - i];
+		uintptr_t b = fresh[got - 1 - i] + HDR;
 		tc->slot[cls][i] = b ^ tc->mkey;
 		mpk__hdr_set(b, mpk__hdr_mark(tc->tok, b), 0);
 	}
@@ -530,16 +592,21 @@ void mpk__tc_flush(struct tcache *tc, unsigned cls, unsigned k)
 	struct arena *held = NULL, *own = tc->arena, *far = NULL;
 	bool links = mpk__rights_now(tc->domain) == MPK_RW;
 	uintptr_t first = 0, last = 0;
-	/* Chunks looked up before (chunk_of()): lastc, held's; farc, a
-	 * chunk of far's holding a block of the chain not pushed yet, which
-	 * no one else can give back, so the chunk stays. */
-	struct chunk *lastc = NULL, *farc = NULL;
+	/* Chunks looked up before: seen, held's; farc, a chunk of far's
+	 * holding a block of the chain not pushed yet, which no one else
+	 * can give back, so the chunk stays (chunk_of()). */
+	struct chunk *farc = NULL;
+	struct seen seen;
 
 	if (!own)
 		own = tc->arena = pick(h);
+	memset(&seen, 0, sizeof(seen));
 	for (unsigned i = 0; i < k; i++) {
 		uintptr_t a = tc->slot[cls][i] ^ tc->mkey;
-		struct chunk *c = lastc && a - lastc->base < CHUNK_SIZE ? lastc : chunk_of(a, farc);
+		bool kept = false;
+		struct chunk *c = farc && a - farc->base < CHUNK_SIZE ? farc
+				  : held ? seen_find(&seen, a, &kept)
+					 : mpk__map_find(a);
 		if (!c || c->heap != h)
 			continue; /* an overwritten entry: leave it be */
 		if (c->arena != own && links && cls < NCLASSES) {
@@ -561,11 +628,12 @@ void mpk__tc_flush(struct tcache *tc, unsigned cls, unsigned k)
 			if (held)
 				pthread_mutex_unlock(&held->lock);
 			pthread_mutex_lock(&(held = c->arena)->lock);
+			memset(&seen, 0, sizeof(seen));
 		}
 		bool went = cls < NCLASSES ? give_back(held, c, a) : give_back_run(held, c, a);
-		/* Kept for the next block only as held's live chunk, checked
+		/* Kept for the next blocks only as held's live chunk, checked
 		 * under its lock (as mpk__heap_locate() does). */
-		lastc = !went && c->magic == CHUNK_MAGIC && c->arena == held ? c : NULL;
+		seen_after(&seen, a, c, kept, went);
 	}
 	if (held)
 		pthread_mutex_unlock(&held->lock);
