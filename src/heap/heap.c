@@ -241,7 +241,7 @@ static uintptr_t slab_alloc(struct arena *a, unsigned cls)
 
 /* Whether the slab went back as a free run (its chunk may have gone
  * with it). */
-static bool slab_free(struct arena *a, struct run *r, unsigned i)
+TC_INLINE bool slab_free(struct arena *a, struct run *r, unsigned i)
 {
 	struct bin *bin = &a->bins[r->cls];
 	uint64_t mask = 1ull << (i % 64);
@@ -437,7 +437,7 @@ static void remote_push(struct arena *ar, uintptr_t first, uintptr_t last)
 /* Give back small block a of arena a (locked), if it is one and in use:
  * its slot, bitmap bit and the counts.  Whether its slab went back as a
  * free run (then c may have gone). */
-static bool give_back(struct arena *held, struct chunk *c, uintptr_t a)
+TC_INLINE bool give_back(struct arena *held, struct chunk *c, uintptr_t a)
 {
 	struct run *r = mpk__run_at(c, a);
 
@@ -479,14 +479,12 @@ struct seen {
 	struct chunk *c[SEEN];
 };
 
-/* The kept chunk holding a, else mpk__map_find()'s (*kept: which). */
-static inline struct chunk *seen_find(const struct seen *s, uintptr_t a, bool *kept)
+/* The kept chunk holding a, or NULL. */
+static inline struct chunk *seen_hit(const struct seen *s, uintptr_t a)
 {
 	struct chunk *c = s->c[(a >> CHUNK_SHIFT) % SEEN];
 
-	if ((*kept = c && a - c->base < CHUNK_SIZE))
-		return c;
-	return mpk__map_find(a);
+	return c && a - c->base < CHUNK_SIZE ? c : NULL;
 }
 
 /* c holds a; went: a's give back returned its run. */
@@ -603,32 +601,36 @@ void mpk__tc_flush(struct tcache *tc, unsigned cls, unsigned k)
 	memset(&seen, 0, sizeof(seen));
 	for (unsigned i = 0; i < k; i++) {
 		uintptr_t a = tc->slot[cls][i] ^ tc->mkey;
-		bool kept = false;
-		struct chunk *c = farc && a - farc->base < CHUNK_SIZE ? farc
-				  : held ? seen_find(&seen, a, &kept)
-					 : mpk__map_find(a);
-		if (!c || c->heap != h)
-			continue; /* an overwritten entry: leave it be */
-		if (c->arena != own && links && cls < NCLASSES) {
-			if (!cached_block(h, a))
-				continue;
-			farc = c;
-			if (c->arena != far) {
-				if (far)
-					remote_push(far, first, last);
-				far = c->arena;
-				first = last = a;
+		/* A chunk kept was checked as the ones below when it was
+		 * found, under held's lock since: the same heap, and the same
+		 * arena, given back to the same way. */
+		struct chunk *c = held ? seen_hit(&seen, a) : NULL;
+		bool kept = c;
+		if (!kept) {
+			c = farc && a - farc->base < CHUNK_SIZE ? farc : mpk__map_find(a);
+			if (!c || c->heap != h)
+				continue; /* an overwritten entry: leave it be */
+			if (c->arena != own && links && cls < NCLASSES) {
+				if (!cached_block(h, a))
+					continue;
+				farc = c;
+				if (c->arena != far) {
+					if (far)
+						remote_push(far, first, last);
+					far = c->arena;
+					first = last = a;
+					continue;
+				}
+				link_set(h, a, first);
+				first = a;
 				continue;
 			}
-			link_set(h, a, first);
-			first = a;
-			continue;
-		}
-		if (c->arena != held) {
-			if (held)
-				pthread_mutex_unlock(&held->lock);
-			pthread_mutex_lock(&(held = c->arena)->lock);
-			memset(&seen, 0, sizeof(seen));
+			if (c->arena != held) {
+				if (held)
+					pthread_mutex_unlock(&held->lock);
+				pthread_mutex_lock(&(held = c->arena)->lock);
+				memset(&seen, 0, sizeof(seen));
+			}
 		}
 		bool went = cls < NCLASSES ? give_back(held, c, a) : give_back_run(held, c, a);
 		/* Kept for the next blocks only as held's live chunk, checked
