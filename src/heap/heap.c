@@ -416,7 +416,7 @@ SAN_NO_ASAN static inline uintptr_t link_get(const struct heap *h, uintptr_t a)
 
 /* Whether a is a small block of h sitting in a cache, as its keyed
  * header says (the domain readable). */
-static bool cached_block(const struct heap *h, uintptr_t a)
+TC_INLINE bool cached_block(const struct heap *h, uintptr_t a)
 {
 	if ((a & 15) || mpk__chunk_tag(a) != h->uid)
 		return false;
@@ -434,10 +434,23 @@ static void remote_push(struct arena *ar, uintptr_t first, uintptr_t last)
 					    __ATOMIC_RELAXED));
 }
 
+/* What a batch's give backs took from their arena's counts, taken off
+ * them once, before the lock goes (they are only stats). */
+struct taken {
+	size_t blocks, bytes;
+};
+
+static inline void taken_off(struct arena *held, struct taken *t)
+{
+	held->blocks -= t->blocks;
+	held->bytes -= t->bytes;
+	t->blocks = t->bytes = 0;
+}
+
 /* Give back small block a of arena a (locked), if it is one and in use:
- * its slot, bitmap bit and the counts.  Whether its slab went back as a
- * free run (then c may have gone). */
-TC_INLINE bool give_back(struct arena *held, struct chunk *c, uintptr_t a)
+ * its slot and bitmap bit, and in *t the counts.  Whether its slab went
+ * back as a free run (then c may have gone). */
+TC_INLINE bool give_back(struct arena *held, struct chunk *c, uintptr_t a, struct taken *t)
 {
 	struct run *r = mpk__run_at(c, a);
 
@@ -448,8 +461,8 @@ TC_INLINE bool give_back(struct arena *held, struct chunk *c, uintptr_t a)
 	if (idx >= slab_blocks[r->cls] || rs + (uintptr_t)idx * class_size[r->cls] + HDR != a ||
 	    ((r->bits[idx / 64] >> (idx % 64)) & 1))
 		return false;
-	held->blocks--;
-	held->bytes -= class_size[r->cls] - HDR;
+	t->blocks++;
+	t->bytes += class_size[r->cls] - HDR;
 	return slab_free(held, r, idx);
 }
 
@@ -508,15 +521,17 @@ void mpk__remote_drain(struct arena *ar)
 	struct heap *h = ar->heap;
 	uintptr_t a = __atomic_exchange_n(&ar->remote, 0, __ATOMIC_ACQUIRE);
 	struct chunk *last = NULL;
+	struct taken t = { 0, 0 };
 
 	while (a) {
 		struct chunk *c = chunk_of(a, last);
 		if (!c || c->arena != ar || !cached_block(h, a))
 			break;
 		uintptr_t next = link_get(h, a);
-		last = !give_back(ar, c, a) && c->magic == CHUNK_MAGIC ? c : NULL;
+		last = !give_back(ar, c, a, &t) && c->magic == CHUNK_MAGIC ? c : NULL;
 		a = next;
 	}
+	taken_off(ar, &t);
 }
 
 static struct arena *pick(struct heap *h);
@@ -595,6 +610,7 @@ void mpk__tc_flush(struct tcache *tc, unsigned cls, unsigned k)
 	 * can give back, so the chunk stays (chunk_of()). */
 	struct chunk *farc = NULL;
 	struct seen seen;
+	struct taken t = { 0, 0 };
 
 	if (!own)
 		own = tc->arena = pick(h);
@@ -626,19 +642,23 @@ void mpk__tc_flush(struct tcache *tc, unsigned cls, unsigned k)
 				continue;
 			}
 			if (c->arena != held) {
-				if (held)
+				if (held) {
+					taken_off(held, &t);
 					pthread_mutex_unlock(&held->lock);
+				}
 				pthread_mutex_lock(&(held = c->arena)->lock);
 				memset(&seen, 0, sizeof(seen));
 			}
 		}
-		bool went = cls < NCLASSES ? give_back(held, c, a) : give_back_run(held, c, a);
+		bool went = cls < NCLASSES ? give_back(held, c, a, &t) : give_back_run(held, c, a);
 		/* Kept for the next blocks only as held's live chunk, checked
 		 * under its lock (as mpk__heap_locate() does). */
 		seen_after(&seen, a, c, kept, went);
 	}
-	if (held)
+	if (held) {
+		taken_off(held, &t);
 		pthread_mutex_unlock(&held->lock);
+	}
 	if (far)
 		remote_push(far, first, last);
 	unsigned n = tc->n[cls];
