@@ -169,48 +169,79 @@ static void list_del(struct run **head, struct run *r)
 	r->prev = r->next = NULL;
 }
 
-/* A free block of class cls: its start, or 0 with errno. */
-static uintptr_t slab_alloc(struct arena *a, unsigned cls)
+/* A slab of class cls with a free block, first in its bin's partial
+ * list (the spare, or a new one), or NULL with errno. */
+static struct run *slab_partial(struct arena *a, unsigned cls)
 {
 	struct bin *bin = &a->bins[cls];
 	struct run *r = bin->partial;
 
-	if (!r) {
-		if ((r = bin->spare)) {
-			if (mpk__chunk_idle(r->chunk))
-				a->empty_chunks--;
-			bin->spare = NULL;
-			r->spare = 0;
-			r->chunk->spare_pages = (uint16_t)(r->chunk->spare_pages - r->pages);
-		} else {
-			struct chunk *c;
-			if (!(r = mpk__run_alloc(a, slab_pages[cls], &c)))
-				return 0;
-			r->kind = RUN_SLAB;
-			r->cls = (uint8_t)cls;
-			r->nfree = slab_blocks[cls];
-			memset(r->bits, 0, sizeof(r->bits));
-			memset(r->live, 0, sizeof(r->live));
-			for (unsigned i = 0; i < r->nfree; i++)
-				r->bits[i / 64] |= 1ull << (i % 64);
-		}
-		list_push(&bin->partial, r);
+	if (r)
+		return r;
+	if ((r = bin->spare)) {
+		if (mpk__chunk_idle(r->chunk))
+			a->empty_chunks--;
+		bin->spare = NULL;
+		r->spare = 0;
+		r->chunk->spare_pages = (uint16_t)(r->chunk->spare_pages - r->pages);
+	} else {
+		struct chunk *c;
+		if (!(r = mpk__run_alloc(a, slab_pages[cls], &c)))
+			return NULL;
+		r->kind = RUN_SLAB;
+		r->cls = (uint8_t)cls;
+		r->nfree = slab_blocks[cls];
+		memset(r->bits, 0, sizeof(r->bits));
+		memset(r->live, 0, sizeof(r->live));
+		for (unsigned i = 0; i < r->nfree; i++)
+			r->bits[i / 64] |= 1ull << (i % 64);
 	}
-	unsigned w = 0;
-	while (!r->bits[w])
-		w++;
-	unsigned i = w * 64 + (unsigned)__builtin_ctzll(r->bits[w]);
-	/* Atomic: vaults' lists read the bits of blocks in use without the
-	 * lock (vlist.c). */
-	__atomic_store_n(&r->bits[w], r->bits[w] & (r->bits[w] - 1), __ATOMIC_RELAXED);
-	if (!--r->nfree)
-		list_del(&bin->partial, r);
-	return run_addr(r->chunk, r) + (uintptr_t)i * class_size[cls];
+	list_push(&bin->partial, r);
+	return r;
+}
+
+/* Up to want free blocks of class cls into out, lowest address first
+ * within a slab, a slab's free blocks taken in one pass over its bitmap
+ * (a refill's batch, not a search per block): how many (fewer: errno). */
+static unsigned slab_take(struct arena *a, unsigned cls, uintptr_t *out, unsigned want)
+{
+	size_t size = class_size[cls];
+	unsigned got = 0;
+
+	while (got < want) {
+		struct run *r = slab_partial(a, cls);
+		if (!r)
+			break;
+		uintptr_t base = run_addr(r->chunk, r);
+		unsigned n = r->nfree < want - got ? r->nfree : want - got;
+		r->nfree = (uint16_t)(r->nfree - n);
+		for (unsigned w = 0; n && w < SLAB_BLOCKS_MAX / 64; w++) {
+			uint64_t bits = r->bits[w];
+			for (; bits && n; n--) {
+				out[got++] = base + (w * 64 + (unsigned)__builtin_ctzll(bits)) * size;
+				bits &= bits - 1;
+			}
+			/* Atomic: vaults' lists read the bits of blocks in
+			 * use without the lock (vlist.c). */
+			__atomic_store_n(&r->bits[w], bits, __ATOMIC_RELAXED);
+		}
+		if (!r->nfree)
+			list_del(&a->bins[cls].partial, r);
+	}
+	return got;
+}
+
+/* A free block of class cls: its start, or 0 with errno. */
+static uintptr_t slab_alloc(struct arena *a, unsigned cls)
+{
+	uintptr_t b;
+
+	return slab_take(a, cls, &b, 1) ? b : 0;
 }
 
 /* Whether the slab went back as a free run (its chunk may have gone
  * with it). */
-static bool slab_free(struct arena *a, struct run *r, unsigned i)
+TC_INLINE bool slab_free(struct arena *a, struct run *r, unsigned i)
 {
 	struct bin *bin = &a->bins[r->cls];
 	uint64_t mask = 1ull << (i % 64);
@@ -385,7 +416,7 @@ SAN_NO_ASAN static inline uintptr_t link_get(const struct heap *h, uintptr_t a)
 
 /* Whether a is a small block of h sitting in a cache, as its keyed
  * header says (the domain readable). */
-static bool cached_block(const struct heap *h, uintptr_t a)
+TC_INLINE bool cached_block(const struct heap *h, uintptr_t a)
 {
 	if ((a & 15) || mpk__chunk_tag(a) != h->uid)
 		return false;
@@ -403,10 +434,23 @@ static void remote_push(struct arena *ar, uintptr_t first, uintptr_t last)
 					    __ATOMIC_RELAXED));
 }
 
+/* What a batch's give backs took from their arena's counts, taken off
+ * them once, before the lock goes (they are only stats). */
+struct taken {
+	size_t blocks, bytes;
+};
+
+static inline void taken_off(struct arena *held, struct taken *t)
+{
+	held->blocks -= t->blocks;
+	held->bytes -= t->bytes;
+	t->blocks = t->bytes = 0;
+}
+
 /* Give back small block a of arena a (locked), if it is one and in use:
- * its slot, bitmap bit and the counts.  Whether its slab went back as a
- * free run (then c may have gone). */
-static bool give_back(struct arena *held, struct chunk *c, uintptr_t a)
+ * its slot and bitmap bit, and in *t the counts.  Whether its slab went
+ * back as a free run (then c may have gone). */
+TC_INLINE bool give_back(struct arena *held, struct chunk *c, uintptr_t a, struct taken *t)
 {
 	struct run *r = mpk__run_at(c, a);
 
@@ -417,8 +461,8 @@ static bool give_back(struct arena *held, struct chunk *c, uintptr_t a)
 	if (idx >= slab_blocks[r->cls] || rs + (uintptr_t)idx * class_size[r->cls] + HDR != a ||
 	    ((r->bits[idx / 64] >> (idx % 64)) & 1))
 		return false;
-	held->blocks--;
-	held->bytes -= class_size[r->cls] - HDR;
+	t->blocks++;
+	t->bytes += class_size[r->cls] - HDR;
 	return slab_free(held, r, idx);
 }
 
@@ -436,6 +480,40 @@ static inline struct chunk *chunk_of(uintptr_t a, const struct chunk *last)
 	return mpk__map_find(a);
 }
 
+/* Chunks of an arena found before by a flush's blocks given back under
+ * its lock, by the 1 MiB granule of the block that found each: one
+ * lookup per chunk, where a flush's blocks come from many chunks in turn
+ * (a tree freed in its own order).  Kept only while they cannot go, as
+ * chunk_of()'s: the arena's lock held since, and forgotten when a give
+ * back returns its run (a run given back takes at most its own chunk
+ * with it: run.c). */
+#define SEEN 16
+struct seen {
+	struct chunk *c[SEEN];
+};
+
+/* The kept chunk holding a, or NULL. */
+static inline struct chunk *seen_hit(const struct seen *s, uintptr_t a)
+{
+	struct chunk *c = s->c[(a >> CHUNK_SHIFT) % SEEN];
+
+	return c && a - c->base < CHUNK_SIZE ? c : NULL;
+}
+
+/* c holds a; went: a's give back returned its run. */
+static inline void seen_after(struct seen *s, uintptr_t a, struct chunk *c, bool kept, bool went)
+{
+	if (went) {
+		/* Kept, it is under a's granule or a neighbour (it spans
+		 * two at most); compared, not read: it may be gone. */
+		for (uintptr_t g = (a >> CHUNK_SHIFT) - 1; g <= (a >> CHUNK_SHIFT) + 1; g++)
+			if (s->c[g % SEEN] == c)
+				s->c[g % SEEN] = NULL;
+	} else if (!kept && c->magic == CHUNK_MAGIC) {
+		s->c[(a >> CHUNK_SHIFT) % SEEN] = c;
+	}
+}
+
 /* Take ar's remote list (its lock held, the domain readable) and give
  * its blocks back; a link that fails the checks ends it. */
 void mpk__remote_drain(struct arena *ar)
@@ -443,15 +521,17 @@ void mpk__remote_drain(struct arena *ar)
 	struct heap *h = ar->heap;
 	uintptr_t a = __atomic_exchange_n(&ar->remote, 0, __ATOMIC_ACQUIRE);
 	struct chunk *last = NULL;
+	struct taken t = { 0, 0 };
 
 	while (a) {
 		struct chunk *c = chunk_of(a, last);
 		if (!c || c->arena != ar || !cached_block(h, a))
 			break;
 		uintptr_t next = link_get(h, a);
-		last = !give_back(ar, c, a) && c->magic == CHUNK_MAGIC ? c : NULL;
+		last = !give_back(ar, c, a, &t) && c->magic == CHUNK_MAGIC ? c : NULL;
 		a = next;
 	}
+	taken_off(ar, &t);
 }
 
 static struct arena *pick(struct heap *h);
@@ -482,12 +562,7 @@ int mpk__tc_refill(struct tcache *tc, unsigned cls)
 	if (__atomic_load_n(&a->remote, __ATOMIC_RELAXED))
 		mpk__remote_drain(a);
 	uintptr_t fresh[TC_MAX / 2];
-	while (got < want) {
-		uintptr_t b = slab_alloc(a, cls);
-		if (!b)
-			break;
-		fresh[got++] = b + HDR;
-	}
+	got = slab_take(a, cls, fresh, want);
 	a->blocks += got;
 	a->bytes += got * (size_t)(class_size[cls] - HDR);
 	pthread_mutex_unlock(&a->lock);
@@ -496,7 +571,7 @@ int mpk__tc_refill(struct tcache *tc, unsigned cls)
 	 * written ones being a prefix), and the blocks come from here, not
 	 * back from the cache's open memory. */
 	for (unsigned i = 0; i < got; i++) {
-		uintptr_t b = fresh[got - 1 - i];
+		uintptr_t b = fresh[got - 1 - i] + HDR;
 		tc->slot[cls][i] = b ^ tc->mkey;
 		mpk__hdr_set(b, mpk__hdr_mark(tc->tok, b), 0);
 	}
@@ -530,45 +605,60 @@ void mpk__tc_flush(struct tcache *tc, unsigned cls, unsigned k)
 	struct arena *held = NULL, *own = tc->arena, *far = NULL;
 	bool links = mpk__rights_now(tc->domain) == MPK_RW;
 	uintptr_t first = 0, last = 0;
-	/* Chunks looked up before (chunk_of()): lastc, held's; farc, a
-	 * chunk of far's holding a block of the chain not pushed yet, which
-	 * no one else can give back, so the chunk stays. */
-	struct chunk *lastc = NULL, *farc = NULL;
+	/* Chunks looked up before: seen, held's; farc, a chunk of far's
+	 * holding a block of the chain not pushed yet, which no one else
+	 * can give back, so the chunk stays (chunk_of()). */
+	struct chunk *farc = NULL;
+	struct seen seen;
+	struct taken t = { 0, 0 };
 
 	if (!own)
 		own = tc->arena = pick(h);
+	memset(&seen, 0, sizeof(seen));
 	for (unsigned i = 0; i < k; i++) {
 		uintptr_t a = tc->slot[cls][i] ^ tc->mkey;
-		struct chunk *c = lastc && a - lastc->base < CHUNK_SIZE ? lastc : chunk_of(a, farc);
-		if (!c || c->heap != h)
-			continue; /* an overwritten entry: leave it be */
-		if (c->arena != own && links && cls < NCLASSES) {
-			if (!cached_block(h, a))
-				continue;
-			farc = c;
-			if (c->arena != far) {
-				if (far)
-					remote_push(far, first, last);
-				far = c->arena;
-				first = last = a;
+		/* A chunk kept was checked as the ones below when it was
+		 * found, under held's lock since: the same heap, and the same
+		 * arena, given back to the same way. */
+		struct chunk *c = held ? seen_hit(&seen, a) : NULL;
+		bool kept = c;
+		if (!kept) {
+			c = farc && a - farc->base < CHUNK_SIZE ? farc : mpk__map_find(a);
+			if (!c || c->heap != h)
+				continue; /* an overwritten entry: leave it be */
+			if (c->arena != own && links && cls < NCLASSES) {
+				if (!cached_block(h, a))
+					continue;
+				farc = c;
+				if (c->arena != far) {
+					if (far)
+						remote_push(far, first, last);
+					far = c->arena;
+					first = last = a;
+					continue;
+				}
+				link_set(h, a, first);
+				first = a;
 				continue;
 			}
-			link_set(h, a, first);
-			first = a;
-			continue;
+			if (c->arena != held) {
+				if (held) {
+					taken_off(held, &t);
+					pthread_mutex_unlock(&held->lock);
+				}
+				pthread_mutex_lock(&(held = c->arena)->lock);
+				memset(&seen, 0, sizeof(seen));
+			}
 		}
-		if (c->arena != held) {
-			if (held)
-				pthread_mutex_unlock(&held->lock);
-			pthread_mutex_lock(&(held = c->arena)->lock);
-		}
-		bool went = cls < NCLASSES ? give_back(held, c, a) : give_back_run(held, c, a);
-		/* Kept for the next block only as held's live chunk, checked
+		bool went = cls < NCLASSES ? give_back(held, c, a, &t) : give_back_run(held, c, a);
+		/* Kept for the next blocks only as held's live chunk, checked
 		 * under its lock (as mpk__heap_locate() does). */
-		lastc = !went && c->magic == CHUNK_MAGIC && c->arena == held ? c : NULL;
+		seen_after(&seen, a, c, kept, went);
 	}
-	if (held)
+	if (held) {
+		taken_off(held, &t);
 		pthread_mutex_unlock(&held->lock);
+	}
 	if (far)
 		remote_push(far, first, last);
 	unsigned n = tc->n[cls];
