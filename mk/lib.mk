@@ -34,7 +34,9 @@ $(B)/libmpkit.a: $(LIB_OBJ)
 
 # Hidden visibility keeps internals out; the version script is the list.
 # $(call link_lib,LDFLAGS,OBJECTS): $@ and the SONAME link beside it.
-link_lib = $(CC) -shared -Wl,-soname,$(SONAME) -Wl,--version-script=src/libmpkit.map \
+# -static-libgcc: reports' unwinder inside the library (src/shared/unwind.c),
+# no libgcc_s loaded at every start.
+link_lib = $(CC) -shared -static-libgcc -Wl,-soname,$(SONAME) -Wl,--version-script=src/libmpkit.map \
 		-Wl,-z,defs -Wl,-z,now $(1) $(2) -o $@ && ln -sf libmpkit.so $(@D)/$(SONAME)
 $(B)/libmpkit.so: $(PIC_OBJ) src/libmpkit.map
 	$(call link_lib,$(ALL_LDFLAGS),$(PIC_OBJ))
@@ -112,7 +114,7 @@ MALLOC_DROPIN_OBJ := $(MALLOC_SRC:%.c=$(B)/preload/%.o)
 # less each way on malloc's and free's fast path (bound at load: -z now).
 $(MALLOC_DROPIN_OBJ): MPK_XCFLAGS += -fno-plt
 MALLOC_SHARED_OBJ := $(B)/preload/src/shared/trace.o $(B)/preload/src/shared/unwind.o
-MALLOC_LINK = -shared -Wl,--version-script=src/malloc/malloc.map -Wl,-z,defs -Wl,-z,now \
+MALLOC_LINK = -shared -static-libgcc -Wl,--version-script=src/malloc/malloc.map -Wl,-z,defs -Wl,-z,now \
 	$(PRELOAD_LDFLAGS) $(MALLOC_DROPIN_OBJ) $(MALLOC_SHARED_OBJ) $(HELPER_LIB)
 $(B)/libmpkit-malloc.so: $(MALLOC_DROPIN_OBJ) $(MALLOC_SHARED_OBJ) $(HELPER_LIB) src/malloc/malloc.map
 	$(CC) $(MALLOC_LINK) -Wl,-rpath,$(abspath $(dir $(HELPER_LIB))) -o $@
