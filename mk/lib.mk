@@ -35,10 +35,13 @@ $(B)/libmpkit.a: $(LIB_OBJ)
 # Hidden visibility keeps internals out; the version script is the list.
 # $(call link_lib,LDFLAGS,OBJECTS): $@ and the SONAME link beside it.
 # -static-libgcc: reports' unwinder inside the library (src/shared/unwind.c),
-# no libgcc_s loaded at every start.
+# no libgcc_s loaded at every start.  src/libmpkit-hot.ld puts the
+# functions a program's start runs together (each in its own section).
 link_lib = $(CC) -shared -static-libgcc -Wl,-soname,$(SONAME) -Wl,--version-script=src/libmpkit.map \
+		-Wl,-T,src/libmpkit-hot.ld \
 		-Wl,-z,defs -Wl,-z,now $(1) $(2) -o $@ && ln -sf libmpkit.so $(@D)/$(SONAME)
-$(B)/libmpkit.so: $(PIC_OBJ) src/libmpkit.map
+$(PIC_OBJ): MPK_XCFLAGS += -ffunction-sections
+$(B)/libmpkit.so: $(PIC_OBJ) src/libmpkit.map src/libmpkit-hot.ld
 	$(call link_lib,$(ALL_LDFLAGS),$(PIC_OBJ))
 
 # Programs that use only the public API link libmpkit.so, so that a fixed
