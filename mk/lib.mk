@@ -72,7 +72,8 @@ $(GUARD_API_OBJ): MPK_XCFLAGS += -DMPKIT_GUARD_REL='"$(call relpath,$(LIBDIR),$(
 # `mpkit watch`'s LD_PRELOAD helper links libmpkit.so, or in a sanitizer
 # build the library's objects compiled without sanitizers.
 HELPER_LIB := $(if $(SANITIZE),$(B)/preload/libmpkit.so,$(B)/libmpkit.so)
-$(B)/preload/libmpkit.so: $(LIB_SRC:%.c=$(B)/preload/%.o) src/libmpkit.map
+$(LIB_SRC:%.c=$(B)/preload/%.o): MPK_XCFLAGS += -ffunction-sections
+$(B)/preload/libmpkit.so: $(LIB_SRC:%.c=$(B)/preload/%.o) src/libmpkit.map src/libmpkit-hot.ld
 	$(call link_lib,$(PRELOAD_LDFLAGS),$(filter %.o,$^))
 # Its backtraces' names and symbol sizes come from copies of its own of
 # src/shared/ code (the library's unwind.c is hidden).
