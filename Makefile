@@ -165,8 +165,11 @@ SQLITE_LIBS   := $(shell $(PKG_CONFIG) --libs sqlite3 2>/dev/null)
 # optional libraries, and valgrind's client-request header (src/heap/san.h
 # uses it where it is there).  Every object depends on $(B)/config,
 # rewritten only when that changes, so a package installed after a build
-# (make check's after make demo's) rebuilds what it changes.
-CONFIG := sodium=$(SODIUM_OK) openssl=$(OPENSSL_OK) sqlite=$(SQLITE_OK) valgrind=$(shell printf '\043include <valgrind/memcheck.h>\n' | \
+# (make check's after make demo's) rebuilds what it changes.  text= names
+# how the library's objects are compiled for src/libmpkit-hot.ld (a build
+# tree from before it is rebuilt).
+CONFIG := sodium=$(SODIUM_OK) openssl=$(OPENSSL_OK) sqlite=$(SQLITE_OK) text=function-sections \
+	valgrind=$(shell printf '\043include <valgrind/memcheck.h>\n' | \
 	$(CC) $(if $(KHDR),-isystem $(KHDR)) $(CPPFLAGS) -E -x c - >/dev/null 2>&1 && echo yes)
 $(shell mkdir -p $(B) && [ "$$(cat $(B)/config 2>/dev/null)" = '$(CONFIG)' ] || echo '$(CONFIG)' > $(B)/config)
 

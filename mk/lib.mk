@@ -34,9 +34,14 @@ $(B)/libmpkit.a: $(LIB_OBJ)
 
 # Hidden visibility keeps internals out; the version script is the list.
 # $(call link_lib,LDFLAGS,OBJECTS): $@ and the SONAME link beside it.
-link_lib = $(CC) -shared -Wl,-soname,$(SONAME) -Wl,--version-script=src/libmpkit.map \
+# -static-libgcc: reports' unwinder inside the library (src/shared/unwind.c),
+# no libgcc_s loaded at every start.  src/libmpkit-hot.ld puts the
+# functions a program's start runs together (each in its own section).
+link_lib = $(CC) -shared -static-libgcc -Wl,-soname,$(SONAME) -Wl,--version-script=src/libmpkit.map \
+		-Wl,-T,src/libmpkit-hot.ld \
 		-Wl,-z,defs -Wl,-z,now $(1) $(2) -o $@ && ln -sf libmpkit.so $(@D)/$(SONAME)
-$(B)/libmpkit.so: $(PIC_OBJ) src/libmpkit.map
+$(PIC_OBJ): MPK_XCFLAGS += -ffunction-sections
+$(B)/libmpkit.so: $(PIC_OBJ) src/libmpkit.map src/libmpkit-hot.ld
 	$(call link_lib,$(ALL_LDFLAGS),$(PIC_OBJ))
 
 # Programs that use only the public API link libmpkit.so, so that a fixed
@@ -67,7 +72,8 @@ $(GUARD_API_OBJ): MPK_XCFLAGS += -DMPKIT_GUARD_REL='"$(call relpath,$(LIBDIR),$(
 # `mpkit watch`'s LD_PRELOAD helper links libmpkit.so, or in a sanitizer
 # build the library's objects compiled without sanitizers.
 HELPER_LIB := $(if $(SANITIZE),$(B)/preload/libmpkit.so,$(B)/libmpkit.so)
-$(B)/preload/libmpkit.so: $(LIB_SRC:%.c=$(B)/preload/%.o) src/libmpkit.map
+$(LIB_SRC:%.c=$(B)/preload/%.o): MPK_XCFLAGS += -ffunction-sections
+$(B)/preload/libmpkit.so: $(LIB_SRC:%.c=$(B)/preload/%.o) src/libmpkit.map src/libmpkit-hot.ld
 	$(call link_lib,$(PRELOAD_LDFLAGS),$(filter %.o,$^))
 # Its backtraces' names and symbol sizes come from copies of its own of
 # src/shared/ code (the library's unwind.c is hidden).
@@ -112,7 +118,7 @@ MALLOC_DROPIN_OBJ := $(MALLOC_SRC:%.c=$(B)/preload/%.o)
 # less each way on malloc's and free's fast path (bound at load: -z now).
 $(MALLOC_DROPIN_OBJ): MPK_XCFLAGS += -fno-plt
 MALLOC_SHARED_OBJ := $(B)/preload/src/shared/trace.o $(B)/preload/src/shared/unwind.o
-MALLOC_LINK = -shared -Wl,--version-script=src/malloc/malloc.map -Wl,-z,defs -Wl,-z,now \
+MALLOC_LINK = -shared -static-libgcc -Wl,--version-script=src/malloc/malloc.map -Wl,-z,defs -Wl,-z,now \
 	$(PRELOAD_LDFLAGS) $(MALLOC_DROPIN_OBJ) $(MALLOC_SHARED_OBJ) $(HELPER_LIB)
 $(B)/libmpkit-malloc.so: $(MALLOC_DROPIN_OBJ) $(MALLOC_SHARED_OBJ) $(HELPER_LIB) src/malloc/malloc.map
 	$(CC) $(MALLOC_LINK) -Wl,-rpath,$(abspath $(dir $(HELPER_LIB))) -o $@

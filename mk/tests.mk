@@ -26,7 +26,7 @@ $(B)/tests/%: $(B)/obj/tests/%.o $(KIT_LIB) $(B)/libmpkit.a
 	$(CC) $(ALL_LDFLAGS) $^ -o $@
 # It tells mpkit's code from the program's by the shared library's mapping;
 # -rdynamic: its malloc is the one every library calls.  Its stacks come
-# from src/shared/unwind.c (musl has no backtrace()).
+# from src/shared/unwind.c.
 $(B)/obj/tests/t_ialloc_no_malloc.o: MPK_XCFLAGS += -Isrc/shared
 $(B)/tests/t_ialloc_no_malloc: $(B)/obj/tests/t_ialloc_no_malloc.o $(B)/obj/src/shared/unwind.o $(KIT_LIB) $(B)/libmpkit.so
 	@mkdir -p $(@D)

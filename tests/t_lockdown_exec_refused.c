@@ -56,8 +56,8 @@ static void personality_then_lock(void *arg)
 {
 	struct mpk_info in;
 	(void)arg;
-	/* mpkit's start loads libgcc_s (backtraces): under READ_IMPLIES_EXEC
-	 * its data would be rwx, and stay so */
+	/* mpkit started before the switch: a library it loaded under
+	 * READ_IMPLIES_EXEC would have rwx data, and keep it */
 	REQUIRE(mpk_info(&in) == 0);
 	REQUIRE(personality(READ_IMPLIES_EXEC) != -1);
 	refused();

@@ -65,9 +65,9 @@ static void do_init(void)
 	/* First of all mpkit's fork handlers: layers above register theirs
 	 * with mpk__atfork_register() (fork.c), not pthread_atfork(). */
 	mpk__atfork_init();
-	/* The unwinder loads libgcc and sets up on first use, with
-	 * malloc(): now, before any lock of mpkit's is held, not in a fault
-	 * report's signal handler. */
+	/* Whatever the unwinder sets up on first use (musl: its tables,
+	 * with malloc()): now, before any lock of mpkit's is held, not in a
+	 * fault report's signal handler. */
 	mpk__bt_prime();
 
 	if (want < 0 || budget < 0 || meta < 0 || secret < 0 || report < 0) {

@@ -53,7 +53,7 @@ static int starting;
 static bool fallback; /* no heap could be made: the internal allocator serves all */
 /* The heap is made after the C library is up, from the first call once
  * the constructors run: before, a static program's start-up allocates
- * where mpk_init() could not yet unwind a stack (it primes backtrace()). */
+ * where mpk_init() could not yet unwind a stack (it primes the unwinder). */
 static bool constructed;
 static bool stats;
 static int stats_fd = -1;
@@ -184,7 +184,7 @@ static inline mpk_heap *use_heap(void)
 
 /* The C library is up: make the heap now, before the program can call
  * mpkit itself.  A program that links libmpkit.so shares the drop-in's
- * mpkit, and mpk_init() allocates (the unwinder loads libgcc) inside a
+ * mpkit, and mpk_init() allocates (the unwinder's set-up on musl) inside a
  * once-guard: were the program to start it, that allocation would come
  * here and wait on the guard its own thread holds.  From here, `inside`
  * sends it to the internal allocator. */

@@ -1,11 +1,13 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * Backtraces on any C library (unwind.h).  glibc: its own calls, without
- * this file's frame.  Elsewhere (musl): libgcc's unwinder, which steps
- * through signal frames as glibc's does (it knows the kernel's sigreturn
- * trampoline, the same bytes in musl), and dladdr() for the names.  The
- * compiler driver links libgcc's unwinder statically there: no new
- * library at run time.
+ * Backtraces on any C library (unwind.h): libgcc's unwinder, which steps
+ * through signal frames as glibc's backtrace() does (it is the same
+ * code: it knows the kernel's sigreturn trampoline, the same bytes in
+ * glibc and musl).  The library links it statically (-static-libgcc): no
+ * libgcc_s to load at start-up, as glibc's backtrace() would with
+ * dlopen() (malloc, the loader's lock: never in a signal handler), and
+ * its text stays out of memory in a process that never reports.  Names:
+ * glibc's backtrace_symbols_fd(), elsewhere (musl) dladdr().
  */
 #define _GNU_SOURCE
 #include <dlfcn.h>
@@ -44,40 +46,10 @@ void mpk__fd_hex(int fd, uintptr_t v)
 	mpk__fd_put(fd, p, (size_t)(b + sizeof(b) - p));
 }
 
-#ifdef __GLIBC__
-#include <execinfo.h>
-
-int mpk__bt(void **frames, int max)
-{
-	int n = backtrace(frames, max);
-
-	if (n <= 0)
-		return 0;
-	memmove(frames, frames + 1, (size_t)(n - 1) * sizeof(*frames)); /* this function's */
-	return n - 1;
-}
-
-void mpk__bt_names_fd(void *const *frames, int n, int fd)
-{
-	backtrace_symbols_fd(frames, n, fd);
-}
-
-void mpk__bt_prime(void)
-{
-	void *f[1];
-	/* Loads libgcc_s now (dlopen: malloc, the loader's lock), not in a
-	 * signal handler, and unwinds nothing: a first unwind then needs
-	 * neither (libgcc finds tables with _dl_find_object() or
-	 * dl_iterate_phdr(), no allocation), and its pages (44 KiB of
-	 * libgcc_s by fault-around) stay out of every process that never
-	 * reports a fault. */
-	backtrace(f, 0);
-}
-
-#else
 #include <link.h>
 #include <unwind.h>
 
+#ifndef __GLIBC__
 /* Debian's libgcc unwinder (GCC 12, built on glibc 2.35) finds each
  * object's unwind tables with glibc's _dl_find_object(), which musl lacks:
  * the same answer from dl_iterate_phdr(), in glibc's x86-64 layout. */
@@ -122,6 +94,9 @@ int _dl_find_object(void *pc, struct mpk_dlfo *out)
 	out->map_start = pc; /* the question, until an object answers */
 	return dl_iterate_phdr(dlfo_in, out) == 1 ? 0 : -1;
 }
+#define dlfo_eh_frame eh_frame
+#define dl_find_object mpk_dlfo
+#endif
 
 struct walk {
 	void **frames;
@@ -156,8 +131,8 @@ int mpk__bt(void **frames, int max)
 	int ix = __atomic_load_n(&indexed, __ATOMIC_RELAXED);
 
 	if (!ix) {
-		struct mpk_dlfo o;
-		ix = !_dl_find_object((void *)mpk__bt, &o) && o.eh_frame ? 1 : -1;
+		struct dl_find_object o;
+		ix = !_dl_find_object((void *)mpk__bt, &o) && o.dlfo_eh_frame ? 1 : -1;
 		__atomic_store_n(&indexed, ix, __ATOMIC_RELAXED);
 	}
 	if (max <= 0 || ix < 0)
@@ -166,6 +141,21 @@ int mpk__bt(void **frames, int max)
 	return w.n;
 }
 
+#ifdef __GLIBC__
+#include <execinfo.h>
+
+void mpk__bt_names_fd(void *const *frames, int n, int fd)
+{
+	backtrace_symbols_fd(frames, n, fd);
+}
+
+void mpk__bt_prime(void)
+{
+	/* Nothing to load, nothing allocated on first use: the unwinder
+	 * finds each object's tables with _dl_find_object(), which is
+	 * async-signal-safe.  Its text is not touched until a report. */
+}
+#else
 /* "file(sym+0xoff)[0xaddr]", "file(+0xoff)[0xaddr]" or "[0xaddr]", as
  * glibc prints them. */
 void mpk__bt_names_fd(void *const *frames, int n, int fd)

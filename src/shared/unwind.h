@@ -1,11 +1,12 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * Backtraces on any C library: glibc's backtrace(3) and
- * backtrace_symbols_fd(3) where they are; elsewhere (musl has no
- * <execinfo.h>) the compiler's unwinder (libgcc's _Unwind_Backtrace) and
- * names from dladdr(3), printed in glibc's format ("file(sym+0xoff)[addr]")
- * so reports read the same.  Async-signal-safe as glibc's are (the
- * unwinder is primed once outside signal context: mpk__bt_prime()).
+ * Backtraces on any C library: the compiler's unwinder (libgcc's
+ * _Unwind_Backtrace, what glibc's backtrace(3) calls, linked statically
+ * into the library and the drop-in) and names from glibc's
+ * backtrace_symbols_fd(3), elsewhere (musl has no <execinfo.h>) from
+ * dladdr(3) in glibc's format ("file(sym+0xoff)[addr]") so reports read
+ * the same.  Async-signal-safe as glibc's are (on musl the unwinder is
+ * primed once outside signal context: mpk__bt_prime()).
  * The library, the watch helper and the tests each link a copy.  Not
  * installed.
  */

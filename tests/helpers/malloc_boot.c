@@ -86,6 +86,11 @@ int main(int argc, char **argv)
 
 	memset(global, 0, sizeof(global));
 	memcpy(copy, global, sizeof(global));
+	/* A block first, kept: the attacked one then has writable memory
+	 * before it, not the allocator's read-only table, which the first
+	 * block of its reserve follows when nothing else allocated there
+	 * first. */
+	(void)take();
 	unsigned char *p = take();
 	memset(p, 1, 100);
 	if (!strcmp(what, "double-free")) {
