@@ -319,7 +319,7 @@ int mpk__seal_all(bool on);
 struct mpk__classes {
 	size_t page;              /* mpk__page() */
 	unsigned page_shift;      /* its log2 */
-	unsigned narenas_default; /* twice the CPUs, a power of two, up to 8 */
+	unsigned narenas_default; /* the CPUs, a power of two, 2 to 8 */
 	unsigned lclass_first;    /* pages of the first page run class */
 	int lclass_base;          /* + pages: a run's cache class */
 	size_t ltc_max;           /* the longest the caches take, at most LARGE_MAX */
