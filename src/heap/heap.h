@@ -584,6 +584,10 @@ int mpk__heap_locate(struct heap *h, uintptr_t a, struct loc *l, struct arena **
 /* Take ar's remote list (its lock held, the domain readable) and give
  * its blocks back. */
 void mpk__remote_drain(struct arena *ar);
+/* The calling thread exits: its arena is one thread less busy, for the
+ * next thread to take (cache.c's exit hook; a thread with no cache, of a
+ * sealed heap, stays counted: the next threads then go round robin). */
+void mpk__arena_leave(void);
 /* Rights a call needs to the blocks: headers are read, secrets wiped. */
 int mpk__block_rights(const struct heap *h, bool write);
 #define REALLOC_BIG ((size_t)16 << 10) /* growing past it: a region of its own */
