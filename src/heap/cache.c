@@ -103,6 +103,7 @@ static void thread_gone(void *arg)
 		pthread_mutex_unlock(&mpk__heaps_lock);
 		mpk__meta_close(&s);
 	}
+	mpk__arena_leave();
 	pool_put(wipe(b));
 }
 

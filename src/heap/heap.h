@@ -319,7 +319,7 @@ int mpk__seal_all(bool on);
 struct mpk__classes {
 	size_t page;              /* mpk__page() */
 	unsigned page_shift;      /* its log2 */
-	unsigned narenas_default; /* twice the CPUs, a power of two, up to 8 */
+	unsigned narenas_default; /* the CPUs, a power of two, 2 to 8 */
 	unsigned lclass_first;    /* pages of the first page run class */
 	int lclass_base;          /* + pages: a run's cache class */
 	size_t ltc_max;           /* the longest the caches take, at most LARGE_MAX */
@@ -584,6 +584,10 @@ int mpk__heap_locate(struct heap *h, uintptr_t a, struct loc *l, struct arena **
 /* Take ar's remote list (its lock held, the domain readable) and give
  * its blocks back. */
 void mpk__remote_drain(struct arena *ar);
+/* The calling thread exits: its arena is one thread less busy, for the
+ * next thread to take (cache.c's exit hook; a thread with no cache, of a
+ * sealed heap, stays counted: the next threads then go round robin). */
+void mpk__arena_leave(void);
 /* Rights a call needs to the blocks: headers are read, secrets wiped. */
 int mpk__block_rights(const struct heap *h, bool write);
 #define REALLOC_BIG ((size_t)16 << 10) /* growing past it: a region of its own */
