@@ -74,6 +74,7 @@ static void child(void)
 {
 	__atomic_add_fetch(&mpk__fork_gen, 1, __ATOMIC_RELAXED);
 	mpk__runs_moved();
+	mpk__arena_forked();
 	each_lock(renew);
 }
 

@@ -394,17 +394,20 @@ int mpk__heap_locate(struct heap *h, uintptr_t a, struct loc *l, struct arena **
 /* Threads holding each arena number (the same in every heap), counted
  * at their first pick() and until their exit (mpk__arena_leave()). */
 static unsigned arena_users[ARENAS_MAX];
-static __thread unsigned arena_mine __attribute__((tls_model("initial-exec"))); /* 1 + number; 0 none */
+/* 1 + the thread's arena number, 0 before its first pick(); with
+ * ARENA_COUNTED while arena_users counts it.  A thread that left keeps
+ * its arena uncounted: a later key's destructor may still allocate. */
+#define ARENA_COUNTED 0x80000000u
+static __thread unsigned arena_mine __attribute__((tls_model("initial-exec")));
 
 /* The calling thread's arena: at its first call, the one the fewest live
  * threads hold (the lowest of those), so a thread takes the arena of one
  * that exited, with its slabs and its chunk, rather than the next one
  * round robin (churn's waves of 4 threads went through all 8 arenas of
  * an 8-CPU machine, each keeping its slabs and chunk resident).  The
- * count and its increment race; the worst is two threads on one arena,
- * as in a forked child, which inherits the counts of threads it lacks.
+ * count and its increment race; the worst is two threads on one arena.
  * Unsealed: rewritten, it sends threads to other arenas, as any balance
- * would; it names no block. */
+ * would; it names no block, and the number is masked to the heap's. */
 static struct arena *pick(struct heap *h)
 {
 	if (!arena_mine) {
@@ -414,16 +417,24 @@ static struct arena *pick(struct heap *h)
 			    __atomic_load_n(&arena_users[best], __ATOMIC_RELAXED))
 				best = i;
 		__atomic_add_fetch(&arena_users[best], 1, __ATOMIC_RELAXED);
-		arena_mine = best + 1;
+		arena_mine = (best + 1) | ARENA_COUNTED;
 	}
-	return &h->arenas[(arena_mine - 1) & (h->narenas - 1)]; /* a power of two */
+	return &h->arenas[((arena_mine & ~ARENA_COUNTED) - 1) & (h->narenas - 1)]; /* a power of two */
 }
 
 void mpk__arena_leave(void)
 {
-	if (arena_mine)
-		__atomic_sub_fetch(&arena_users[arena_mine - 1], 1, __ATOMIC_RELAXED);
-	arena_mine = 0;
+	if (arena_mine & ARENA_COUNTED)
+		__atomic_sub_fetch(&arena_users[(arena_mine & ~ARENA_COUNTED) - 1], 1, __ATOMIC_RELAXED);
+	arena_mine &= ~ARENA_COUNTED;
+}
+
+void mpk__arena_forked(void)
+{
+	/* The child has the forking thread alone. */
+	memset(arena_users, 0, sizeof(arena_users));
+	if (arena_mine & ARENA_COUNTED)
+		arena_users[(arena_mine & ~ARENA_COUNTED) - 1] = 1;
 }
 
 /* ---- blocks given back to another arena: its remote list ---- */

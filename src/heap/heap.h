@@ -586,8 +586,11 @@ int mpk__heap_locate(struct heap *h, uintptr_t a, struct loc *l, struct arena **
 void mpk__remote_drain(struct arena *ar);
 /* The calling thread exits: its arena is one thread less busy, for the
  * next thread to take (cache.c's exit hook; a thread with no cache, of a
- * sealed heap, stays counted: the next threads then go round robin). */
+ * sealed heap, stays counted: the next threads then go round robin).
+ * The thread keeps using it, uncounted, for what it still allocates. */
 void mpk__arena_leave(void);
+/* In a forked child: the forking thread alone holds an arena. */
+void mpk__arena_forked(void);
 /* Rights a call needs to the blocks: headers are read, secrets wiped. */
 int mpk__block_rights(const struct heap *h, bool write);
 #define REALLOC_BIG ((size_t)16 << 10) /* growing past it: a region of its own */
