@@ -68,8 +68,9 @@ static inline uint64_t run_off(size_t off, size_t pages)
  * slab of every class in use, resident: with the least waste alone,
  * 112-byte blocks took 7 pages a slab (none wasted) where one page
  * wastes 1.6%, and a thread making a few blocks of each class up to
- * 2 KiB had 86 pages of slabs in its arena, 42 now.  A slab is at most
- * 2^32 / size bytes long, so that index by multiply is exact. */
+ * 2 KiB had 86 pages of slabs in its arena, against 42 this way.  A
+ * slab is at most 2^32 / size bytes long, so that index by multiply is
+ * exact. */
 #define SLAB_WASTE 64
 bool mpk__san_vg;
 

@@ -85,8 +85,8 @@ struct bin {
 };
 
 /* Threads spread over a heap's arenas, so they do not all wait for one
- * lock (round robin, as they first call); a block goes back to the arena
- * of its chunk. */
+ * lock (each takes the one the fewest live threads hold, at its first
+ * call: pick() in heap.c); a block goes back to the arena of its chunk. */
 struct arena {
 	/* Small blocks of this arena that threads of other arenas gave back
 	 * from their caches, without its lock: a stack linked through the
@@ -586,7 +586,7 @@ int mpk__heap_locate(struct heap *h, uintptr_t a, struct loc *l, struct arena **
 void mpk__remote_drain(struct arena *ar);
 /* The calling thread exits: its arena is one thread less busy, for the
  * next thread to take (cache.c's exit hook; a thread with no cache, of a
- * sealed heap, stays counted: the next threads then go round robin).
+ * sealed heap, stays counted: the next threads take other arenas first).
  * The thread keeps using it, uncounted, for what it still allocates. */
 void mpk__arena_leave(void);
 /* In a forked child: the forking thread alone holds an arena. */
