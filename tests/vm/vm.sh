@@ -354,6 +354,8 @@ mount -t proc proc /proc
 mount -t sysfs sysfs /sys
 mount -t devtmpfs devtmpfs /dev
 mount -t tmpfs tmpfs /tmp
+# t_malloc_text_resident sets the fault-around window to a page there.
+mount -t debugfs debugfs /sys/kernel/debug 2>/dev/null
 # Loopback up: the keyd example's test talks TCP on 127.0.0.1.
 ip link set lo up 2>/dev/null || ifconfig lo 127.0.0.1 up
 # If the kernel found no /dev/console before devtmpfs was mounted, init
