@@ -60,6 +60,14 @@ struct t_obj {
  */
 int t_attack_heap_objects(struct t_obj *o, int max);
 
+/*
+ * A heap-layer object by name, from the same symbol table: where it is
+ * (a thread-local one, STT_TLS: in the calling thread, the executable's
+ * TLS block below the thread pointer as glibc places it) and its size.
+ * false when no such object is listed.
+ */
+bool t_attack_heap_symbol(const char *name, struct t_obj *o);
+
 /* Copy n bytes where sanitizers do not look: a heap header, a freed
  * block (the attack reads or writes them on purpose). */
 #if defined(__SANITIZE_ADDRESS__)

@@ -395,6 +395,7 @@ int mpk__heap_locate(struct heap *h, uintptr_t a, struct loc *l, struct arena **
 /* Threads holding each arena number (the same in every heap), counted
  * at their first pick() and until their exit (mpk__arena_leave()). */
 static unsigned arena_users[ARENAS_MAX];
+_Static_assert((ARENAS_MAX & (ARENAS_MAX - 1)) == 0, "a mask bounds the numbers");
 /* 1 + the thread's arena number, 0 before its first pick(); with
  * ARENA_COUNTED while arena_users counts it.  A thread that left keeps
  * its arena uncounted: a later key's destructor may still allocate. */
@@ -423,10 +424,19 @@ static struct arena *pick(struct heap *h)
 	return &h->arenas[((arena_mine & ~ARENA_COUNTED) - 1) & (h->narenas - 1)]; /* a power of two */
 }
 
+/* The count arena_mine names, masked as pick() masks it: the word is
+ * open memory, and a number rewritten there must not make a thread's exit
+ * or a forked child (whose handler runs with the metadata open) write past
+ * the array. */
+static unsigned *mine_users(void)
+{
+	return &arena_users[((arena_mine & ~ARENA_COUNTED) - 1) & (ARENAS_MAX - 1)];
+}
+
 void mpk__arena_leave(void)
 {
 	if (arena_mine & ARENA_COUNTED)
-		__atomic_sub_fetch(&arena_users[(arena_mine & ~ARENA_COUNTED) - 1], 1, __ATOMIC_RELAXED);
+		__atomic_sub_fetch(mine_users(), 1, __ATOMIC_RELAXED);
 	arena_mine &= ~ARENA_COUNTED;
 }
 
@@ -435,7 +445,7 @@ void mpk__arena_forked(void)
 	/* The child has the forking thread alone. */
 	memset(arena_users, 0, sizeof(arena_users));
 	if (arena_mine & ARENA_COUNTED)
-		arena_users[(arena_mine & ~ARENA_COUNTED) - 1] = 1;
+		*mine_users() = 1;
 }
 
 /* ---- blocks given back to another arena: its remote list ---- */

@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 #define _GNU_SOURCE /* program_invocation_short_name */
 #include <elf.h>
+#include <link.h>
 #include <fcntl.h>
 #include <sys/stat.h>
 
@@ -167,6 +168,73 @@ int t_attack_heap_objects(struct t_obj *o, int max)
 	if (!main_at)
 		t_skip("no symbol table (a stripped test)");
 	return n;
+}
+
+/* The executable's PT_TLS (the first object dl_iterate_phdr() gives). */
+static int main_tls(struct dl_phdr_info *info, size_t size, void *arg)
+{
+	(void)size;
+	for (int i = 0; i < info->dlpi_phnum; i++)
+		if (info->dlpi_phdr[i].p_type == PT_TLS)
+			*(const ElfW(Phdr) **)arg = &info->dlpi_phdr[i];
+	return 1;
+}
+
+bool t_attack_heap_symbol(const char *name, struct t_obj *o)
+{
+	int fd = open("/proc/self/exe", O_RDONLY | O_CLOEXEC);
+	struct stat st;
+	bool found = false;
+
+	REQUIRE(fd >= 0 && fstat(fd, &st) == 0);
+	unsigned char *f = mmap(NULL, (size_t)st.st_size, PROT_READ, MAP_PRIVATE, fd, 0);
+	REQUIRE(f != MAP_FAILED);
+	close(fd);
+	const Elf64_Ehdr *eh = (const Elf64_Ehdr *)f;
+	const Elf64_Shdr *sh = (const Elf64_Shdr *)(f + eh->e_shoff);
+	uintptr_t main_val = 0, val = 0;
+	int type = 0;
+	for (unsigned i = 0; i < eh->e_shnum; i++) {
+		if (sh[i].sh_type != SHT_SYMTAB)
+			continue;
+		const Elf64_Sym *sym = (const Elf64_Sym *)(f + sh[i].sh_offset);
+		const char *str = (const char *)(f + sh[sh[i].sh_link].sh_offset);
+		bool ours = false;
+		for (size_t k = 0; k < sh[i].sh_size / sizeof(*sym); k++) {
+			const char *s = str + sym[k].st_name;
+			int t = ELF64_ST_TYPE(sym[k].st_info);
+			if (t == STT_FILE) {
+				const char *base = strrchr(s, '/');
+				ours = listed(base ? base + 1 : s, heap_files, sizeof(heap_files) / sizeof(*heap_files));
+			} else if (t == STT_FUNC && !strcmp(s, "main")) {
+				main_val = sym[k].st_value;
+			} else if ((t == STT_OBJECT || t == STT_TLS) && ours && !strcmp(s, name)) {
+				val = sym[k].st_value, type = t, o->size = sym[k].st_size;
+				found = true;
+			}
+		}
+	}
+	munmap(f, (size_t)st.st_size);
+	if (!main_val)
+		t_skip("no symbol table (a stripped test)");
+	if (!found)
+		return false;
+	if (type == STT_OBJECT) {
+		o->at = (uintptr_t)main - main_val + val;
+		return true;
+	}
+	/* x86-64 (TLS variant II): glibc puts the executable's block first
+	 * below the thread pointer, at its size rounded up to its alignment
+	 * (past the bytes its first one's offset in the alignment asks). */
+	const ElfW(Phdr) *tls = NULL;
+	dl_iterate_phdr(main_tls, &tls);
+	if (!tls)
+		return false;
+	uintptr_t align = tls->p_align ? tls->p_align : 1;
+	uintptr_t first = -(tls->p_vaddr & (align - 1)) & (align - 1);
+	uintptr_t off = ((tls->p_memsz - first + align - 1) & ~(align - 1)) + first;
+	o->at = (uintptr_t)__builtin_thread_pointer() - off + val;
+	return true;
 }
 
 /* The scheme as the source has it (src/heap/heap.h, mpk__hdr_sum()). */
