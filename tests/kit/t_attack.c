@@ -122,11 +122,13 @@ static bool listed(const char *s, const char *const *l, size_t n)
 	return false;
 }
 
-/* The heap layer's data objects, as an attacker reads them from the
- * executable's symbol table (PIE: placed by main's). */
-int t_attack_heap_objects(struct t_obj *o, int max)
+/* Each symbol of the executable's symbol table, with whether it is one
+ * of the heap layer's files' locals (after a FILE symbol of one of them);
+ * where the executable is placed (PIE: main's address less its value).
+ * Skips the test when it has no symbol table. */
+static uintptr_t each_symbol(void (*fn)(const char *s, const Elf64_Sym *sym, bool ours, void *arg), void *arg)
 {
-	int fd = open("/proc/self/exe", O_RDONLY | O_CLOEXEC), n = 0;
+	int fd = open("/proc/self/exe", O_RDONLY | O_CLOEXEC);
 	struct stat st;
 
 	REQUIRE(fd >= 0 && fstat(fd, &st) == 0);
@@ -135,39 +137,58 @@ int t_attack_heap_objects(struct t_obj *o, int max)
 	close(fd);
 	const Elf64_Ehdr *eh = (const Elf64_Ehdr *)f;
 	const Elf64_Shdr *sh = (const Elf64_Shdr *)(f + eh->e_shoff);
-	uintptr_t main_at = 0, main_val = 0;
-	for (int pass = 0; pass < 2; pass++)
-		for (unsigned i = 0; i < eh->e_shnum; i++) {
-			if (sh[i].sh_type != SHT_SYMTAB)
+	uintptr_t main_val = 0;
+	for (unsigned i = 0; i < eh->e_shnum; i++) {
+		if (sh[i].sh_type != SHT_SYMTAB)
+			continue;
+		const Elf64_Sym *sym = (const Elf64_Sym *)(f + sh[i].sh_offset);
+		const char *str = (const char *)(f + sh[sh[i].sh_link].sh_offset);
+		bool ours = false;
+		for (size_t k = 0; k < sh[i].sh_size / sizeof(*sym); k++) {
+			const char *s = str + sym[k].st_name;
+			int type = ELF64_ST_TYPE(sym[k].st_info);
+			if (type == STT_FILE) {
+				const char *base = strrchr(s, '/');
+				ours = listed(base ? base + 1 : s, heap_files, sizeof(heap_files) / sizeof(*heap_files));
 				continue;
-			const Elf64_Sym *sym = (const Elf64_Sym *)(f + sh[i].sh_offset);
-			const char *str = (const char *)(f + sh[sh[i].sh_link].sh_offset);
-			bool ours = false; /* locals after a FILE symbol of the heap layer */
-			for (size_t k = 0; k < sh[i].sh_size / sizeof(*sym); k++) {
-				const char *s = str + sym[k].st_name;
-				int type = ELF64_ST_TYPE(sym[k].st_info);
-				if (type == STT_FILE) {
-					const char *base = strrchr(s, '/');
-					ours = listed(base ? base + 1 : s, heap_files, sizeof(heap_files) / sizeof(*heap_files));
-					continue;
-				}
-				if (!pass && !strcmp(s, "main") && type == STT_FUNC) {
-					main_val = sym[k].st_value;
-					main_at = (uintptr_t)main;
-				}
-				if (!pass || type != STT_OBJECT || !sym[k].st_size || n == max)
-					continue;
-				bool local = ELF64_ST_BIND(sym[k].st_info) == STB_LOCAL;
-				if ((local && ours) || (!local && listed(s, heap_globals, sizeof(heap_globals) / sizeof(*heap_globals)))) {
-					o[n].at = main_at - main_val + sym[k].st_value;
-					o[n++].size = sym[k].st_size;
-				}
 			}
+			if (type == STT_FUNC && !strcmp(s, "main"))
+				main_val = sym[k].st_value;
+			fn(s, &sym[k], ours, arg);
 		}
+	}
 	munmap(f, (size_t)st.st_size);
-	if (!main_at)
+	if (!main_val)
 		t_skip("no symbol table (a stripped test)");
-	return n;
+	return (uintptr_t)main - main_val;
+}
+
+struct objs {
+	struct t_obj *o;
+	int n, max;
+};
+
+static void add_object(const char *s, const Elf64_Sym *sym, bool ours, void *arg)
+{
+	struct objs *a = arg;
+	bool local = ELF64_ST_BIND(sym->st_info) == STB_LOCAL;
+
+	if (ELF64_ST_TYPE(sym->st_info) != STT_OBJECT || !sym->st_size || a->n == a->max)
+		return;
+	if ((local && ours) || (!local && listed(s, heap_globals, sizeof(heap_globals) / sizeof(*heap_globals))))
+		a->o[a->n++] = (struct t_obj){ sym->st_value, sym->st_size };
+}
+
+/* The heap layer's data objects, as an attacker reads them from the
+ * executable's symbol table. */
+int t_attack_heap_objects(struct t_obj *o, int max)
+{
+	struct objs a = { o, 0, max };
+	uintptr_t base = each_symbol(add_object, &a);
+
+	for (int i = 0; i < a.n; i++)
+		o[i].at += base;
+	return a.n;
 }
 
 /* The executable's PT_TLS (the first object dl_iterate_phdr() gives). */
@@ -180,47 +201,33 @@ static int main_tls(struct dl_phdr_info *info, size_t size, void *arg)
 	return 1;
 }
 
+struct named {
+	const char *name;
+	const Elf64_Sym *sym;
+	Elf64_Sym copy;
+};
+
+static void find_named(const char *s, const Elf64_Sym *sym, bool ours, void *arg)
+{
+	struct named *a = arg;
+	int type = ELF64_ST_TYPE(sym->st_info);
+
+	if ((type == STT_OBJECT || type == STT_TLS) && ours && !strcmp(s, a->name)) {
+		a->copy = *sym; /* the mapping goes */
+		a->sym = &a->copy;
+	}
+}
+
 bool t_attack_heap_symbol(const char *name, struct t_obj *o)
 {
-	int fd = open("/proc/self/exe", O_RDONLY | O_CLOEXEC);
-	struct stat st;
-	bool found = false;
+	struct named a = { name, NULL, { 0 } };
+	uintptr_t base = each_symbol(find_named, &a);
 
-	REQUIRE(fd >= 0 && fstat(fd, &st) == 0);
-	unsigned char *f = mmap(NULL, (size_t)st.st_size, PROT_READ, MAP_PRIVATE, fd, 0);
-	REQUIRE(f != MAP_FAILED);
-	close(fd);
-	const Elf64_Ehdr *eh = (const Elf64_Ehdr *)f;
-	const Elf64_Shdr *sh = (const Elf64_Shdr *)(f + eh->e_shoff);
-	uintptr_t main_val = 0, val = 0;
-	int type = 0;
-	for (unsigned i = 0; i < eh->e_shnum; i++) {
-		if (sh[i].sh_type != SHT_SYMTAB)
-			continue;
-		const Elf64_Sym *sym = (const Elf64_Sym *)(f + sh[i].sh_offset);
-		const char *str = (const char *)(f + sh[sh[i].sh_link].sh_offset);
-		bool ours = false;
-		for (size_t k = 0; k < sh[i].sh_size / sizeof(*sym); k++) {
-			const char *s = str + sym[k].st_name;
-			int t = ELF64_ST_TYPE(sym[k].st_info);
-			if (t == STT_FILE) {
-				const char *base = strrchr(s, '/');
-				ours = listed(base ? base + 1 : s, heap_files, sizeof(heap_files) / sizeof(*heap_files));
-			} else if (t == STT_FUNC && !strcmp(s, "main")) {
-				main_val = sym[k].st_value;
-			} else if ((t == STT_OBJECT || t == STT_TLS) && ours && !strcmp(s, name)) {
-				val = sym[k].st_value, type = t, o->size = sym[k].st_size;
-				found = true;
-			}
-		}
-	}
-	munmap(f, (size_t)st.st_size);
-	if (!main_val)
-		t_skip("no symbol table (a stripped test)");
-	if (!found)
+	if (!a.sym)
 		return false;
-	if (type == STT_OBJECT) {
-		o->at = (uintptr_t)main - main_val + val;
+	o->size = a.sym->st_size;
+	if (ELF64_ST_TYPE(a.sym->st_info) == STT_OBJECT) {
+		o->at = base + a.sym->st_value;
 		return true;
 	}
 	/* x86-64 (TLS variant II): glibc puts the executable's block first
@@ -233,7 +240,7 @@ bool t_attack_heap_symbol(const char *name, struct t_obj *o)
 	uintptr_t align = tls->p_align ? tls->p_align : 1;
 	uintptr_t first = -(tls->p_vaddr & (align - 1)) & (align - 1);
 	uintptr_t off = ((tls->p_memsz - first + align - 1) & ~(align - 1)) + first;
-	o->at = (uintptr_t)__builtin_thread_pointer() - off + val;
+	o->at = (uintptr_t)__builtin_thread_pointer() - off + a.sym->st_value;
 	return true;
 }
 
