@@ -61,7 +61,8 @@ struct t_obj {
 int t_attack_heap_objects(struct t_obj *o, int max);
 
 /*
- * A heap-layer object by name, from the same symbol table: where it is
+ * A heap-layer object by name (a local of its files, or one of heap.h's
+ * globals), from the same symbol table: where it is
  * (a thread-local one, STT_TLS: in the calling thread, the executable's
  * TLS block below the thread pointer as glibc places it) and its size.
  * false when no such object is listed.

@@ -23,9 +23,7 @@ struct bundle {
 /* Bundles of threads that exited, each wiped, for the next threads to
  * take: a thread's start and exit then map and unmap nothing, and the
  * pages it touches are the last one's.  A slot is taken by exchange, so
- * two threads never get one bundle.  Unsealed, as the bundles are: a
- * pointer planted here gives a thread a cache the attacker could write
- * anyway (caches are open memory, and sealed heaps have none). */
+ * two threads never get one bundle. */
 #define POOL 4
 static struct bundle *pool[POOL];
 
@@ -33,6 +31,21 @@ static __thread struct bundle *mine __attribute__((tls_model("initial-exec")));
 static pthread_key_t exit_key;
 static pthread_once_t key_once = PTHREAD_ONCE_INIT;
 static bool key_ok;
+
+/*
+ * Whether b may be a bundle: none of it in any domain's memory (the
+ * heap-meta area's included).  The pool, the thread's pointer and the
+ * exit key's value are open memory, and the heap calls write a bundle's
+ * entries with the metadata open (and, some, a heap's domain): a pointer
+ * rewritten into the area would have them write their keys, counts and
+ * zeros there.  One that points elsewhere gives a cache the attacker
+ * could write anyway (caches are open memory; sealed, only vaults have
+ * entries, hints checked against their runs).
+ */
+static bool bundle_ok(const struct bundle *b)
+{
+	return b && !((uintptr_t)b & 4095) && !mpk__range_overlaps(b, sizeof(*b));
+}
 
 /* Whether h is a live heap with this uid (the heaps lock held). */
 static bool alive(const struct heap *h, uint32_t uid)
@@ -47,8 +60,8 @@ static struct bundle *pool_take(void)
 {
 	for (int i = 0; i < POOL; i++) {
 		struct bundle *b = __atomic_exchange_n(&pool[i], NULL, __ATOMIC_ACQUIRE);
-		if (b)
-			return b;
+		if (bundle_ok(b))
+			return b; /* (a rewritten one is dropped) */
 	}
 	return NULL;
 }
@@ -95,7 +108,9 @@ static void thread_gone(void *arg)
 
 	mpk__tc_last = NULL;
 	mine = NULL;
-	if (!mpk__meta_open(&s)) {
+	if (!bundle_ok(b))
+		b = NULL; /* the key's value rewritten: left alone */
+	if (b && !mpk__meta_open(&s)) {
 		pthread_mutex_lock(&mpk__heaps_lock);
 		for (int i = 0; i < TC_HEAPS; i++)
 			if (b->c[i].heap && alive(b->c[i].heap, b->c[i].uid))
@@ -104,7 +119,8 @@ static void thread_gone(void *arg)
 		mpk__meta_close(&s);
 	}
 	mpk__arena_leave();
-	pool_put(wipe(b));
+	if (b)
+		pool_put(wipe(b));
 }
 
 static void make_key(void)
@@ -132,7 +148,7 @@ static struct bundle *bundle(void)
 	struct bundle *b = mine;
 
 	if (b)
-		return b;
+		return bundle_ok(b) ? b : NULL; /* rewritten: no cache now */
 	if (making)
 		return NULL;
 	mpk__tc_init();
@@ -156,6 +172,10 @@ void mpk__tc_flush_all(struct tcache *tc)
 		(void)mpk__vl_flush(tc);
 		return;
 	}
+	/* Sealed, ordinary heaps have no caches: such an entry was written
+	 * into the bundle, and its slots would free live blocks. */
+	if (mpk__meta_closed())
+		return;
 	for (unsigned c = 0; c < NTC; c++)
 		if (tc->n[c])
 			mpk__tc_flush(tc, c, tc->n[c]);
@@ -252,9 +272,13 @@ struct tcache *mpk__tc_attach(struct heap *h)
 			if (!b->c[i].heap)
 				tc = &b->c[i];
 		if (!tc) {
-			/* All taken: the oldest one gives its blocks back. */
+			/* All taken: the oldest one gives its blocks back, if its
+			 * heap is one (an entry of this epoch was not checked). */
 			tc = &b->c[b->next++ % TC_HEAPS];
-			mpk__tc_flush_all(tc);
+			pthread_mutex_lock(&mpk__heaps_lock);
+			if (alive(tc->heap, tc->uid))
+				mpk__tc_flush_all(tc);
+			pthread_mutex_unlock(&mpk__heaps_lock);
 		}
 		reset(tc, h);
 		b->used |= 1u << (tc - b->c);
@@ -265,7 +289,7 @@ struct tcache *mpk__tc_attach(struct heap *h)
 /* No lock: an entry of the current epoch names a heap still alive. */
 struct tcache *mpk__tc_vault(struct mpk_domain *d)
 {
-	struct bundle *b = mine;
+	struct bundle *b = bundle_ok(mine) ? mine : NULL;
 	uint64_t epoch = __atomic_load_n(&mpk__soft_gepoch, __ATOMIC_ACQUIRE);
 
 	if (!b)
@@ -280,7 +304,7 @@ struct tcache *mpk__tc_vault(struct mpk_domain *d)
 
 void mpk__tc_forget(struct heap *h)
 {
-	struct bundle *b = mine;
+	struct bundle *b = bundle_ok(mine) ? mine : NULL;
 
 	mpk__heap_epoch_bump();
 	if (!b)

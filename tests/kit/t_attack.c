@@ -212,7 +212,10 @@ static void find_named(const char *s, const Elf64_Sym *sym, bool ours, void *arg
 	struct named *a = arg;
 	int type = ELF64_ST_TYPE(sym->st_info);
 
-	if ((type == STT_OBJECT || type == STT_TLS) && ours && !strcmp(s, a->name)) {
+	bool local = ELF64_ST_BIND(sym->st_info) == STB_LOCAL;
+
+	if ((type == STT_OBJECT || type == STT_TLS) && !strcmp(s, a->name) &&
+	    ((local && ours) || (!local && listed(s, heap_globals, sizeof(heap_globals) / sizeof(*heap_globals))))) {
 		a->copy = *sym; /* the mapping goes */
 		a->sym = &a->copy;
 	}
