@@ -24,11 +24,25 @@ unsigned mpk__fork_gen;
  * for the forking thread and parent and child close (the child inherits
  * the forking thread's rights).  If it cannot be opened, the arena locks
  * are not taken: a child may then hang as before, rather than fault. */
-static mpk_scope meta;
 static bool arenas_held;
+
+/* Close it as it was before prepare: sealed, no rights (no heap call
+ * forks, and between calls a thread holds none to the area).  Not from a
+ * scope kept in writable data from prepare to the handlers: rewritten
+ * meanwhile (fork() takes long enough for another thread to), its leave
+ * would have set any domain to any rights for the forking thread, and
+ * left the area open to it. */
+static void meta_shut(void)
+{
+	mpk_scope s = { __atomic_load_n(&mpk__meta_dom, __ATOMIC_ACQUIRE), MPK_NONE };
+
+	mpk__meta_close(&s);
+}
 
 static void lock_all(void)
 {
+	mpk_scope meta;
+
 	pthread_mutex_lock(&mpk__vault_lock);
 	pthread_mutex_lock(&mpk__heaps_lock);
 	arenas_held = !mpk__meta_open(&meta);
@@ -50,7 +64,7 @@ static void each_lock(void (*fn)(pthread_mutex_t *))
 		for (struct heap *h = *mpk__meta_heaps(); h; h = h->next)
 			for (unsigned i = h->narenas; i-- > 0;)
 				fn(&h->arenas[i].lock);
-	mpk__meta_close(&meta);
+	meta_shut();
 	fn(&mpk__heaps_lock);
 	fn(&mpk__vault_lock);
 }
