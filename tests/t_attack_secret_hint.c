@@ -1,0 +1,61 @@
+/*
+ * Attack: the vault's hint of the secret a thread last opened or closed
+ * (src/heap/vault.c, t_last: the secret, its live bit, its domain), which
+ * lets the next open or close of it skip the address map, is
+ * thread-local memory.  The attacker finds it through the symbol table
+ * and rewrites its domain to another one, a store the thread holds no
+ * rights to; the program then opens its secret again: that call opened
+ * the store (read-only, read-write) instead, and the secret stayed
+ * closed.  The entry must be passed over: the store keeps no rights, the
+ * secret opens.  Sealed metadata (the hint is keyed with its key); both
+ * backends.
+ */
+#include <stddef.h>
+
+#include "t_attack.h"
+
+/* vault.c's entry: the secret, its live word and mask, the epoch, the
+ * domain, its tag */
+struct hint {
+	const void *p;
+	const uint64_t *live;
+	uint64_t mask, epoch;
+	mpk_domain *d;
+	uint64_t tag;
+};
+
+int main(void)
+{
+	struct t_obj o;
+	mpk_domain *vault, *store;
+
+	t_setenv("MPKIT_HEAP_META", "closed");
+	REQUIRE((vault = mpk_domain_create("attack-hint-vault", MPK_NONE, 0)) != NULL);
+	REQUIRE((store = mpk_domain_create("attack-hint-store", MPK_NONE, 0)) != NULL);
+	unsigned char *k = mpk_secret_alloc(vault, 32);
+	REQUIRE(k);
+	CHECK(mpk_secret_readwrite(k) == 0);
+	memset(k, 0x4b, 32);
+	CHECK(mpk_secret_noaccess(k) == 0); /* the hint names k's domain now */
+
+	REQUIRE(t_attack_heap_symbol("t_last", &o));
+	struct hint *h = (struct hint *)o.at;
+	if (h->p != k)
+		t_fail("the hint is not where the attacker computed it (%p, want %p)", h->p, (void *)k);
+	h->d = store; /* the attacker's write */
+
+	CHECK(mpk_secret_readonly(k) == 0);
+	CHECK(mpk_get(store) == MPK_NONE);
+	if (mpk_get(store) != MPK_NONE)
+		t_fail("opening the secret opened the store the hint was rewritten to");
+	CHECK(mpk_get(vault) == MPK_READ);
+	CHECK(k[31] == 0x4b);
+	h->d = store;
+	CHECK(mpk_secret_readwrite(k) == 0);
+	CHECK(mpk_get(store) == MPK_NONE);
+	CHECK(mpk_get(vault) == MPK_RW);
+	CHECK(mpk_secret_noaccess(k) == 0);
+	CHECK(mpk_secret_free(k) == 0);
+	t_setenv("MPKIT_HEAP_META", NULL);
+	return t_done();
+}
