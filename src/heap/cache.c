@@ -33,8 +33,8 @@ static pthread_once_t key_once = PTHREAD_ONCE_INIT;
 static bool key_ok;
 
 /*
- * Whether b may be a bundle: none of it in any domain's memory (the
- * heap-meta area's included).  The pool, the thread's pointer and the
+ * Whether b may be a bundle: none of it in the heap-meta area (as the
+ * sealed seal page says) nor in any domain's memory (the core's record).  The pool, the thread's pointer and the
  * exit key's value are open memory, and the heap calls write a bundle's
  * entries with the metadata open (and, some, a heap's domain): a pointer
  * rewritten into the area would have them write their keys, counts and
@@ -44,7 +44,8 @@ static bool key_ok;
  */
 static bool bundle_ok(const struct bundle *b)
 {
-	return b && !((uintptr_t)b & 4095) && !mpk__range_overlaps(b, sizeof(*b));
+	return b && !((uintptr_t)b & 4095) && !mpk__meta_overlaps(b, sizeof(*b)) &&
+	       !mpk__range_overlaps(b, sizeof(*b));
 }
 
 /* Whether h is a live heap with this uid (the heaps lock held). */

@@ -397,6 +397,9 @@ void mpk__meta_free(void *p, size_t len);
 /* Whether p lies in the area (no lock, no access); sealed, as the core's
  * record of the heap-meta domain's regions says. */
 bool mpk__meta_contains(const void *p);
+/* Whether [p, p+len) overlaps the area, as the seal page's ranges say
+ * (read-only while sealed: no record an attacker could rewrite). */
+bool mpk__meta_overlaps(const void *p, size_t len);
 struct heap **mpk__meta_heaps(void);  /* registry head (heaps lock) */
 uint64_t mpk__meta_key(void);         /* per process, for checksums */
 /* The big-block table (under the lock). */

@@ -188,6 +188,17 @@ bool mpk__meta_contains(const void *p)
 	return false;
 }
 
+bool mpk__meta_overlaps(const void *p, size_t len)
+{
+	uintptr_t a = (uintptr_t)p;
+	unsigned n = __atomic_load_n(&seal.nranges, __ATOMIC_ACQUIRE);
+
+	for (unsigned i = 0; i < n && i < META_RANGES; i++)
+		if (a < seal.range[i].hi && seal.range[i].lo < a + len)
+			return true;
+	return false;
+}
+
 struct heap **mpk__meta_heaps(void)
 {
 	struct meta_state *st = seal.st;
