@@ -409,33 +409,26 @@ MPK_EXPORT int mpk_secret_free(void *p)
  * library's time around the mprotect() pair.  Good while no run went
  * back since (mpk__runs_epoch) and the bit is set: a freed secret, or
  * another block at its address after its run went, is never taken for it.
- * Thread-local memory is open to an attacker who writes memory: the entry
- * is taken only with its tag, keyed with the area's key (sealed, not
- * readable to that attacker), or a rewritten domain would be the one the
- * call opens for the secret.
+ * Thread-local memory is open to an attacker who writes memory, and a
+ * rewritten domain would be the one the call opens for the secret: with
+ * the metadata sealed the hint is not kept (every call finds the secret
+ * through the map, whose levels, chunk and run are sealed).  Open, the
+ * map is plain memory too: the hint adds no way in.
  */
 static __thread struct {
 	const void *p;
 	const uint64_t *live;
 	uint64_t mask, epoch;
 	struct mpk_domain *d;
-	uint64_t tag;
 } t_last __attribute__((tls_model("initial-exec")));
-
-/* t_last's tag for secret p (metadata open). */
-static uint64_t last_tag(const void *p)
-{
-	const struct meta_state *st = mpk__meta_st();
-	uint64_t x = (uintptr_t)p ^ mpk__mix((uintptr_t)t_last.d ^ (st ? st->key : 0));
-
-	return mpk__mix(x ^ mpk__mix((uintptr_t)t_last.live ^ t_last.mask ^ t_last.epoch));
-}
 
 /* The domain of live secret p, or NULL (metadata open). */
 static struct mpk_domain *secret_domain(const void *p)
 {
-	if (p == t_last.p && t_last.epoch == __atomic_load_n(&mpk__runs_epoch, __ATOMIC_ACQUIRE) &&
-	    t_last.tag == last_tag(p) && (__atomic_load_n(t_last.live, __ATOMIC_RELAXED) & t_last.mask))
+	bool hint = !mpk__meta_closed();
+
+	if (hint && p == t_last.p && t_last.epoch == __atomic_load_n(&mpk__runs_epoch, __ATOMIC_ACQUIRE) &&
+	    (__atomic_load_n(t_last.live, __ATOMIC_RELAXED) & t_last.mask))
 		return t_last.d;
 	/* Read before the lookup: a run given back during it is seen. */
 	uint64_t epoch = __atomic_load_n(&mpk__runs_epoch, __ATOMIC_ACQUIRE);
@@ -447,13 +440,14 @@ static struct mpk_domain *secret_domain(const void *p)
 	uint64_t mask;
 	int live = mpk__vl_live(h, p, &w, &mask);
 	if (live > 0) {
+		if (!hint)
+			return h->domain;
 		t_last.p = NULL; /* a handler's call in between sees no half entry */
 		__atomic_signal_fence(__ATOMIC_SEQ_CST);
 		t_last.live = w;
 		t_last.mask = mask;
 		t_last.epoch = epoch;
 		t_last.d = h->domain;
-		t_last.tag = last_tag(p);
 		__atomic_signal_fence(__ATOMIC_RELEASE);
 		t_last.p = p;
 		return h->domain;
