@@ -34,13 +34,14 @@ static bool key_ok;
 
 /*
  * Whether b may be a bundle: none of it in the heap-meta area (as the
- * sealed seal page says) nor in any domain's memory (the core's record).  The pool, the thread's pointer and the
- * exit key's value are open memory, and the heap calls write a bundle's
- * entries with the metadata open (and, some, a heap's domain): a pointer
- * rewritten into the area would have them write their keys, counts and
- * zeros there.  One that points elsewhere gives a cache the attacker
- * could write anyway (caches are open memory; sealed, only vaults have
- * entries, hints checked against their runs).
+ * seal page, read-only while sealed, says) nor in any domain's memory
+ * (the core's record).  The pool, the thread's pointer and the exit key's
+ * value are open memory, and the heap calls write a bundle's entries with
+ * the metadata open (and, some, a heap's domain): a pointer rewritten
+ * into the area would have them write their keys, counts and zeros there.
+ * One that points elsewhere gives a cache the attacker could write anyway
+ * (caches are open memory; sealed, only vaults have entries, hints
+ * checked against their runs).
  */
 static bool bundle_ok(const struct bundle *b)
 {
