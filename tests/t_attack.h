@@ -68,6 +68,9 @@ int t_attack_heap_objects(struct t_obj *o, int max);
  * false when no such object is listed.
  */
 bool t_attack_heap_symbol(const char *name, struct t_obj *o);
+/* The same for a local object of another of the library's files (its
+ * base name: "region.c"). */
+bool t_attack_symbol(const char *file, const char *name, struct t_obj *o);
 
 /* Copy n bytes where sanitizers do not look: a heap header, a freed
  * block (the attack reads or writes them on purpose). */

@@ -394,8 +394,9 @@ static inline bool mpk__meta_closed(void)
 /* Zeroed, page-granular metadata; callers hold the lock and have it open. */
 void *mpk__meta_alloc(size_t len);
 void mpk__meta_free(void *p, size_t len);
-/* Whether p lies in the area (no lock, no access); sealed, as the core's
- * record of the heap-meta domain's regions says. */
+/* Whether p lies in the area (no lock, no access): in the seal page's
+ * ranges, and sealed, in the core's record of the heap-meta domain's
+ * regions too. */
 bool mpk__meta_contains(const void *p);
 /* Whether [p, p+len) overlaps the area, as the seal page's ranges say
  * (read-only while sealed: no record an attacker could rewrite). */

@@ -171,21 +171,15 @@ mpk_domain *mpk__meta_put(bool *last)
 	return d; /* the caller destroys it (its regions go), without the lock */
 }
 
+static bool in_ranges(const void *p, size_t sz);
 static bool in_area(const void *p, size_t sz);
 
 bool mpk__meta_contains(const void *p)
 {
-	uintptr_t a = (uintptr_t)p;
-	unsigned n = __atomic_load_n(&seal.nranges, __ATOMIC_ACQUIRE);
-
-	/* Sealed: the core's record, as in_area(). */
+	/* Sealed: the ranges and the core's record, as in_area(). */
 	if (__atomic_load_n(&mpk__meta_dom, __ATOMIC_ACQUIRE))
 		return in_area(p, 1);
-
-	for (unsigned i = 0; i < n; i++)
-		if (a >= seal.range[i].lo && a < seal.range[i].hi)
-			return true;
-	return false;
+	return in_ranges(p, 1);
 }
 
 bool mpk__meta_overlaps(const void *p, size_t len)
@@ -331,19 +325,36 @@ static int grow(size_t len)
 	return 0;
 }
 
+/* Whether [p, p+sz) lies in one of the area's ranges, as the seal page
+ * says. */
+static bool in_ranges(const void *p, size_t sz)
+{
+	uintptr_t a = (uintptr_t)p;
+	unsigned n = __atomic_load_n(&seal.nranges, __ATOMIC_ACQUIRE);
+
+	for (unsigned i = 0; i < n && i < META_RANGES; i++)
+		if (a >= seal.range[i].lo && a < seal.range[i].hi && sz <= seal.range[i].hi - a)
+			return true;
+	return false;
+}
+
 /*
  * Sealed, the area is the heap-meta domain's memory, and the state that
  * says where the next run is (free lists, bump) lives in it, written only
- * with the area open.  Each run is still checked against the core's
- * record of the domain's regions (lock-free) before it is used: one that
- * fails is refused (ENOMEM), and nothing is read or written through it.
+ * with the area open.  Each run, and each heap handle a call is given, is
+ * still checked before it is used: against the seal page's ranges, which
+ * are read-only while sealed, and the core's record of the domain's
+ * regions (lock-free), which is writable data: a region forged there
+ * alone does not make a run or a handle the area's.  One that fails is
+ * refused (ENOMEM, EINVAL), and nothing is read or written through it.
  * Open, nothing is sealed to check against.
  */
 static bool in_area(const void *p, size_t sz)
 {
 	mpk_domain *d = mpk__meta_dom;
 
-	return !d || (mpk_domain_of(p) == d && (sz == 1 || mpk_domain_of((const char *)p + sz - 1) == d));
+	return !d || (in_ranges(p, sz) && mpk_domain_of(p) == d &&
+		      (sz == 1 || mpk_domain_of((const char *)p + sz - 1) == d));
 }
 
 void *mpk__meta_alloc(size_t len)

@@ -122,11 +122,12 @@ static bool listed(const char *s, const char *const *l, size_t n)
 	return false;
 }
 
-/* Each symbol of the executable's symbol table, with whether it is one
- * of the heap layer's files' locals (after a FILE symbol of one of them);
- * where the executable is placed (PIE: main's address less its value).
- * Skips the test when it has no symbol table. */
-static uintptr_t each_symbol(void (*fn)(const char *s, const Elf64_Sym *sym, bool ours, void *arg), void *arg)
+/* Each symbol of the executable's symbol table, with the file its locals
+ * are of (the last FILE symbol's base name); where the executable is
+ * placed (PIE: main's address less its value).  Skips the test when it
+ * has no symbol table. */
+static uintptr_t each_symbol(void (*fn)(const char *s, const Elf64_Sym *sym, const char *file, void *arg),
+			     void *arg)
 {
 	int fd = open("/proc/self/exe", O_RDONLY | O_CLOEXEC);
 	struct stat st;
@@ -143,18 +144,18 @@ static uintptr_t each_symbol(void (*fn)(const char *s, const Elf64_Sym *sym, boo
 			continue;
 		const Elf64_Sym *sym = (const Elf64_Sym *)(f + sh[i].sh_offset);
 		const char *str = (const char *)(f + sh[sh[i].sh_link].sh_offset);
-		bool ours = false;
+		const char *file = "";
 		for (size_t k = 0; k < sh[i].sh_size / sizeof(*sym); k++) {
 			const char *s = str + sym[k].st_name;
 			int type = ELF64_ST_TYPE(sym[k].st_info);
 			if (type == STT_FILE) {
 				const char *base = strrchr(s, '/');
-				ours = listed(base ? base + 1 : s, heap_files, sizeof(heap_files) / sizeof(*heap_files));
+				file = base ? base + 1 : s;
 				continue;
 			}
 			if (type == STT_FUNC && !strcmp(s, "main"))
 				main_val = sym[k].st_value;
-			fn(s, &sym[k], ours, arg);
+			fn(s, &sym[k], file, arg);
 		}
 	}
 	munmap(f, (size_t)st.st_size);
@@ -163,19 +164,27 @@ static uintptr_t each_symbol(void (*fn)(const char *s, const Elf64_Sym *sym, boo
 	return (uintptr_t)main - main_val;
 }
 
+/* A symbol of the heap layer's: a local of its files, or one of heap.h's
+ * globals. */
+static bool heap_sym(const char *s, const Elf64_Sym *sym, const char *file)
+{
+	if (ELF64_ST_BIND(sym->st_info) == STB_LOCAL)
+		return listed(file, heap_files, sizeof(heap_files) / sizeof(*heap_files));
+	return listed(s, heap_globals, sizeof(heap_globals) / sizeof(*heap_globals));
+}
+
 struct objs {
 	struct t_obj *o;
 	int n, max;
 };
 
-static void add_object(const char *s, const Elf64_Sym *sym, bool ours, void *arg)
+static void add_object(const char *s, const Elf64_Sym *sym, const char *file, void *arg)
 {
 	struct objs *a = arg;
-	bool local = ELF64_ST_BIND(sym->st_info) == STB_LOCAL;
 
 	if (ELF64_ST_TYPE(sym->st_info) != STT_OBJECT || !sym->st_size || a->n == a->max)
 		return;
-	if ((local && ours) || (!local && listed(s, heap_globals, sizeof(heap_globals) / sizeof(*heap_globals))))
+	if (heap_sym(s, sym, file))
 		a->o[a->n++] = (struct t_obj){ sym->st_value, sym->st_size };
 }
 
@@ -202,28 +211,26 @@ static int main_tls(struct dl_phdr_info *info, size_t size, void *arg)
 }
 
 struct named {
-	const char *name;
+	const char *file, *name; /* file NULL: the heap layer's */
 	const Elf64_Sym *sym;
 	Elf64_Sym copy;
 };
 
-static void find_named(const char *s, const Elf64_Sym *sym, bool ours, void *arg)
+static void find_named(const char *s, const Elf64_Sym *sym, const char *file, void *arg)
 {
 	struct named *a = arg;
 	int type = ELF64_ST_TYPE(sym->st_info);
 
-	bool local = ELF64_ST_BIND(sym->st_info) == STB_LOCAL;
-
 	if ((type == STT_OBJECT || type == STT_TLS) && !strcmp(s, a->name) &&
-	    ((local && ours) || (!local && listed(s, heap_globals, sizeof(heap_globals) / sizeof(*heap_globals))))) {
+	    (a->file ? ELF64_ST_BIND(sym->st_info) == STB_LOCAL && !strcmp(file, a->file) : heap_sym(s, sym, file))) {
 		a->copy = *sym; /* the mapping goes */
 		a->sym = &a->copy;
 	}
 }
 
-bool t_attack_heap_symbol(const char *name, struct t_obj *o)
+static bool symbol(const char *file, const char *name, struct t_obj *o)
 {
-	struct named a = { name, NULL, { 0 } };
+	struct named a = { file, name, NULL, { 0 } };
 	uintptr_t base = each_symbol(find_named, &a);
 
 	if (!a.sym)
@@ -245,6 +252,16 @@ bool t_attack_heap_symbol(const char *name, struct t_obj *o)
 	uintptr_t off = ((tls->p_memsz - first + align - 1) & ~(align - 1)) + first;
 	o->at = (uintptr_t)__builtin_thread_pointer() - off + a.sym->st_value;
 	return true;
+}
+
+bool t_attack_heap_symbol(const char *name, struct t_obj *o)
+{
+	return symbol(NULL, name, o);
+}
+
+bool t_attack_symbol(const char *file, const char *name, struct t_obj *o)
+{
+	return symbol(file, name, o);
 }
 
 /* The scheme as the source has it (src/heap/heap.h, mpk__hdr_sum()). */
