@@ -15,17 +15,24 @@
 #include "t_attack.h"
 
 /* vault.c's entry: the secret, its live word and mask, the epoch, the
- * domain */
-struct hint {
-	const void *p;
-	const uint64_t *live;
-	uint64_t mask, epoch;
-	mpk_domain *d;
-};
+ * domain; field i of it (clang keeps each field as an object of its own,
+ * "t_last.<i>") */
+enum { H_P, H_LIVE, H_MASK, H_EPOCH, H_D };
+
+static uintptr_t *field(int i)
+{
+	struct t_obj o;
+	char name[16];
+
+	if (t_attack_heap_symbol("t_last", &o))
+		return (uintptr_t *)o.at + i;
+	snprintf(name, sizeof(name), "t_last.%d", i);
+	REQUIRE(t_attack_heap_symbol(name, &o));
+	return (uintptr_t *)o.at;
+}
 
 int main(void)
 {
-	struct t_obj o;
 	mpk_domain *vault, *store;
 
 	t_setenv("MPKIT_HEAP_META", "closed");
@@ -39,16 +46,16 @@ int main(void)
 
 	/* The entry as the secret's last open made it, the domain the
 	 * store's (were it kept, it would be k's, with k's live bit). */
-	REQUIRE(t_attack_heap_symbol("t_last", &o));
-	struct hint *h = (struct hint *)o.at;
 	uint64_t one = 1;
-	if (h->p != k) {
-		*h = (struct hint){ k, &one, 1, 0, store };
+	if (*field(H_P) != (uintptr_t)k) {
 		struct t_obj ep;
 		REQUIRE(t_attack_heap_symbol("mpk__runs_epoch", &ep));
-		h->epoch = *(const uint64_t *)ep.at;
+		*field(H_LIVE) = (uintptr_t)&one;
+		*field(H_MASK) = 1;
+		*field(H_EPOCH) = *(const uint64_t *)ep.at;
+		*field(H_P) = (uintptr_t)k;
 	}
-	h->d = store; /* the attacker's write */
+	*field(H_D) = (uintptr_t)store; /* the attacker's write */
 
 	CHECK(mpk_secret_readonly(k) == 0);
 	CHECK(mpk_get(store) == MPK_NONE);
@@ -56,7 +63,8 @@ int main(void)
 		t_fail("opening the secret opened the store the hint was rewritten to");
 	CHECK(mpk_get(vault) == MPK_READ);
 	CHECK(k[31] == 0x4b);
-	h->p = k, h->d = store;
+	*field(H_P) = (uintptr_t)k;
+	*field(H_D) = (uintptr_t)store;
 	CHECK(mpk_secret_readwrite(k) == 0);
 	CHECK(mpk_get(store) == MPK_NONE);
 	CHECK(mpk_get(vault) == MPK_RW);
