@@ -182,15 +182,22 @@ bool mpk__meta_contains(const void *p)
 	return in_ranges(p, 1);
 }
 
-bool mpk__meta_overlaps(const void *p, size_t len)
+/* Whether [lo, hi) lies whole in one of the area's ranges (whole), or
+ * meets one, as the seal page says. */
+static bool in_seal(uintptr_t lo, uintptr_t hi, bool whole)
 {
-	uintptr_t a = (uintptr_t)p;
 	unsigned n = __atomic_load_n(&seal.nranges, __ATOMIC_ACQUIRE);
 
 	for (unsigned i = 0; i < n && i < META_RANGES; i++)
-		if (a < seal.range[i].hi && seal.range[i].lo < a + len)
+		if (whole ? lo >= seal.range[i].lo && lo < seal.range[i].hi && hi <= seal.range[i].hi
+			  : lo < seal.range[i].hi && seal.range[i].lo < hi)
 			return true;
 	return false;
+}
+
+bool mpk__meta_overlaps(const void *p, size_t len)
+{
+	return in_seal((uintptr_t)p, (uintptr_t)p + len, false);
 }
 
 struct heap **mpk__meta_heaps(void)
@@ -325,17 +332,9 @@ static int grow(size_t len)
 	return 0;
 }
 
-/* Whether [p, p+sz) lies in one of the area's ranges, as the seal page
- * says. */
 static bool in_ranges(const void *p, size_t sz)
 {
-	uintptr_t a = (uintptr_t)p;
-	unsigned n = __atomic_load_n(&seal.nranges, __ATOMIC_ACQUIRE);
-
-	for (unsigned i = 0; i < n && i < META_RANGES; i++)
-		if (a >= seal.range[i].lo && a < seal.range[i].hi && sz <= seal.range[i].hi - a)
-			return true;
-	return false;
+	return in_seal((uintptr_t)p, (uintptr_t)p + sz, true);
 }
 
 /*
