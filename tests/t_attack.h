@@ -81,12 +81,15 @@ void t_attack_copy(void *to, const void *from, size_t n);
 
 /*
  * The reader-writer attacker's tools: the heap's header scheme read from
- * its source (src/heap/heap.h: check = x ^ x >> 32, x = ((key ^ p) +
- * size * C1 + off) * C2, a bijection in key), so one header read gives
- * the key, and valid headers follow.  off is what the check covers: 16
- * for a small block at its slot's start.
+ * its source (src/heap/heap.h: check = (key ^ p) + w * C1 + off, w the
+ * size word, off the block's offset less the one its word's class gives,
+ * hdr_off()), a bijection in key, so one header read gives the key, and
+ * valid headers follow.  t_attack_hdr_key() reads a live block at its
+ * class's offset (0 in the sum); t_attack_hdr_forge() writes a word of no
+ * class, whose off is the block's offset in its slot: 16 for a small
+ * block at its slot's start.
  */
-uint64_t t_attack_hdr_key(const void *p, uint64_t off);
+uint64_t t_attack_hdr_key(const void *p);
 void t_attack_hdr_forge(void *p, uint64_t size, uint64_t off, uint64_t key);
 
 /*

@@ -92,9 +92,13 @@ static struct bundle *wipe(struct bundle *b)
 	for (int i = 0; i < TC_HEAPS; i++) {
 		if (!(b->used & 1u << i))
 			continue;
-		for (unsigned c = 0; c < NTC; c++)
+		for (unsigned c = 0; c < NTC; c++) {
+			if (!b->c[i].slot[c][0])
+				continue; /* never written, the top neither (heap.h) */
 			for (unsigned j = 0; j < TC_MAX && b->c[i].slot[c][j]; j++)
 				b->c[i].slot[c][j] = 0;
+			b->c[i].slot[c][TC_MAX] = 0;
+		}
 		reset(&b->c[i], NULL);
 	}
 	b->next = b->used = 0;
@@ -205,7 +209,7 @@ static void reset(struct tcache *tc, struct heap *h)
 			    __atomic_add_fetch(&uses, 1, __ATOMIC_RELAXED)) | 1;
 	tc->domain = h->domain;
 	tc->wipe = h->flags & MPK_HEAP_WIPE;
-	tc->rw = ~0ull;
+	tc->rw = TC_RW_NONE;
 	tc->arena = NULL;
 }
 
@@ -213,9 +217,14 @@ static void reset(struct tcache *tc, struct heap *h)
  * cache's domain (tc_rw() in calls.c), or none if it may not now. */
 static void renew(struct tcache *tc)
 {
+	const struct mpk__domain_head *d = (const struct mpk__domain_head *)tc->domain;
 	uint64_t now = __atomic_load_n(&mpk__soft_t.epoch, __ATOMIC_RELAXED);
+	int k = __atomic_load_n(&d->key, __ATOMIC_ACQUIRE);
 
-	tc->rw = mpk__soft_rights_now((const struct mpk__domain_head *)tc->domain) == MPK_RW ? now : ~0ull;
+	if (k >= 0)
+		tc->rw = TC_RW_KEYED | (unsigned)k;
+	else
+		tc->rw = mpk__soft_rights_now(d) == MPK_RW ? now : TC_RW_NONE;
 }
 
 /* The fast paths find the last cache used here; under valgrind they find

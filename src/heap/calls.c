@@ -17,20 +17,23 @@
 
 /* ---- the thread caches' fast paths and batches ---- */
 
-/* Whether the thread may write the cache's domain (headers live there):
- * a keyed domain's bits; for a keyless one, whether the thread's soft
- * epoch is still the one taken when it last held RW (each slow call
- * renews it, heap/cache.c).  Bases and generations that moved since move
- * the global soft epoch, which tc_of() compares: with this, the pair is
- * core.h's snapshot, taken in that order. */
+/* Whether the thread may write the cache's domain (headers live there),
+ * from the snapshot each slow call renews (heap/cache.c's renew()): for a
+ * keyless domain, whether the thread's soft epoch is still the one taken
+ * when it held RW; for a keyed one, that key's bits.  Bases and
+ * generations that moved since move the global soft epoch, which tc_of()
+ * compares: with this, the pair is core.h's snapshot, taken in that
+ * order.  A key a domain gains or loses moves it too (soft.c's next_gen()
+ * before the key is published, and before an evicted key is reused; the
+ * old key's bits meanwhile still say what the thread may touch), so the
+ * key noted is the domain's. */
 TC_INLINE bool tc_rw(const struct tcache *tc)
 {
-	const struct mpk__domain_head *d = (const struct mpk__domain_head *)tc->domain;
-	int k = __atomic_load_n(&d->key, __ATOMIC_ACQUIRE);
+	uint64_t rw = tc->rw;
 
-	if (k >= 0)
-		return mpk_arch_key_rights(mpk_arch_reg_read(), k) == MPK_RW;
-	return tc->rw == __atomic_load_n(&mpk__soft_t.epoch, __ATOMIC_RELAXED);
+	if (likely(rw == __atomic_load_n(&mpk__soft_t.epoch, __ATOMIC_RELAXED)))
+		return true;
+	return (rw & TC_RW_KEYED) && mpk_arch_key_rights(mpk_arch_reg_read(), (int)(rw & 0xff)) == MPK_RW;
 }
 
 /* A cached block for size, or NULL: none cached, not a small size, or
@@ -41,13 +44,13 @@ TC_INLINE void *tc_malloc(struct tcache *tc, size_t size, bool vg)
 	/* The rights first: RDPKRU takes three registers, fewer live here. */
 	if (unlikely(!tc_rw(tc)))
 		return NULL;
-	int cls = tc_class(size);
-	if (unlikely(cls < 0))
+	int c = tc_class(size);
+	if (unlikely(c < 0))
 		return NULL; /* 0 too: the slow path makes it 1 */
-	unsigned n = tc->n[cls];
+	size_t cls = (size_t)c, n = tc->n[cls]; /* (64 bits: indexes, no widening) */
 	if (unlikely(!n))
 		return NULL;
-	uintptr_t p = tc->slot[cls][n - 1] ^ tc->mkey;
+	uintptr_t *row = tc->slot[cls], p = row[TC_MAX] ^ tc->mkey;
 	if (unlikely(p & 15) || unlikely(mpk__hdr_get_vg(p, vg).size != mpk__hdr_mark(tc->tok, p))) {
 		/* An entry overwritten without the key decodes misaligned
 		 * (15 times in 16), a block cached twice was taken already
@@ -56,10 +59,14 @@ TC_INLINE void *tc_malloc(struct tcache *tc, size_t size, bool vg)
 		tc->n[cls] = 0;
 		return NULL;
 	}
-	tc->n[cls] = (uint8_t)(n - 1);
 	mpk__san_alloc_vg(p, mpk__tc_cap[cls], vg);
-	/* One load, not a test and a constant for small classes (HDR there). */
-	mpk__hdr_set_vg(p, size, mpk__hdr_sum(tc->key, p, size, mpk__tc_off[cls]), vg);
+	/* At its class's offset: 0 in the sum (hdr_off()). */
+	uint64_t w = size | (cls + 1) << HDR_CLS_SHIFT; /* mpk__hdr_word() */
+	mpk__hdr_set_vg(p, w, mpk__hdr_sum(tc->key, p, w, 0), vg);
+	tc->n[cls] = (uint8_t)(n - 1);
+	/* The next top, slot[n - 2]: with n 1 the word before the row (the
+	 * struct's), and no top is needed.  No branch. */
+	row[TC_MAX] = *(const uintptr_t *)((const char *)row + ((ptrdiff_t)n - 2) * (ptrdiff_t)sizeof(uintptr_t));
 	/* p - HDR was read: p is not NULL (the caller need not test it). */
 	if (!p)
 		__builtin_unreachable();
@@ -89,19 +96,21 @@ TC_INLINE bool tc_chunk_ok(struct tcache *tc, uintptr_t a)
 /* Whether a is a live block of the cache's heap that a cache takes, as
  * its chunk tag and keyed header say (and the thread may write it): its
  * class, and its header in *hd; or -1. */
-TC_INLINE int tc_live(struct tcache *tc, uintptr_t a, struct hdr *hd, bool vg)
+TC_INLINE bool tc_live(struct tcache *tc, uintptr_t a, struct hdr *hd, size_t *clsp, bool vg)
 {
 	if (unlikely((a & 15) || !(a & (CHUNK_SIZE - 1))) || !tc_chunk_ok(tc, a) ||
 	    unlikely(!tc_rw(tc)))
-		return -1;
+		return false;
 	*hd = mpk__hdr_get_vg(a, vg);
-	uint64_t size = hd->size;
-	int cls = tc_class(size);
-	if (unlikely(cls < 0))
-		return -1;
-	if (unlikely(hd->check != mpk__hdr_sum(tc->key, a, size, mpk__tc_off[cls])))
-		return -1;
-	return cls;
+	uint64_t w = hd->size;
+	/* The class from the size word (heap.h): 0 there, a mark or garbage
+	 * is none. */
+	size_t cls = (w >> HDR_CLS_SHIFT) - 1;
+	if (unlikely((cls >= NTC) | (hd->check != mpk__hdr_sum(tc->key, a, w, 0))))
+		return false;
+	hd->size = w & HDR_SIZE_MASK;
+	*clsp = cls;
+	return true;
 }
 
 /* fast: free's own fast path, which leaves a wiping heap's blocks to the
@@ -110,11 +119,11 @@ TC_INLINE int tc_free(struct tcache *tc, void *ptr, bool vg, bool fast)
 {
 	uintptr_t a = (uintptr_t)ptr;
 	struct hdr hd;
-	int cls = tc_live(tc, a, &hd, vg);
+	size_t cls, n; /* (64 bits: indexes, no widening) */
 
-	if (cls < 0)
+	if (!tc_live(tc, a, &hd, &cls, vg))
 		return TC_NOT;
-	unsigned n = tc->n[cls];
+	n = tc->n[cls];
 	if (unlikely(n >= mpk__tc_lim[cls]))
 		return TC_FULL;
 	if (unlikely(tc->wipe)) {
@@ -124,7 +133,7 @@ TC_INLINE int tc_free(struct tcache *tc, void *ptr, bool vg, bool fast)
 	}
 	mpk__hdr_set_vg(a, mpk__hdr_mark(tc->tok, a), hd.check ^ tc->ckey, vg);
 	mpk__san_free_vg(a, mpk__tc_cap[cls], vg);
-	tc->slot[cls][n] = a ^ tc->mkey;
+	tc->slot[cls][n] = tc->slot[cls][TC_MAX] = a ^ tc->mkey;
 	tc->n[cls] = (uint8_t)(n + 1);
 	return TC_DONE;
 }
@@ -444,7 +453,7 @@ static __attribute__((noinline)) int free_slow(mpk_heap *hp, void *p)
 		struct tcache *tc = mpk__tc_attach(h);
 		int k = tc ? tc_free(tc, p, mpk__san_vg, false) : TC_NOT;
 		if (k == TC_FULL) {
-			int cls = tc_class(mpk__hdr_get((uintptr_t)p).size);
+			int cls = (int)(mpk__hdr_get((uintptr_t)p).size >> HDR_CLS_SHIFT) - 1;
 			mpk__tc_flush(tc, (unsigned)cls, mpk__tc_lim[cls] / 2);
 			k = tc_free(tc, p, mpk__san_vg, false);
 		}
@@ -482,12 +491,17 @@ static inline void *tc_realloc(struct tcache *tc, mpk_heap *hp, void *p, size_t 
 {
 	uintptr_t a = (uintptr_t)p;
 	struct hdr hd;
-	int cls = tc_class(size), old;
+	int cls = tc_class(size);
+	size_t old;
 
-	if (cls < 0 || (old = tc_live(tc, a, &hd, vg)) < 0 || (size >= REALLOC_BIG && size > hd.size))
+	/* A size past its class's (a header forged with the key) goes the
+	 * slow way, which names it: the copy below reads hd.size bytes. */
+	if (cls < 0 || !tc_live(tc, a, &hd, &old, vg) || hd.size > mpk__tc_cap[old] ||
+	    (size >= REALLOC_BIG && size > hd.size))
 		return NULL;
-	if (cls == old) {
-		mpk__hdr_set_vg(a, size, mpk__hdr_sum(tc->key, a, size, mpk__tc_off[cls]), vg);
+	if ((size_t)cls == old) {
+		uint64_t w = mpk__hdr_word(size, cls);
+		mpk__hdr_set_vg(a, w, mpk__hdr_sum(tc->key, a, w, 0), vg);
 		return p;
 	}
 	void *q = tc_malloc(tc, size, vg);

@@ -163,7 +163,9 @@ static inline uintptr_t round_up(uintptr_t x, size_t a)
 
 static void hdr_put(const struct heap *h, uintptr_t p, size_t size, size_t off)
 {
-	mpk__hdr_set(p, size, mpk__hdr_sum(h->key, p, size, off));
+	uint64_t w = hdr_word(size);
+
+	mpk__hdr_set(p, w, mpk__hdr_sum(h->key, p, w, hdr_off(w, off)));
 }
 
 /* ---- slabs ---- */
@@ -353,20 +355,20 @@ static int locate(struct arena *ar, uintptr_t a, struct loc *l, struct chunk *c)
 		l->size = l->b.size;
 	}
 	if (hdr) {
-		const struct hdr hv = mpk__hdr_get(a), *hd = &hv;
-		uint64_t off = a - l->start;
+		const struct hdr hd = mpk__hdr_get(a);
+		uint64_t off = a - l->start, size = hd.size & HDR_SIZE_MASK;
 		if (l->kind == L_LARGE)
 			off = run_off(off, l->r->pages);
 		else if (l->kind == L_BIG)
 			off += OFF_RUN;
-		if (hd->size > l->cap || hd->check != mpk__hdr_sum(h->key, a, hd->size, off)) {
+		if (size > l->cap || hd.check != mpk__hdr_sum(h->key, a, hd.size, hdr_off(hd.size, off))) {
 			/* Sitting in a thread's cache: freed already. */
-			if (hd->size == mpk__hdr_mark(h->tok, a))
+			if (hd.size == mpk__hdr_mark(h->tok, a))
 				return MPK_MISUSE_DOUBLE_FREE;
 			return l->kind == L_SLAB && a - l->start != HDR ? MPK_MISUSE_WILD
 									: MPK_MISUSE_CORRUPT;
 		}
-		l->size = hd->size;
+		l->size = size;
 	} else if (l->kind != L_BIG) {
 		l->size = l->cap;
 	}
@@ -640,6 +642,7 @@ int mpk__tc_refill(struct tcache *tc, unsigned cls)
 		mpk__hdr_set(b, mpk__hdr_mark(tc->tok, b), 0);
 	}
 	tc->n[cls] = (uint8_t)got;
+	tc_top(tc, cls);
 	return got ? 0 : -1;
 }
 
@@ -728,6 +731,7 @@ void mpk__tc_flush(struct tcache *tc, unsigned cls, unsigned k)
 	unsigned n = tc->n[cls];
 	memmove(tc->slot[cls], tc->slot[cls] + k, (n - k) * sizeof(uintptr_t));
 	tc->n[cls] = (uint8_t)(n - k);
+	tc_top(tc, cls);
 }
 
 /* Whose block is p: a heap (live chunk or live big block), or NULL. */

@@ -267,12 +267,12 @@ bool t_attack_symbol(const char *file, const char *name, struct t_obj *o)
 /* The scheme as the source has it (src/heap/heap.h, mpk__hdr_sum()). */
 static const uint64_t hdr_c1 = 0x61c88647u;
 
-uint64_t t_attack_hdr_key(const void *p, uint64_t off)
+uint64_t t_attack_hdr_key(const void *p)
 {
 	uint64_t w[2];
 
 	t_attack_copy(w, (const char *)p - 16, 16);
-	return (w[1] - w[0] * hdr_c1 - off) ^ (uintptr_t)p;
+	return (w[1] - w[0] * hdr_c1) ^ (uintptr_t)p;
 }
 
 void t_attack_hdr_forge(void *p, uint64_t size, uint64_t off, uint64_t key)
