@@ -61,7 +61,7 @@ TC_INLINE void *tc_malloc(struct tcache *tc, size_t size, bool vg)
 	}
 	mpk__san_alloc_vg(p, mpk__tc_cap[cls], vg);
 	/* At its class's offset: 0 in the sum (hdr_off()). */
-	uint64_t w = size | (cls + 1) << HDR_CLS_SHIFT; /* mpk__hdr_word() */
+	uint64_t w = mpk__hdr_word(size, (int64_t)cls);
 	mpk__hdr_set_vg(p, w, mpk__hdr_sum(tc->key, p, w, 0), vg);
 	tc->n[cls] = (uint8_t)(n - 1);
 	/* The next top, slot[n - 2]: with n 1 the word before the row (the
@@ -103,9 +103,7 @@ TC_INLINE bool tc_live(struct tcache *tc, uintptr_t a, struct hdr *hd, size_t *c
 		return false;
 	*hd = mpk__hdr_get_vg(a, vg);
 	uint64_t w = hd->size;
-	/* The class from the size word (heap.h): 0 there, a mark or garbage
-	 * is none. */
-	size_t cls = (w >> HDR_CLS_SHIFT) - 1;
+	size_t cls = mpk__hdr_cls(w); /* (heap.h: no table lookup) */
 	if (unlikely((cls >= NTC) | (hd->check != mpk__hdr_sum(tc->key, a, w, 0))))
 		return false;
 	hd->size = w & HDR_SIZE_MASK;
@@ -453,8 +451,8 @@ static __attribute__((noinline)) int free_slow(mpk_heap *hp, void *p)
 		struct tcache *tc = mpk__tc_attach(h);
 		int k = tc ? tc_free(tc, p, mpk__san_vg, false) : TC_NOT;
 		if (k == TC_FULL) {
-			int cls = (int)(mpk__hdr_get((uintptr_t)p).size >> HDR_CLS_SHIFT) - 1;
-			mpk__tc_flush(tc, (unsigned)cls, mpk__tc_lim[cls] / 2);
+			unsigned cls = (unsigned)mpk__hdr_cls(mpk__hdr_get((uintptr_t)p).size); /* (live: tc_free() checked it) */
+			mpk__tc_flush(tc, cls, mpk__tc_lim[cls] / 2);
 			k = tc_free(tc, p, mpk__san_vg, false);
 		}
 		if (k == TC_DONE)

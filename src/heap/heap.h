@@ -185,9 +185,16 @@ struct hdr {
  * easier to rewrite than the size. */
 #define HDR_CLS_SHIFT 56
 #define HDR_SIZE_MASK ((1ull << HDR_CLS_SHIFT) - 1)
-static inline uint64_t mpk__hdr_word(uint64_t size, int cls)
+static inline uint64_t mpk__hdr_word(uint64_t size, int64_t cls)
 {
 	return size | (uint64_t)(cls + 1) << HDR_CLS_SHIFT;
+}
+
+/* The cache class a size word names: NTC or more for none (0 there, a
+ * mark, garbage). */
+static inline uint64_t mpk__hdr_cls(uint64_t w)
+{
+	return (w >> HDR_CLS_SHIFT) - 1;
 }
 
 /* The size word of every block in a thread cache is a mark, the block's
@@ -595,7 +602,7 @@ TC_INLINE uint64_t hdr_word(uint64_t size)
  * a free's header load and its compare). */
 TC_INLINE uint64_t hdr_off(uint64_t w, uint64_t off)
 {
-	uint64_t cls = (w >> HDR_CLS_SHIFT) - 1;
+	uint64_t cls = mpk__hdr_cls(w);
 
 	return off - (cls < NTC ? mpk__tc_off[cls] : 0);
 }
