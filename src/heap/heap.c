@@ -212,10 +212,12 @@ static struct run *slab_partial(struct arena *a, unsigned cls)
 		r->kind = RUN_SLAB;
 		r->cls = (uint8_t)cls;
 		r->nfree = slab_blocks[cls];
-		memset(r->bits, 0, sizeof(r->bits));
 		memset(r->live, 0, sizeof(r->live));
-		for (unsigned i = 0; i < r->nfree; i++)
-			r->bits[i / 64] |= 1ull << (i % 64);
+		/* The first nfree bits set, a word at a time. */
+		for (unsigned w = 0; w < SLAB_BLOCKS_MAX / 64; w++) {
+			unsigned left = r->nfree > w * 64 ? r->nfree - w * 64 : 0;
+			r->bits[w] = left >= 64 ? ~0ull : (1ull << left) - 1;
+		}
 	}
 	list_push(&bin->partial, r);
 	return r;

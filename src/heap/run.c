@@ -7,8 +7,11 @@
  * back to the kernel as a heap shrinks, by decay: a free run's pages stay
  * resident for DECAY_MS after it was freed (a block that comes back soon
  * finds them; purging at once costs a page fault per page on reuse), then
- * the next free of a run purges them (MADV_DONTNEED); beyond a cap (a
- * quarter of the arena's memory, at least PURGE_CAP) the oldest go at once.
+ * the next free of a run purges them (MADV_DONTNEED); beyond a cap (half
+ * the arena's memory, at least PURGE_CAP) the oldest go at once.  (A
+ * quarter purged most of what a program frees in one go and builds again
+ * at once, a tree dropped and the next one made: every page faulted back
+ * in, peak RSS no lower.)
  * An idle chunk (nothing in use but empty slabs kept by bins) is unmapped
  * unless it is the one its arena keeps for the next growth.  Vault runs are
  * locked while in use, and unlocked and purged as soon as they are free; a
@@ -216,7 +219,7 @@ static void purge_to(struct arena *a, size_t keep)
  * note when the oldest left will be. */
 static void decay(struct arena *a, uint32_t now)
 {
-	size_t cap = a->mapped / 4 > PURGE_CAP ? a->mapped / 4 : PURGE_CAP;
+	size_t cap = a->mapped / 2 > PURGE_CAP ? a->mapped / 2 : PURGE_CAP;
 
 	cap >>= mpk__heap_page_shift;
 	if (a->dirty_pages > cap) {
