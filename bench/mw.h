@@ -16,6 +16,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 /* xorshift64*: fast, and the same sequence everywhere. */
 static inline uint64_t mw_rnd(uint64_t *s)
@@ -91,6 +92,24 @@ static inline uint64_t mw_check(const unsigned char *p, size_t n)
 		exit(1);
 	}
 	return v;
+}
+
+/* Seconds on the monotonic clock, for a workload's phases. */
+static inline double mw_now(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
+/* Whether MW_PHASES asks for a workload's phases timed on stderr (stdout,
+ * which the bench compares, stays the same). */
+static inline int mw_phases(void)
+{
+	const char *e = getenv("MW_PHASES");
+
+	return e && *e && strcmp(e, "0") != 0;
 }
 
 #endif

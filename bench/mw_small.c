@@ -6,6 +6,8 @@
  * short-lived temporary per node as arithmetic on big numbers does,
  * walks it, and frees it; one round in four keeps its tree until the
  * end, so that the heap grows.  The sum is of the values walked.
+ * MW_PHASES=1 times the three phases (building, walking, freeing) and
+ * prints them on stderr: docs/malloc.md, "small".
  */
 #include "mw.h"
 
@@ -49,6 +51,7 @@ int main(int argc, char **argv)
 	long nodes = mw_amount(argc, argv, 1500000, 30000), rounds = 8;
 	struct node *kept[8] = { 0 };
 	uint64_t s = 0x3c6ef372fe94f82bull, sum = 0;
+	double ph[3] = { 0 }, t0 = mw_now(); /* build, walk, free */
 
 	for (long r = 0; r < rounds; r++) {
 		struct node *root = NULL;
@@ -64,14 +67,20 @@ int main(int argc, char **argv)
 			free(t);
 			root = insert(root, n);
 		}
+		ph[0] += mw_now() - t0, t0 = mw_now();
 		sum += walk(root, 1);
+		ph[1] += mw_now() - t0, t0 = mw_now();
 		if (r % 4 == 1)
 			kept[r] = root;
 		else
 			drop(root);
+		ph[2] += mw_now() - t0, t0 = mw_now();
 	}
 	for (long r = 0; r < rounds; r++)
 		drop(kept[r]);
+	ph[2] += mw_now() - t0;
+	if (mw_phases())
+		fprintf(stderr, "small: build %.3f s, walk %.3f s, free %.3f s\n", ph[0], ph[1], ph[2]);
 	printf("small: %ld nodes, sum %016llx\n", nodes / rounds * 2 * rounds, (unsigned long long)sum);
 	return 0;
 }
