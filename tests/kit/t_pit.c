@@ -85,9 +85,9 @@ static int pit_run_once(const struct pit *p, bool locked)
 }
 
 /* ERROR is no outcome: the attempt itself could not be made (a resource
- * the kernel refused, io_uring's SQPOLL thread silent for 5 s on a loaded
- * machine: once in about 125 runs).  It is made once more, and an ERROR
- * then counts. */
+ * the kernel refused, a completion that never came; t_pit_io_uring_sqpoll
+ * met one in about 125 runs, cause unknown).  It is made once more, and
+ * an ERROR then counts. */
 static int pit_run_one(const struct pit *p, bool locked)
 {
 	int o = pit_run_once(p, locked);
