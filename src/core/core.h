@@ -19,6 +19,10 @@
 #include "../shared/trace.h"
 
 #define MPK_EXPORT __attribute__((visibility("default")))
+/* On the declarations of the globals the fast paths read: the compiler
+ * then addresses them directly, not through the GOT (-fvisibility=hidden
+ * covers definitions only). */
+#define MPK_HIDDEN __attribute__((visibility("hidden")))
 #define likely(x) __builtin_expect(!!(x), 1)
 #define unlikely(x) __builtin_expect(!!(x), 0)
 
@@ -81,20 +85,25 @@ struct mpk_soft_held {
 	int rights;
 	uint32_t pos; /* soft.c: index in the thread's list + 1, 0 not listed */
 };
+struct tcache;
 struct mpk_soft_thread {
 	struct mpk_soft_held *held;
 	uint32_t *list;
 	uint32_t cap, n;
 	uint64_t epoch; /* bumped by every change of one of its entries */
+	/* The heap layer's last thread cache (heap.h's mpk__tc_last), kept
+	 * here for its fast paths, which read the epoch too: one TLS
+	 * address for both. */
+	struct tcache *tc_last;
 };
 /* initial-exec: the fault handler and the inline checks read it. */
-extern __thread struct mpk_soft_thread mpk__soft_t __attribute__((tls_model("initial-exec")));
+extern __thread struct mpk_soft_thread mpk__soft_t MPK_HIDDEN __attribute__((tls_model("initial-exec")));
 /* Bumped (release) whenever a keyless domain's base or generation moves:
  * with the thread's epoch, a caller that checked its soft rights once can
  * tell they have not changed since (struct mpk__soft_snap).  The heap
  * layer bumps it too, when a heap or a chunk goes: its thread caches
  * compare one epoch for both (heap.h). */
-extern uint64_t mpk__soft_gepoch;
+extern uint64_t mpk__soft_gepoch MPK_HIDDEN;
 
 /* The calling thread's soft rights to keyless domain d, lock-free. */
 static inline int mpk__soft_rights_now(const struct mpk__domain_head *d)

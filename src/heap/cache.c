@@ -12,8 +12,6 @@
 
 #include "heap.h"
 
-__thread struct tcache *mpk__tc_last __attribute__((tls_model("initial-exec")));
-
 struct bundle {
 	struct tcache c[TC_HEAPS];
 	unsigned next; /* the entry to reuse when all are taken */
@@ -83,7 +81,7 @@ static void pool_put(struct bundle *b)
 static void reset(struct tcache *tc, struct heap *h);
 
 /* Nothing of a thread's caches outlives it: every entry's header (keys,
- * hints, counts) and every slot ever written is zeroed.  A class's
+ * hints, counts, the stacks' tops) and every slot ever written is zeroed.  A class's
  * written slots are a prefix of its stack (an entry is written at the
  * count or below), never 0 (mkey is odd, a block even), so the scan
  * stops at the first 0 and reads no page the thread did not touch. */
@@ -94,10 +92,9 @@ static struct bundle *wipe(struct bundle *b)
 			continue;
 		for (unsigned c = 0; c < NTC; c++) {
 			if (!b->c[i].slot[c][0])
-				continue; /* never written, the top neither (heap.h) */
+				continue; /* never written */
 			for (unsigned j = 0; j < TC_MAX && b->c[i].slot[c][j]; j++)
 				b->c[i].slot[c][j] = 0;
-			b->c[i].slot[c][TC_MAX] = 0;
 		}
 		reset(&b->c[i], NULL);
 	}
@@ -195,6 +192,7 @@ static void reset(struct tcache *tc, struct heap *h)
 	uint64_t epoch = __atomic_load_n(&mpk__soft_gepoch, __ATOMIC_ACQUIRE);
 
 	memset(tc, 0, offsetof(struct tcache, slot));
+	tc->snap = tc->fsnap = TC_SNAP_NONE;
 	if (!h)
 		return;
 	tc->heap = h;
@@ -213,18 +211,26 @@ static void reset(struct tcache *tc, struct heap *h)
 	tc->arena = NULL;
 }
 
-/* The snapshot that tells the fast paths the thread may still write the
- * cache's domain (tc_rw() in calls.c), or none if it may not now. */
+/* The snapshots that tell the fast paths the thread may still write the
+ * cache's domain and the cache is current (tc_rw() and tc_current() in
+ * calls.c), or none if it may not now.  tc->epoch was taken before. */
 static void renew(struct tcache *tc)
 {
 	const struct mpk__domain_head *d = (const struct mpk__domain_head *)tc->domain;
 	uint64_t now = __atomic_load_n(&mpk__soft_t.epoch, __ATOMIC_RELAXED);
 	int k = __atomic_load_n(&d->key, __ATOMIC_ACQUIRE);
 
-	if (k >= 0)
+	if (k >= 0) {
 		tc->rw = TC_RW_KEYED | (unsigned)k;
-	else
-		tc->rw = mpk__soft_rights_now(d) == MPK_RW ? now : TC_RW_NONE;
+		tc->snap = (tc->epoch + now) | TC_RW_KEYED;
+	} else if (mpk__soft_rights_now(d) == MPK_RW) {
+		tc->rw = now;
+		tc->snap = tc->epoch + now;
+	} else {
+		tc->rw = TC_RW_NONE;
+		tc->snap = TC_SNAP_NONE;
+	}
+	tc->fsnap = tc->wipe ? TC_SNAP_NONE : tc->snap;
 }
 
 /* The fast paths find the last cache used here; under valgrind they find

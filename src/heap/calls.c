@@ -38,19 +38,20 @@ TC_INLINE bool tc_rw(const struct tcache *tc)
 
 /* A cached block for size, or NULL: none cached, not a small size, or
  * the thread may not write the header (the slow path then opens).  vg:
- * make valgrind's client requests (false on the fast paths). */
-TC_INLINE void *tc_malloc(struct tcache *tc, size_t size, bool vg)
+ * make valgrind's client requests (false on the fast paths); rw: the
+ * caller knows the thread may write the domain (tc_of_take()). */
+TC_INLINE void *tc_malloc(struct tcache *tc, size_t size, bool vg, bool rw)
 {
 	/* The rights first: RDPKRU takes three registers, fewer live here. */
-	if (unlikely(!tc_rw(tc)))
+	if (!rw && unlikely(!tc_rw(tc)))
 		return NULL;
-	int c = tc_class(size);
+	long c = tc_class(size);
 	if (unlikely(c < 0))
 		return NULL; /* 0 too: the slow path makes it 1 */
 	size_t cls = (size_t)c, n = tc->n[cls]; /* (64 bits: indexes, no widening) */
 	if (unlikely(!n))
 		return NULL;
-	uintptr_t *row = tc->slot[cls], p = row[TC_MAX] ^ tc->mkey;
+	uintptr_t p = tc->top[cls] ^ tc->mkey;
 	if (unlikely(p & 15) || unlikely(mpk__hdr_get_vg(p, vg).size != mpk__hdr_mark(tc->tok, p))) {
 		/* An entry overwritten without the key decodes misaligned
 		 * (15 times in 16), a block cached twice was taken already
@@ -66,7 +67,8 @@ TC_INLINE void *tc_malloc(struct tcache *tc, size_t size, bool vg)
 	tc->n[cls] = (uint8_t)(n - 1);
 	/* The next top, slot[n - 2]: with n 1 the word before the row (the
 	 * struct's), and no top is needed.  No branch. */
-	row[TC_MAX] = *(const uintptr_t *)((const char *)row + ((ptrdiff_t)n - 2) * (ptrdiff_t)sizeof(uintptr_t));
+	tc->top[cls] = *(const uintptr_t *)((const char *)tc->slot[cls] +
+					    ((ptrdiff_t)n - 2) * (ptrdiff_t)sizeof(uintptr_t));
 	/* p - HDR was read: p is not NULL (the caller need not test it). */
 	if (!p)
 		__builtin_unreachable();
@@ -96,10 +98,13 @@ TC_INLINE bool tc_chunk_ok(struct tcache *tc, uintptr_t a)
 /* Whether a is a live block of the cache's heap that a cache takes, as
  * its chunk tag and keyed header say (and the thread may write it): its
  * class, and its header in *hd; or -1. */
-TC_INLINE bool tc_live(struct tcache *tc, uintptr_t a, struct hdr *hd, size_t *clsp, bool vg)
+TC_INLINE bool tc_live(struct tcache *tc, uintptr_t a, struct hdr *hd, size_t *clsp, bool vg,
+		       bool rw)
 {
-	if (unlikely((a & 15) || !(a & (CHUNK_SIZE - 1))) || !tc_chunk_ok(tc, a) ||
-	    unlikely(!tc_rw(tc)))
+	/* The chunk is the header's, the bytes read and written here (a
+	 * block's header is in its own chunk, chunks being aligned; NULL's,
+	 * at the top of the address space, has no tag). */
+	if (unlikely(a & 15) || !tc_chunk_ok(tc, a - HDR) || (!rw && unlikely(!tc_rw(tc))))
 		return false;
 	*hd = mpk__hdr_get_vg(a, vg);
 	uint64_t w = hd->size;
@@ -111,56 +116,87 @@ TC_INLINE bool tc_live(struct tcache *tc, uintptr_t a, struct hdr *hd, size_t *c
 	return true;
 }
 
-/* fast: free's own fast path, which leaves a wiping heap's blocks to the
- * slow path (TC_NOT): no call on it, so nothing to save around one. */
+/* fast: free's own fast path, whose tc_of() checked the rights and left
+ * a wiping heap's blocks to the slow path: no call here, so nothing to
+ * save around one. */
 TC_INLINE int tc_free(struct tcache *tc, void *ptr, bool vg, bool fast)
 {
 	uintptr_t a = (uintptr_t)ptr;
 	struct hdr hd;
 	size_t cls, n; /* (64 bits: indexes, no widening) */
 
-	if (!tc_live(tc, a, &hd, &cls, vg))
+	if (!tc_live(tc, a, &hd, &cls, vg, fast))
 		return TC_NOT;
 	n = tc->n[cls];
 	if (unlikely(n >= mpk__tc_lim[cls]))
 		return TC_FULL;
-	if (unlikely(tc->wipe)) {
-		if (fast)
-			return TC_NOT;
+	if (!fast && unlikely(tc->wipe))
 		memset((void *)a, 0, mpk__tc_cap[cls]);
-	}
 	mpk__hdr_set_vg(a, mpk__hdr_mark(tc->tok, a), hd.check ^ tc->ckey, vg);
 	mpk__san_free_vg(a, mpk__tc_cap[cls], vg);
-	tc->slot[cls][n] = tc->slot[cls][TC_MAX] = a ^ tc->mkey;
+	tc->slot[cls][n] = tc->top[cls] = a ^ tc->mkey;
 	tc->n[cls] = (uint8_t)(n + 1);
 	return TC_DONE;
 }
 
-/* The calling thread's cache for hp if it is current: the handle was
- * checked when the cache was made, and no heap has gone since. */
+/* The two epochs' sum now: the global one (no heap, chunk, soft base or
+ * generation moved) taken first, as renew() took them. */
+TC_INLINE uint64_t tc_epochs(void)
+{
+	uint64_t g = __atomic_load_n(&mpk__soft_gepoch, __ATOMIC_ACQUIRE);
+
+	return g + __atomic_load_n(&mpk__soft_t.epoch, __ATOMIC_RELAXED);
+}
+
+/*
+ * Whether the cache is current (no heap or chunk went since it was
+ * checked: tc->epoch is the global epoch) and the thread may write its
+ * domain (tc_rw()), from x, the cache's snapshot (heap.h) XOR the
+ * epochs' sum now.  Both epochs only grow, so the sum is the one
+ * renew() noted only if neither moved: for a keyless domain held RW, x
+ * is 0 (one compare for both questions); for a keyed one, x is
+ * TC_RW_KEYED and the key's bits say.  Otherwise the long way: an epoch
+ * moved since the last slow call (it renews the snapshot), or the
+ * thread held no RW then.  For an x that is not 0.
+ */
+TC_INLINE bool tc_current(const struct tcache *tc, uint64_t x)
+{
+	if (x == TC_RW_KEYED)
+		return mpk_arch_key_rights(mpk_arch_reg_read(), (int)(tc->rw & 0xff)) == MPK_RW;
+	return tc->epoch == __atomic_load_n(&mpk__soft_gepoch, __ATOMIC_ACQUIRE) && tc_rw(tc);
+}
+
+/* The calling thread's cache for hp if it is current (the handle was
+ * checked when the cache was made, and no heap has gone since) and the
+ * thread may write its domain, for free's fast path: not a wiping
+ * heap's (its snapshot matches nothing). */
 static inline struct tcache *tc_of(const mpk_heap *hp)
 {
 	struct tcache *tc = mpk__tc_last;
 
-	if (likely(tc && tc->heap == (const struct heap *)hp &&
-		   tc->epoch == __atomic_load_n(&mpk__soft_gepoch, __ATOMIC_ACQUIRE)))
-		return tc;
+	if (likely(tc && tc->heap == (const struct heap *)hp)) {
+		uint64_t x = tc->fsnap ^ tc_epochs();
+		if (likely(!x) || (!tc->wipe && tc_current(tc, x)))
+			return tc;
+	}
 	return NULL;
 }
 
 /* tc_of() for the calls that take a block from the cache.  Sealed there
  * are no caches: a pointer to one (thread-local, open memory) is an
  * attacker's, whose entries would be what malloc returns.  (free may put
- * a block into it: a leak, the block never handed out again.) */
+ * a block into it: a leak, the block never handed out again.)  The
+ * seal is tested with the snapshot, in the same branch. */
 static inline struct tcache *tc_of_take(const mpk_heap *hp)
 {
 	struct tcache *tc = mpk__tc_last;
 
-	/* tc_of()'s epoch test and the seal's in one branch */
-	if (likely(tc && tc->heap == (const struct heap *)hp &&
-		   !((tc->epoch ^ __atomic_load_n(&mpk__soft_gepoch, __ATOMIC_ACQUIRE)) |
-		     (uintptr_t)__atomic_load_n(&mpk__meta_dom, __ATOMIC_RELAXED))))
-		return tc;
+	if (likely(tc && tc->heap == (const struct heap *)hp)) {
+		uintptr_t sealed = (uintptr_t)__atomic_load_n(&mpk__meta_dom, __ATOMIC_RELAXED);
+		uint64_t x = (tc->snap ^ tc_epochs()) | sealed;
+		if (likely(!x) || (!sealed && tc_current(tc, x)))
+			return tc;
+	}
 	return NULL;
 }
 
@@ -376,7 +412,7 @@ static __attribute__((noinline)) void *alloc_slow(mpk_heap *hp, size_t size, boo
 	if (cacheable(h) && size - 1 < SMALL_MAX - HDR) {
 		struct tcache *tc = mpk__tc_attach(h);
 		unsigned cls = mpk__class_of16[(size + HDR + 15) >> 4];
-		if (tc && (tc->n[cls] || !mpk__tc_refill(tc, cls)) && (p = tc_malloc(tc, size, mpk__san_vg)) &&
+		if (tc && (tc->n[cls] || !mpk__tc_refill(tc, cls)) && (p = tc_malloc(tc, size, mpk__san_vg, false)) &&
 		    zero)
 			memset(p, 0, size);
 	}
@@ -401,7 +437,7 @@ MPK_EXPORT void *mpk_heap_malloc(mpk_heap *hp, size_t size)
 	struct tcache *tc = tc_of_take(hp);
 	void *p;
 
-	if (likely(tc) && likely(p = tc_malloc(tc, size, false)))
+	if (likely(tc) && likely(p = tc_malloc(tc, size, false, true)))
 		return p;
 	return not_tail(alloc_slow(hp, size, false, 0));
 }
@@ -413,7 +449,7 @@ MPK_EXPORT void *mpk_heap_calloc(mpk_heap *hp, size_t n, size_t size)
 	bool over = __builtin_mul_overflow(n, size, &total);
 	void *p;
 
-	if (likely(tc && !over) && (p = tc_malloc(tc, total, false)))
+	if (likely(tc && !over) && (p = tc_malloc(tc, total, false, true)))
 		return memset(p, 0, total);
 	return not_tail(alloc_slow(hp, total, true, over ? ENOMEM : 0));
 }
@@ -471,8 +507,8 @@ MPK_EXPORT int mpk_heap_free(mpk_heap *hp, void *p)
 {
 	struct tcache *tc = tc_of(hp);
 
-	/* p NULL needs no test of its own: tc_live() sends a chunk's start
-	 * (0 is one) the slow way, which frees nothing. */
+	/* p NULL needs no test of its own: tc_live() sends it the slow way
+	 * (its header's address is in no chunk), which frees nothing. */
 	if (likely(tc) && likely(tc_free(tc, p, false, true) == TC_DONE))
 		return 0;
 	return free_slow(hp, p);
@@ -489,12 +525,12 @@ static inline void *tc_realloc(struct tcache *tc, mpk_heap *hp, void *p, size_t 
 {
 	uintptr_t a = (uintptr_t)p;
 	struct hdr hd;
-	int cls = tc_class(size);
+	int cls = (int)tc_class(size);
 	size_t old;
 
 	/* A size past its class's (a header forged with the key) goes the
 	 * slow way, which names it: the copy below reads hd.size bytes. */
-	if (cls < 0 || !tc_live(tc, a, &hd, &old, vg) || hd.size > mpk__tc_cap[old] ||
+	if (cls < 0 || !tc_live(tc, a, &hd, &old, vg, false) || hd.size > mpk__tc_cap[old] ||
 	    (size >= REALLOC_BIG && size > hd.size))
 		return NULL;
 	if ((size_t)cls == old) {
@@ -502,13 +538,13 @@ static inline void *tc_realloc(struct tcache *tc, mpk_heap *hp, void *p, size_t 
 		mpk__hdr_set_vg(a, w, mpk__hdr_sum(tc->key, a, w, 0), vg);
 		return p;
 	}
-	void *q = tc_malloc(tc, size, vg);
+	void *q = tc_malloc(tc, size, vg, false);
 	if (!q && h) {
 		/* The slow path (metadata open): a batch, or a page run. */
 		if (cls >= NCLASSES)
 			q = mpk__heap_alloc(h, size, 16, false);
 		else if (!mpk__tc_refill(tc, (unsigned)cls))
-			q = tc_malloc(tc, size, vg);
+			q = tc_malloc(tc, size, vg, false);
 	}
 	if (!q)
 		return NULL;

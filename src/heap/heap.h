@@ -327,7 +327,7 @@ struct mpk__seal {
 extern union mpk__seal_page {
 	struct mpk__seal s;
 	char page[SEAL_PAGE];
-} mpk__seal_pg __attribute__((aligned(SEAL_PAGE)));
+} mpk__seal_pg MPK_HIDDEN __attribute__((aligned(SEAL_PAGE)));
 #define mpk__meta_dom (mpk__seal_pg.s.dom) /* closed area: its domain */
 /* Make [p, p+len) of sealed globals (the page, the tag table) writable
  * (on) or read-only again (off), when the seal is on; nothing when open.
@@ -354,7 +354,7 @@ struct mpk__classes {
 extern union mpk__classes_page {
 	struct mpk__classes c;
 	char page[SEAL_PAGE];
-} mpk__classes_pg __attribute__((aligned(SEAL_PAGE)));
+} mpk__classes_pg MPK_HIDDEN __attribute__((aligned(SEAL_PAGE)));
 
 /*
  * The allocator's state, at the start of the area (meta.c): sealed with
@@ -580,13 +580,14 @@ void mpk__heap_classes_init(void);
 
 #define TC_INLINE static inline __attribute__((always_inline))
 
-/* The cache class of a block of size bytes (with its header), or -1. */
-TC_INLINE int tc_class(uint64_t size)
+/* The cache class of a block of size bytes (with its header), or -1.
+ * (long: a table's byte becomes an index with no sign extension.) */
+TC_INLINE long tc_class(uint64_t size)
 {
 	if (likely(size - 1 < SMALL_MAX - HDR))
 		return mpk__class_of16[(size + HDR + 15) >> 4];
 	if (size - 1 < mpk__ltc_max - HDR)
-		return mpk__lclass_base + (int)((size + HDR + mpk__heap_page - 1) >> mpk__heap_page_shift);
+		return mpk__lclass_base + (long)((size + HDR + mpk__heap_page - 1) >> mpk__heap_page_shift);
 	return -1;
 }
 
@@ -714,6 +715,12 @@ struct tcache {
 	uint64_t rw;                /* keyless domain: the thread's soft epoch when it last
 				     * held RW, taken after epoch; keyed: TC_RW_KEYED | key;
 				     * TC_RW_NONE: neither (calls.c's tc_rw()) */
+	/* The fast paths' snapshot, compared with the two epochs' sum now
+	 * (calls.c's tc_current()): epoch + rw for a keyless domain held
+	 * RW, that sum | TC_RW_KEYED (which no sum has) for a keyed one,
+	 * else TC_SNAP_NONE.  fsnap, free's: the same, or TC_SNAP_NONE for
+	 * a wiping heap (its frees clear the block, the slow way). */
+	uint64_t snap, fsnap;
 	uintptr_t chunk;            /* 1 + the number of a chunk of the heap's, its tag checked; 0 none */
 	unsigned gen;               /* vault: mpk__fork_gen its listed blocks are locked in */
 	bool wipe;                  /* MPK_HEAP_WIPE: free zeroes the block */
@@ -724,20 +731,23 @@ struct tcache {
 	unsigned vl_keep_cls;
 	uint8_t n[NTC];                /* small classes, then page runs */
 	uint8_t fill[NTC];             /* the last refill's batch: the next doubles it */
-	/* User pointers ^ mkey, the stack's bottom first.  After the stack,
-	 * slot[c][TC_MAX] is the top, slot[c][n[c] - 1] while n[c] > 0 in
-	 * ordinary heaps: malloc's fast path loads it without waiting for the
-	 * count (that the last free wrote), at an offset from the same base.
-	 * Kept by every change to a class's stack (tc_top()). */
-	uintptr_t slot[NTC][TC_MAX + 1];
+	/* The top of each stack, slot[c][n[c] - 1] while n[c] > 0 in ordinary
+	 * heaps: malloc's fast path loads it by the class alone, without
+	 * waiting for the count (that the last free wrote) or the row's
+	 * address.  Kept by every change to a class's stack (tc_top()).
+	 * Before slot[]: the first row's word before it is one of these. */
+	uintptr_t top[NTC];
+	/* User pointers ^ mkey, the stack's bottom first. */
+	uintptr_t slot[NTC][TC_MAX];
 };
 #define TC_RW_KEYED (1ull << 63) /* (no soft epoch has either bit) */
 #define TC_RW_NONE (1ull << 62)
+#define TC_SNAP_NONE (TC_RW_KEYED | TC_RW_NONE)
 /* After a change to class c's stack other than the fast paths' own. */
 static inline void tc_top(struct tcache *tc, unsigned c)
 {
 	if (tc->n[c])
-		tc->slot[c][TC_MAX] = tc->slot[c][tc->n[c] - 1];
+		tc->top[c] = tc->slot[c][tc->n[c] - 1];
 }
 /* A heap goes, or a chunk goes back (a cache's chunk hint is good only
  * until then): caches check their heap again.  The epoch they compare is
@@ -751,7 +761,7 @@ static inline void mpk__heap_epoch_bump(void)
 {
 	__atomic_add_fetch(&mpk__soft_gepoch, 1, __ATOMIC_RELEASE);
 }
-extern __thread struct tcache *mpk__tc_last __attribute__((tls_model("initial-exec")));
+#define mpk__tc_last (mpk__soft_t.tc_last) /* (core.h: beside the thread's soft epoch) */
 #define mpk__tc_lim (mpk__seal_pg.s.tc_lim) /* entries per class (seal.c) */
 /* The calling thread's cache for h (metadata open, h checked), made if need
  * be; NULL if none can be had. */

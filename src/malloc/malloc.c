@@ -60,6 +60,31 @@ static int stats_fd = -1;
 static uint64_t calls;
 static bool debug;
 static __thread unsigned inside __attribute__((tls_model("initial-exec")));
+/* plain, for the calling thread while it is not inside mpkit; NULL
+ * inside, and until the thread's first call past malloc()'s test, which
+ * sets it: malloc() tests this one thread-local word where it tested
+ * plain and inside. */
+static __thread mpk_heap *t_plain __attribute__((tls_model("initial-exec")));
+
+/* inside counted up and down.  The order of the stores is a signal
+ * handler's view: a malloc() between the two, on the way in, still finds
+ * the thread outside mpkit (it is, until the call made next); on the
+ * way out it takes the long way, which sets t_plain as it leaves. */
+static inline void inside_in(void)
+{
+	inside++;
+	__atomic_signal_fence(__ATOMIC_SEQ_CST);
+	t_plain = NULL;
+}
+
+static inline void inside_out(void)
+{
+	if (!--inside) {
+		__atomic_signal_fence(__ATOMIC_SEQ_CST);
+		t_plain = __atomic_load_n(&plain, __ATOMIC_ACQUIRE);
+	}
+}
+
 /* The entry point the program called, for a misuse report. */
 static __thread const char *entry __attribute__((tls_model("initial-exec")));
 
@@ -90,7 +115,7 @@ static void misuse(const struct mpk_misuse *m, void *arg)
 	void *frames[48];
 
 	(void)arg;
-	inside++; /* what the report allocates: the internal allocator's (it aborts) */
+	inside_in(); /* what the report allocates: the internal allocator's (it aborts) */
 	while (__atomic_exchange_n(&busy, 1, __ATOMIC_ACQUIRE))
 		sched_yield(); /* another thread's report: it aborts the process */
 	if (entry)
@@ -115,7 +140,7 @@ static __attribute__((noinline)) mpk_heap *start(void)
 
 	if (!__atomic_compare_exchange_n(&starting, &no, 1, false, __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE))
 		return NULL;
-	inside++;
+	inside_in();
 	/* The internal allocator's lock is taken last (mpkit allocates under
 	 * its own locks), so its prepare handler, registered first, runs
 	 * after the heap's. */
@@ -144,7 +169,7 @@ static __attribute__((noinline)) mpk_heap *start(void)
 		if (d)
 			(void)mpk_domain_destroy(d);
 		__atomic_store_n(&fallback, true, __ATOMIC_RELEASE);
-		inside--;
+		inside_out();
 		return NULL;
 	}
 	const char *s = getenv("MPKIT_MALLOC_STATS");
@@ -161,7 +186,7 @@ static __attribute__((noinline)) mpk_heap *start(void)
 	 * close_stdout) close stderr before the destructors run. */
 	if (stats)
 		stats_fd = fcntl(2, F_DUPFD_CLOEXEC, 3);
-	inside--;
+	inside_out();
 	__atomic_store_n(&heap, h, __ATOMIC_RELEASE);
 	if (!stats && !debug)
 		__atomic_store_n(&plain, h, __ATOMIC_RELEASE);
@@ -202,7 +227,7 @@ static __attribute__((destructor)) void report(void)
 
 	if (!stats || !h || stats_fd < 0)
 		return;
-	inside++;
+	inside_in();
 	uint64_t n = __atomic_load_n(&calls, __ATOMIC_RELAXED);
 	if (!mpk_heap_stats_get(h, &st)) {
 		size_t opens = st.meta_opens ? st.meta_opens - 1 : 0; /* not this call's */
@@ -215,30 +240,30 @@ static __attribute__((destructor)) void report(void)
 			(unsigned long long)n, opens, n ? (double)opens / (double)n : 0.0, st.blocks,
 			program_invocation_short_name, (int)getpid(), st.bytes, st.mapped, st.mapped_peak);
 	}
-	inside--;
+	inside_out();
 }
 
 /* --debug: record p's allocation stack (the unwinder may allocate: the
  * internal allocator serves it). */
 static __attribute__((noinline)) void traced_alloc(void *p)
 {
-	inside++;
+	inside_in();
 	mpk__dbg_alloc(p);
-	inside--;
+	inside_out();
 }
 
 static __attribute__((noinline)) void traced_free(void *p)
 {
-	inside++;
+	inside_in();
 	mpk__dbg_free(p);
-	inside--;
+	inside_out();
 }
 
 /* Every call below but malloc()'s and free()'s fast ones: the heap
  * through a use_heap() that said yes, with `inside` set, so that what
  * mpkit's calls into the C library allocate goes to the internal
  * allocator. */
-#define IN_HEAP(expr) ({ inside++; __typeof__(expr) r_ = (expr); inside--; r_; })
+#define IN_HEAP(expr) ({ inside_in(); __typeof__(expr) r_ = (expr); inside_out(); r_; })
 
 /* malloc() and free() past their first test: no plain heap (none yet,
  * none to be had, stats or debug on), or a call from inside mpkit. */
@@ -258,14 +283,14 @@ static __attribute__((noinline)) void *malloc_long(size_t size)
  * the call (a jump, no frame): the heap's fast path calls nothing, its
  * slow path allocates from the C library only where heap/cache.c's
  * bundle() takes the nested call itself, and the misuse handler counts
- * `inside` on its own.  malloc() still tests it: the drop-in's own long
- * paths (start(), the debug stacks, the report) send theirs to the
- * internal allocator with it. */
+ * `inside` on its own.  malloc() still tests it, through t_plain: the
+ * drop-in's own long paths (start(), the debug stacks, the report) send
+ * theirs to the internal allocator with it. */
 EXPORT void *malloc(size_t size)
 {
-	mpk_heap *h = __atomic_load_n(&plain, __ATOMIC_ACQUIRE);
+	mpk_heap *h = t_plain;
 
-	if (likely(h) && likely(!inside))
+	if (likely(h))
 		return mpk_heap_malloc(h, size);
 	return malloc_long(size);
 }

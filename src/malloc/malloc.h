@@ -25,7 +25,7 @@ union mpk__boot_fixed {
 	} f;
 	char page[MPK__BOOT_PAGE];
 };
-extern union mpk__boot_fixed mpk__boot_fixed;
+extern union mpk__boot_fixed mpk__boot_fixed __attribute__((visibility("hidden"))); /* (read directly, not through the GOT) */
 /* blocks before the reserve is made: the top of the address space, where
  * no user pointer is, so that the test below needs no NULL test of its own. */
 #define MPK__BOOT_NONE ((char *)(uintptr_t)-MPK__BOOT_RESERVE)
