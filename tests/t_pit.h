@@ -52,6 +52,10 @@ bool pit_is_secret(const void *p);
 
 /* The outcome of a system call that was to copy the secret into buf. */
 int pit_copy_outcome(long rc, int err, const void *buf);
+/* O_ERROR, after a line on stderr naming what failed and err (0: none;
+ * ETIMEDOUT: no completion in time), so that a report of ERROR says
+ * which step could not be made. */
+int pit_error(const char *what, int err);
 
 struct pit {
 	const char *name;

@@ -11,7 +11,7 @@ static int attempt(void)
 	int fds[2], res;
 
 	if (pipe(fds))
-		return O_ERROR;
+		return pit_error("pipe()", errno);
 	if ((res = ring_born_open(&r, MPK_READ, IORING_SETUP_SQPOLL, 0)))
 		return res;
 	return ring_leak_to_pipe(&r, IORING_OP_WRITE, 0, fds);

@@ -20,12 +20,20 @@ bool pit_is_secret(const void *p)
 	return !memcmp(p, PIT_SECRET, sizeof(PIT_SECRET));
 }
 
+int pit_error(const char *what, int err)
+{
+	fprintf(stderr, "pit: no outcome: %s%s%s\n", what, err ? ": " : "",
+		err == ETIMEDOUT ? "no completion within 5 s" : err ? strerror(err) : "");
+	return O_ERROR;
+}
+
 int pit_copy_outcome(long rc, int err, const void *buf)
 {
 	if (rc >= 0)
 		return pit_is_secret(buf) ? O_LEAKED : O_KEPT;
 	return err == EPERM ? O_EPERM : err == EFAULT || err == EIO ? O_EFAULT
-	     : err == EACCES ? O_EACCES : err == ENOSYS ? O_NA : O_ERROR;
+	     : err == EACCES ? O_EACCES : err == ENOSYS ? O_NA
+	     : pit_error("the call failed with an errno no outcome names", err);
 }
 
 void pit_default_segv(void)
@@ -38,18 +46,18 @@ static int pit_child(const struct pit *p, bool locked)
 {
 	pit_dom = mpk_domain_create("pit-secret", MPK_RW, pit_kexcl ? MPK_DOMAIN_SECRETMEM : 0);
 	if (!pit_dom)
-		return O_ERROR;
+		return pit_error("mpk_domain_create()", errno);
 	pit_secret = mpk_alloc(pit_dom, 4096);
 	if (!pit_secret)
-		return O_ERROR;
+		return pit_error("mpk_alloc()", errno);
 	memcpy(pit_secret, PIT_SECRET, sizeof(PIT_SECRET));
 	if (mpk_set(pit_dom, MPK_NONE))
-		return O_ERROR;
+		return pit_error("mpk_set()", errno);
 	pit_default_segv(); /* a fault must end the child by SIGSEGV */
 	if (p->setup)
 		p->setup();
 	if (locked && mpk_lockdown(p->lock_flags))
-		return errno == EPERM || errno == EBUSY ? O_REFUSED : O_ERROR;
+		return errno == EPERM || errno == EBUSY ? O_REFUSED : pit_error("mpk_lockdown()", errno);
 	fflush(NULL);
 	return p->attempt();
 }
@@ -77,7 +85,9 @@ static int pit_run_once(const struct pit *p, bool locked)
 	case SIGSEGV: return O_FAULT;
 	case SIGILL: return O_SIGILL;
 	case SIGTRAP: return O_TRAPPED;
-	default: return O_ERROR;
+	default:
+		fprintf(stderr, "pit: no outcome: the attempt ended by signal %d\n", c.signal);
+		return O_ERROR;
 	}
 	if (c.exit_code == 134)
 		return O_CHECK;
@@ -86,8 +96,8 @@ static int pit_run_once(const struct pit *p, bool locked)
 
 /* ERROR is no outcome: the attempt itself could not be made (a resource
  * the kernel refused, a completion that never came; t_pit_io_uring_sqpoll
- * met one in about 125 runs, cause unknown).  It is made once more, and
- * an ERROR then counts. */
+ * met one in about 125 runs, before pit_error() said which).  It is made
+ * once more, and an ERROR then counts. */
 static int pit_run_one(const struct pit *p, bool locked)
 {
 	int o = pit_run_once(p, locked);

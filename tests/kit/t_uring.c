@@ -145,7 +145,7 @@ int ring_born_open(struct ring *r, int rights, unsigned setup_flags,
 			return pit_copy_outcome(-1, errno, NULL);
 		res = ring_do(r, IORING_OP_NOP, sqe_flags, -1, NULL, 0, 0);
 	}
-	return res < 0 ? O_ERROR : 0;
+	return res < 0 ? pit_error("the ring's first NOP, made with the domain open", -res) : 0;
 }
 
 int ring_leak_to_pipe(struct ring *r, int op, unsigned sqe_flags, const int fds[2])
@@ -156,6 +156,6 @@ int ring_leak_to_pipe(struct ring *r, int op, unsigned sqe_flags, const int fds[
 	if (res < 0)
 		return pit_copy_outcome(-1, -res, NULL);
 	if (read(fds[0], buf, sizeof(buf)) < 0)
-		return O_ERROR;
+		return pit_error("read() of the pipe", errno);
 	return pit_copy_outcome(0, 0, buf);
 }
