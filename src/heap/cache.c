@@ -193,6 +193,7 @@ static void reset(struct tcache *tc, struct heap *h)
 
 	memset(tc, 0, offsetof(struct tcache, slot));
 	tc->snap = tc->fsnap = TC_SNAP_NONE;
+	tc->chunk = TC_CHUNK_NONE;
 	if (!h)
 		return;
 	tc->heap = h;
@@ -275,7 +276,7 @@ struct tcache *mpk__tc_attach(struct heap *h)
 		if (e->heap && e->epoch != epoch) {
 			if (alive(e->heap, e->uid)) {
 				e->epoch = epoch;
-				e->chunk = 0; /* its chunk may have gone back */
+				e->chunk = TC_CHUNK_NONE; /* its chunk may have gone back */
 			} else {
 				reset(e, NULL);
 			}

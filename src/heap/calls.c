@@ -85,7 +85,7 @@ enum { TC_DONE, TC_NOT, TC_FULL };
  * mpk__tc_attach()), or its tag. */
 TC_INLINE bool tc_chunk_ok(struct tcache *tc, uintptr_t a)
 {
-	uintptr_t n = (a >> CHUNK_SHIFT) + 1;
+	uintptr_t n = a >> CHUNK_SHIFT;
 
 	if (likely(n == tc->chunk))
 		return true;

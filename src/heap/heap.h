@@ -721,7 +721,8 @@ struct tcache {
 	 * else TC_SNAP_NONE.  fsnap, free's: the same, or TC_SNAP_NONE for
 	 * a wiping heap (its frees clear the block, the slow way). */
 	uint64_t snap, fsnap;
-	uintptr_t chunk;            /* 1 + the number of a chunk of the heap's, its tag checked; 0 none */
+	uintptr_t chunk;            /* the number of a chunk of the heap's, its tag checked;
+				     * TC_CHUNK_NONE none */
 	unsigned gen;               /* vault: mpk__fork_gen its listed blocks are locked in */
 	bool wipe;                  /* MPK_HEAP_WIPE: free zeroes the block */
 	struct arena *arena;        /* refills come from there */
@@ -743,6 +744,7 @@ struct tcache {
 #define TC_RW_KEYED (1ull << 63) /* (no soft epoch has either bit) */
 #define TC_RW_NONE (1ull << 62)
 #define TC_SNAP_NONE (TC_RW_KEYED | TC_RW_NONE)
+#define TC_CHUNK_NONE UINTPTR_MAX /* (no address's: they have 48 bits) */
 /* After a change to class c's stack other than the fast paths' own. */
 static inline void tc_top(struct tcache *tc, unsigned c)
 {
