@@ -81,10 +81,11 @@ static void pool_put(struct bundle *b)
 static void reset(struct tcache *tc, struct heap *h);
 
 /* Nothing of a thread's caches outlives it: every entry's header (keys,
- * hints, counts, the stacks' tops) and every slot ever written is zeroed.  A class's
- * written slots are a prefix of its stack (an entry is written at the
- * count or below), never 0 (mkey is odd, a block even), so the scan
- * stops at the first 0 and reads no page the thread did not touch. */
+ * hints, counts, the stacks' tops) and every slot ever written is
+ * zeroed.  A class's written slots are a prefix of its stack (an entry
+ * is written at the count or below), never 0 (mkey is odd, a block
+ * even), so the scan stops at the first 0 and reads no page the thread
+ * did not touch. */
 static struct bundle *wipe(struct bundle *b)
 {
 	for (int i = 0; i < TC_HEAPS; i++) {
